@@ -1,0 +1,120 @@
+"""The ``hetval`` command: every workflow stage runnable alone, plus config checks and the study matrix.
+
+Subcommands: ``check-config``, ``matrix``, ``gather``, ``validate``, ``report``.
+A bad config prints one line naming the key and exits 2 (no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from analysis.config import ConfigError, load_config, study_matrix
+
+
+def _config(args: argparse.Namespace) -> dict:
+    paths = args.configfile or []
+    return load_config(*paths) if paths else load_config()
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config = _config(args)
+    runs = study_matrix(config)
+    print(f"config ok: study {config['study']!r}, {len(config['platforms'])} platform(s), {len(runs)} run(s)")
+    return 0
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    for spec in study_matrix(_config(args)):
+        print(spec["run_id"], spec["study"], spec["case"], spec["variant"], spec["platform"], json.dumps(spec["params"]))
+    return 0
+
+
+def cmd_gather(args: argparse.Namespace) -> int:
+    from analysis.dataset import clear_tmp, gather
+    from sims.record import atomic_write_text
+
+    files = list(args.records)
+    if args.raw_dir:
+        files += sorted(str(p) for p in Path(args.raw_dir).glob("*.json"))
+    clear_tmp(args.runs)
+    result = gather(files, args.runs, args.quarantine, args.failed)
+    print(
+        f"[hetval gather] {result.runs} run(s), {result.records} record(s) -> {args.runs}; "
+        f"{len(result.failed_runs)} failed, {len(result.quarantined)} quarantined"
+    )
+    if args.manifest:
+        atomic_write_text(args.manifest, json.dumps(result.as_dict(), indent=1))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from analysis.validate import validate
+
+    validate(args.runs, args.platforms, args.out, studies=args.study or None, address=args.scheduler or None)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from analysis.report import build_report
+
+    summary = build_report(args.validation, args.platforms, args.quarantine, args.out, title=args.title)
+    print(summary)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hetval", description="hetval: measure, predict, score.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_config(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--configfile", action="append", help="config YAML (repeatable; later files override)")
+
+    p = sub.add_parser("check-config", help="validate the config and count the study's runs")
+    with_config(p)
+    p.set_defaults(func=cmd_check_config)
+
+    p = sub.add_parser("matrix", help="list the study's runs (run_id, case, variant, platform, params)")
+    with_config(p)
+    p.set_defaults(func=cmd_matrix)
+
+    p = sub.add_parser("gather", help="raw records -> hive-partitioned Parquet dataset")
+    p.add_argument("records", nargs="*", help="raw record files")
+    p.add_argument("--raw-dir", help="also gather every *.json in this directory")
+    p.add_argument("--runs", default="results/runs", help="dataset directory")
+    p.add_argument("--quarantine", default="results/quarantine", help="where records failing the schema go")
+    p.add_argument("--failed", default="results/failed", help="where gathered failed runs' raw files go")
+    p.add_argument("--manifest", help="write a JSON summary of this gather here")
+    p.set_defaults(func=cmd_gather)
+
+    p = sub.add_parser("validate", help="Dask job: runs x platforms x models -> tightness and fidelity")
+    p.add_argument("--runs", default="results/runs")
+    p.add_argument("--platforms", default="results/platforms")
+    p.add_argument("--out", default="results/validation")
+    p.add_argument("--study", action="append", help="restrict to this study (repeatable); default all")
+    p.add_argument("--scheduler", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or local)")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("report", help="HTML report with figures, and a plain-text summary")
+    p.add_argument("--validation", default="results/validation")
+    p.add_argument("--platforms", default="results/platforms")
+    p.add_argument("--quarantine", default="results/quarantine")
+    p.add_argument("--out", default="results/report")
+    p.add_argument("--title", default="hetval validation report")
+    p.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"hetval: config error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The pyarrow schema of the run dataset, built from the record contract in ``sims.record``.
+
+One schema in code: :data:`RUN_SCHEMA` is what gathering writes and what every
+reader gets back; :func:`check_record` decides whether a raw record fits it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any
+
+import pyarrow as pa
+
+from sims.record import ENERGY_SOURCES, FIELD_TYPES, FIELDS, REQUIRED, STATUSES
+
+_ARROW = {
+    "string": pa.string(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+}
+
+RUN_SCHEMA: pa.Schema = pa.schema([pa.field(n, _ARROW[t], nullable=not req) for n, t, req in FIELDS])
+#: Hive partition keys of ``results/runs/`` (directories ``study=<s>/case=<c>/``).
+PARTITION_KEYS: tuple[str, ...] = ("study", "case")
+PARTITION_SCHEMA: pa.Schema = pa.schema([RUN_SCHEMA.field(k) for k in PARTITION_KEYS])
+#: The columns stored inside each partition file (the partition keys live in the path).
+FILE_SCHEMA: pa.Schema = pa.schema([f for f in RUN_SCHEMA if f.name not in PARTITION_KEYS])
+#: Uniqueness key of the dataset.
+ROW_KEY: tuple[str, str] = ("run_id", "rep")
+
+
+class RecordError(ValueError):
+    """A raw record does not fit the schema; the message says which field and why."""
+
+
+def _parse_timestamp(name: str, value: Any) -> dt.datetime:
+    if not isinstance(value, str):
+        raise RecordError(f"field {name!r}: expected ISO 8601 UTC text, got {type(value).__name__}")
+    try:
+        ts = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise RecordError(f"field {name!r}: {value!r} is not an ISO 8601 time") from exc
+    if ts.tzinfo is None:
+        raise RecordError(f"field {name!r}: {value!r} has no time zone (UTC required)")
+    return ts.astimezone(dt.timezone.utc)
+
+
+def _check_value(name: str, typ: str, value: Any) -> Any:
+    if typ == "string":
+        if not isinstance(value, str):
+            raise RecordError(f"field {name!r}: expected text, got {type(value).__name__} {value!r:.40}")
+        return value
+    if typ == "int64":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise RecordError(f"field {name!r}: expected an integer, got {type(value).__name__} {value!r:.40}")
+        if not -(2**63) <= value < 2**63:
+            raise RecordError(f"field {name!r}: {value} does not fit in int64")
+        return value
+    if typ == "float64":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RecordError(f"field {name!r}: expected a number, got {type(value).__name__} {value!r:.40}")
+        if not math.isfinite(value):
+            raise RecordError(f"field {name!r}: {value} is not finite (use null for 'not measured')")
+        return float(value)
+    if typ == "timestamp":
+        return _parse_timestamp(name, value)
+    raise AssertionError(f"unknown logical type {typ}")
+
+
+def check_record(record: Any) -> dict[str, Any]:
+    """Validate one raw record against the contract and return it normalised for :data:`RUN_SCHEMA`.
+
+    Raises
+    ------
+    RecordError
+        On a missing required field, an unknown field, a wrong type, a value
+        outside its allowed set, or an ``ok`` record without a positive time.
+    """
+    if not isinstance(record, dict):
+        raise RecordError(f"a record must be a JSON object, got {type(record).__name__}")
+    unknown = sorted(set(record) - set(FIELD_TYPES))
+    if unknown:
+        raise RecordError(f"unknown field(s): {', '.join(unknown)}")
+    out: dict[str, Any] = {}
+    for name, typ in FIELD_TYPES.items():
+        value = record.get(name)
+        if value is None:
+            if name in REQUIRED:
+                raise RecordError(f"required field {name!r} is missing or null")
+            out[name] = None
+            continue
+        out[name] = _check_value(name, typ, value)
+    if out["status"] not in STATUSES:
+        raise RecordError(f"field 'status': {out['status']!r} is not one of {', '.join(STATUSES)}")
+    if out["energy_source"] not in ENERGY_SOURCES:
+        raise RecordError(f"field 'energy_source': {out['energy_source']!r} is not one of {', '.join(ENERGY_SOURCES)}")
+    if out["status"] == "ok" and not (out["time_s"] and out["time_s"] > 0):
+        raise RecordError("an 'ok' record needs a positive 'time_s'")
+    if out["status"] == "failed" and not out["error"]:
+        raise RecordError("a 'failed' record needs its 'error'")
+    if out["energy_source"] == "none" and any(out[k] is not None for k in ("energy_j", "energy_host_j", "energy_accel_j")):
+        raise RecordError("energy values present but energy_source is 'none'")
+    if out["rep"] < 0:
+        raise RecordError(f"field 'rep': {out['rep']} is negative")
+    return out
+
+
+def empty_table() -> pa.Table:
+    """A table with :data:`RUN_SCHEMA` and no rows."""
+    return RUN_SCHEMA.empty_table()

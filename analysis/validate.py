@@ -1,0 +1,250 @@
+"""The Dask validation job: runs joined with platform parameters and model predictions, then scored.
+
+Each step is a pure pandas function (``reduce_repetitions``, ``predict_sa``,
+``score_group``, ``failed_runs``) tested on its own with pandas and lifted onto
+the Dask collection with ``map_partitions`` (with explicit ``meta``). The whole
+lazy graph is computed once with ``dask.compute``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from analysis import metrics
+from analysis.models import hetero
+from analysis.schema import PARTITION_SCHEMA
+
+GROUP_KEYS = ["study", "case", "platform", "size"]
+WP_VARIANTS = ("CO", "GO", "p-DP", "CP", "CP-reverse")
+MODEL = "PerDome/PeaPaw"
+_COUNT_COLS = ["flops", "bytes", "flops_host", "bytes_host", "flops_accel", "bytes_accel"]
+
+
+# ---------------------------------------------------------------- platforms
+def load_platforms(platforms_dir: str | Path) -> pd.DataFrame:
+    """One row per characterised platform: ``t_f``/``t_b`` (median-based) of host and accel."""
+    rows = []
+    for path in sorted(Path(platforms_dir).glob("*.yaml")):
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh) or {}
+        procs = doc.get("processors") or {}
+        try:
+            row = {"platform": doc.get("platform", path.stem)}
+            for role in ("host", "accel"):
+                for p in ("t_f", "t_b"):
+                    row[f"{p}_{role}"] = float(procs[role][p]["value"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: missing or bad processors.<role>.<t_f|t_b>.value ({exc})") from exc
+        rows.append(row)
+    cols = ["platform", "t_f_host", "t_b_host", "t_f_accel", "t_b_accel"]
+    return pd.DataFrame(rows, columns=cols).astype({c: "float64" for c in cols[1:]})
+
+
+# ---------------------------------------------------------------- transforms (pure pandas)
+def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
+    """Per run (all repetitions in this frame): medians and spread of the measured times.
+
+    Only ``ok`` rows are reduced; the result has one row per ``run_id``.
+    """
+    ok = df[df["status"] == "ok"]
+    keys = ["run_id", "study", "case", "variant", "platform", "size", "alpha", *_COUNT_COLS]
+    base = ok[keys].copy()
+    base["size"] = pd.to_numeric(base["size"]).astype("float64")
+    for c in ("alpha", *_COUNT_COLS):
+        base[c] = pd.to_numeric(base[c]).astype("float64")
+    grouped = ok.groupby("run_id", sort=True)
+    first = base.groupby("run_id", sort=True).first()
+    t = grouped["time_s"]
+    out = pd.DataFrame(
+        {
+            "n_reps": t.count().astype("int64"),
+            "time_median_s": t.median().astype("float64"),
+            "time_min_s": t.min().astype("float64"),
+            "time_max_s": t.max().astype("float64"),
+            "time_iqr_s": (t.quantile(0.75) - t.quantile(0.25)).astype("float64"),
+            "time_host_median_s": pd.to_numeric(grouped["time_host_s"].median()).astype("float64"),
+            "time_accel_median_s": pd.to_numeric(grouped["time_accel_s"].median()).astype("float64"),
+        }
+    )
+    out = first.join(out).reset_index()
+    for c in ("run_id", "study", "case", "variant", "platform"):
+        out[c] = out[c].astype("string")
+    return out[["run_id", "study", "case", "variant", "platform", "size", "alpha", *_COUNT_COLS,
+                "n_reps", "time_median_s", "time_min_s", "time_max_s", "time_iqr_s",
+                "time_host_median_s", "time_accel_median_s"]]
+
+
+def _intensity(flops: pd.Series, nbytes: pd.Series) -> np.ndarray:
+    f = flops.to_numpy(dtype="float64")
+    b = nbytes.to_numpy(dtype="float64")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, f / b, np.nan)
+
+
+def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
+    """Add intensities, measured performance and the PerDome/PeaPaw bound for each SA run.
+
+    ``CO``, ``GO``, ``CP``, ``CP-reverse`` use the four-term bound from
+    ``(I, I_C, I_G)`` (PeaPaw eq. 20; CO/GO reduce to one roofline); ``p-DP``
+    the sum of both rooflines (PeaPaw eq. 19); ``DP(alpha)`` PerDome eq. 20 at
+    the run's actual host share ``N_fC / N_f``. Rows must carry the platform's
+    ``t_f_*``/``t_b_*`` columns (joined beforehand).
+    """
+    out = runs.copy()
+    out["intensity"] = _intensity(out["flops"], out["bytes"])
+    out["intensity_host"] = _intensity(out["flops_host"], out["bytes_host"])
+    out["intensity_accel"] = _intensity(out["flops_accel"], out["bytes_accel"])
+    out["perf_measured"] = out["flops"] / out["time_median_s"]
+    out["perf_host_measured"] = out["flops_host"].where(out["flops_host"] > 0) / out["time_host_median_s"]
+    out["perf_accel_measured"] = out["flops_accel"].where(out["flops_accel"] > 0) / out["time_accel_median_s"]
+    out["axis_wp"] = out["variant"].isin(WP_VARIANTS).astype("bool")
+    out["axis_alpha"] = out["variant"].astype("string").str.startswith("DP(").fillna(False).astype("bool")
+    predicted = np.full(len(out), np.nan)
+    for i, row in enumerate(out.itertuples(index=False)):
+        host = hetero.Processor(t_f=row.t_f_host, t_b=row.t_b_host)
+        accel = hetero.Processor(t_f=row.t_f_accel, t_b=row.t_b_accel)
+        I = row.intensity
+        if row.variant == "p-DP":
+            predicted[i] = hetero.performance(I, I, I, host, accel)
+        elif str(row.variant).startswith("DP("):
+            predicted[i] = hetero.dp_performance(I, row.flops_host / row.flops, host, accel)
+        else:
+            i_c = 0.0 if np.isnan(row.intensity_host) else row.intensity_host
+            i_g = 0.0 if np.isnan(row.intensity_accel) else row.intensity_accel
+            predicted[i] = hetero.performance(I, i_c, i_g, host, accel)
+    out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
+    out["perf_predicted"] = predicted
+    out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
+    out["tightness"] = metrics.tightness(out["perf_measured"].to_numpy(), predicted) if len(out) else np.array([])
+    return out.drop(columns=["t_f_host", "t_b_host", "t_f_accel", "t_b_accel"])
+
+
+FIDELITY_COLUMNS = [
+    *GROUP_KEYS, "axis", "model", "n_alternatives", "kendall_tau", "pairwise_agreement", "top1_agreement",
+    "selection_penalty", "profile_error", "best_measured", "best_predicted",
+    "tightness_median", "tightness_min", "tightness_max",
+]
+
+
+def score_group(group: pd.DataFrame, axis: str) -> dict[str, Any]:
+    """Ranking fidelity and tightness of one group's alternatives along ``axis`` (``wp`` or ``alpha``)."""
+    g = group.sort_values("alpha" if axis == "alpha" else "variant", kind="stable")
+    m = g["time_median_s"].to_numpy(dtype="float64")
+    p = g["time_predicted_s"].to_numpy(dtype="float64")
+    names = g["variant"].astype(str).tolist()
+    row: dict[str, Any] = {k: g[k].iloc[0] for k in GROUP_KEYS}
+    row.update(axis=axis, model=MODEL, n_alternatives=len(g))
+    row.update(
+        kendall_tau=metrics.kendall_tau(m, p),
+        pairwise_agreement=metrics.pairwise_agreement(m, p),
+        top1_agreement=metrics.top1_agreement(m, p),
+        selection_penalty=metrics.selection_penalty(m, p),
+        profile_error=metrics.profile_error(m, p),
+        best_measured=", ".join(n for n, t in zip(names, m, strict=True) if t == m.min()),
+        best_predicted=", ".join(n for n, t in zip(names, p, strict=True) if t == p.min()),
+        tightness_median=float(np.median(g["tightness"])),
+        tightness_min=float(g["tightness"].min()),
+        tightness_max=float(g["tightness"].max()),
+    )
+    return row
+
+
+def score_groups(runs: pd.DataFrame) -> pd.DataFrame:
+    """Fidelity rows for every (group, axis) with at least two alternatives in ``runs``."""
+    rows = []
+    for axis, flag in (("wp", "axis_wp"), ("alpha", "axis_alpha")):
+        sub = runs[runs[flag]]
+        for _, g in sub.groupby(GROUP_KEYS, sort=True, dropna=False):
+            if len(g) >= 2:
+                rows.append(score_group(g, axis))
+    out = pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
+    types = {c: "float64" for c in FIDELITY_COLUMNS if c in {
+        "size", "kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty",
+        "profile_error", "tightness_median", "tightness_min", "tightness_max"}}
+    types.update({c: "string" for c in ("study", "case", "platform", "axis", "model", "best_measured", "best_predicted")})
+    types["n_alternatives"] = "int64"
+    return out.astype(types)
+
+
+def failed_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """Runs whose newest record is ``failed`` (all records of a run in this frame)."""
+    cols = ["run_id", "study", "case", "variant", "platform", "error", "started_at"]
+    newest = df.sort_values("started_at", kind="stable").groupby("run_id", sort=True).tail(1)
+    out = newest[newest["status"] == "failed"][cols].reset_index(drop=True)
+    return out.astype({c: "string" for c in cols if c != "started_at"})
+
+
+# ---------------------------------------------------------------- the Dask job
+def scheduler_address(configured: str | None) -> str | None:
+    """The scheduler to use: the configured address, else ``$DASK_SCHEDULER_ADDRESS``, else None (local)."""
+    return configured or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+
+
+def _write_parquet_atomic(df: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def validate(
+    runs_dir: str | Path,
+    platforms_dir: str | Path,
+    out_dir: str | Path,
+    studies: Sequence[str] | None = None,
+    address: str | None = None,
+    log: Any = print,
+) -> dict[str, Any]:
+    """Run the validation job on a Dask cluster and write ``runs``/``fidelity``/``failed`` Parquet + summary."""
+    import dask
+    import dask.dataframe as dd
+    from distributed import Client
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    platforms = load_platforms(platforms_dir)
+    addr = scheduler_address(address)
+    with Client(addr) if addr else Client() as client:
+        log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers)")
+        ddf = dd.read_parquet(
+            str(runs_dir), dataset={"partitioning": {"flavor": "hive", "schema": PARTITION_SCHEMA}}
+        )
+        if studies:
+            ddf = ddf[ddf["study"].isin(list(studies))]
+        ddf = ddf[ddf["case"] == "sa"]
+        by_run = ddf.shuffle("run_id")
+        reduced = by_run.map_partitions(reduce_repetitions, meta=reduce_repetitions(ddf._meta))
+        joined = reduced.merge(platforms, on="platform", how="inner")
+        predicted = joined.map_partitions(predict_sa, meta=predict_sa(joined._meta))
+        failed = by_run.map_partitions(failed_runs, meta=failed_runs(ddf._meta))
+        runs_pdf, failed_pdf, n_records, n_reduced = dask.compute(predicted, failed, ddf.shape[0], reduced.shape[0])
+    runs_pdf = runs_pdf.sort_values(["study", "case", "platform", "size", "variant"]).reset_index(drop=True)
+    if n_reduced != len(runs_pdf):
+        log(f"[hetval validate] warning: {n_reduced - len(runs_pdf)} ok runs have no characterised platform file")
+    fidelity = score_groups(runs_pdf)
+    _write_parquet_atomic(runs_pdf, out_dir / "runs.parquet")
+    _write_parquet_atomic(fidelity, out_dir / "fidelity.parquet")
+    _write_parquet_atomic(failed_pdf.sort_values("run_id").reset_index(drop=True), out_dir / "failed.parquet")
+    summary = {
+        "records": int(n_records),
+        "runs_ok": int(len(runs_pdf)),
+        "runs_failed": int(len(failed_pdf)),
+        "groups": int(len(fidelity)),
+        "platforms": sorted(platforms["platform"].tolist()),
+        "studies": sorted(runs_pdf["study"].astype(str).unique().tolist()),
+    }
+    tmp = out_dir / ".summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    os.replace(tmp, out_dir / "summary.json")
+    log(
+        f"[hetval validate] {summary['runs_ok']} ok runs, {summary['runs_failed']} failed, "
+        f"{summary['groups']} fidelity groups -> {out_dir}"
+    )
+    return summary

@@ -1,0 +1,69 @@
+"""The NumPy backend, and the base class every backend shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def host_uniform(shape: Any, low: float, high: float, seed: int) -> np.ndarray:
+    """Deterministic float32 samples in ``[low, high]`` generated on the host.
+
+    Every backend draws its initial data through this function (and copies it to
+    its device if it has one), so the same ``(shape, low, high, seed)`` gives
+    bit-identical inputs on every backend.
+    """
+    if not high >= low:
+        raise ValueError(f"uniform: need high >= low, got low={low!r} high={high!r}")
+    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    out = rng.random(shape, dtype=np.float32)  # [0, 1)
+    out *= np.float32(high - low)
+    out += np.float32(low)
+    np.clip(out, np.float32(low), np.float32(high), out=out)
+    return out
+
+
+class Backend:
+    """Common interface of all backends.
+
+    Attributes: ``name`` (``numpy|numba|cupy``), ``xp`` (array module),
+    ``device`` (GPU index or ``None``), ``is_gpu`` and ``native`` (False only for
+    a cupy backend constructed with an injected non-CuPy ``xp`` for testing).
+    """
+
+    name: str = "base"
+    is_gpu: bool = False
+
+    def __init__(self, xp: Any = np, device: int | None = None) -> None:
+        self.xp = xp
+        self.device = device
+        self.native = True
+
+    def synchronize(self) -> None:
+        """Wait for all queued work of this backend (no-op on the CPU)."""
+
+    def asnumpy(self, a: Any) -> np.ndarray:
+        """Return ``a`` as a host NumPy array (a copy only if it lives elsewhere)."""
+        return np.asarray(a)
+
+    def asarray(self, a: Any) -> Any:
+        """Move a host array to this backend's memory."""
+        return self.xp.asarray(a)
+
+    def zeros(self, shape: Any, dtype: Any = np.float32) -> Any:
+        return self.xp.zeros(shape, dtype=dtype)
+
+    def uniform(self, shape: Any, low: float, high: float, seed: int) -> Any:
+        """Deterministic float32 array in ``[low, high]``; identical on every backend."""
+        return self.asarray(host_uniform(shape, low, high, seed))
+
+    def __repr__(self) -> str:
+        dev = "" if self.device is None else f", device={self.device}"
+        return f"<{type(self).__name__} name={self.name!r}{dev}>"
+
+
+class NumpyBackend(Backend):
+    """Plain NumPy on the host; kernels use in-place ufuncs."""
+
+    name = "numpy"

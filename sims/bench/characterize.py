@@ -1,0 +1,160 @@
+"""Characterise each processor of a platform inside the platform's own MPI layout.
+
+Usage (what the workflow's ``characterize_platform`` rule launches)::
+
+    mpiexec -n 2 python -m mpi4py -m sims.bench --spec '<json>' --out results/platforms/<name>.yaml
+
+Rank 0 is the ``host`` processor, rank 1 the ``accel`` processor, pinned and
+threaded exactly as in the case-study runs. Each processor is measured in turn
+while the other rank waits at the barrier: STREAM triad -> ``t_b`` (s/byte),
+independent FMA chains -> ``t_f`` (s/flop), float32. A shared triad (both
+processors streaming at once) is recorded too, because concurrent WPs share the
+memory system. Medians, spread and raw samples go into the platform file.
+"""
+
+from __future__ import annotations
+
+from sims._threads import limit_threads, pin_cores
+
+limit_threads(1)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+from typing import Any  # noqa: E402
+
+from sims import record as rec  # noqa: E402
+from sims.timing import measure  # noqa: E402
+
+ROLES = ("host", "accel")
+
+
+def spread(samples: list[float]) -> dict[str, float]:
+    """min, max and inter-quartile range of ``samples`` (IQR 0 for fewer than 2 samples)."""
+    if len(samples) >= 2:
+        q = statistics.quantiles(samples, n=4, method="inclusive")
+        iqr = q[2] - q[0]
+    else:
+        iqr = 0.0
+    return {"min": min(samples), "max": max(samples), "iqr": iqr}
+
+
+def _parameter(rates: list[float], unit: str, method: str, warmup: int) -> dict[str, Any]:
+    median = statistics.median(rates)
+    return {
+        "value": 1.0 / median,
+        "unit": unit,
+        "obtained": "measured",
+        "method": method,
+        "rate_median": median,
+        "rate_spread": spread(rates),
+        "samples": rates,
+        "repetitions": len(rates),
+        "warmup": warmup,
+        "r2": None,
+    }
+
+
+def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
+    """Measure ``t_f`` and ``t_b`` of both processors; rank 0 returns the platform document."""
+    from sims.backends import get_backend
+    from sims.bench import kernels
+
+    rank = comm.Get_rank()
+    if comm.Get_size() != len(ROLES):
+        raise ValueError(f"characterisation needs {len(ROLES)} ranks (host, accel), got {comm.Get_size()}")
+    role = ROLES[rank]
+    proc = spec["layout"][role]
+    if proc.get("cores"):
+        pin_cores(proc["cores"])
+    backend = get_backend(proc["backend"], proc.get("device"))
+    warmup, reps = int(spec["warmup"]), int(spec["repetitions"])
+    factor = float(spec.get("min_region_factor", 1000.0))
+    n_triad = kernels.triad_elements(factor=int(spec.get("llc_factor", 8)))
+    triad_state = kernels.triad_setup(backend, n_triad, seed=1 + rank)
+    fma_state = kernels.fma_setup(backend, seed=1 + rank)
+    counted: dict[str, int] = {}
+
+    def run(kind: str, active: set[str]):
+        def work() -> None:
+            if role in active:
+                if kind == "triad":
+                    counted[kind] = kernels.triad(backend, triad_state)
+                else:
+                    counted[kind] = kernels.fma_peak(backend, fma_state)
+
+        m = measure(comm, work, backend.synchronize, warmup, reps, factor)
+        if role not in active:
+            return None
+        return [counted[kind] / r.own_s for r in m.repetitions]
+
+    mine: dict[str, Any] = {}
+    for target in ROLES:
+        t_b = run("triad", {target})
+        t_f = run("fma", {target})
+        if role == target:
+            mine["t_b"], mine["t_f"] = t_b, t_f
+    mine["t_b_shared"] = run("triad", set(ROLES))
+    gathered = comm.gather(mine, root=0)
+    if rank != 0:
+        return None
+
+    processors = {}
+    for r, data in zip(ROLES, gathered, strict=True):
+        p = spec["layout"][r]
+        processors[r] = {
+            "backend": p["backend"],
+            **({"cores": list(p["cores"])} if p.get("cores") else {}),
+            **({"device": p["device"]} if p.get("device") is not None else {}),
+            "t_f": _parameter(data["t_f"], "s/flop", "independent FMA chains, float32, in-cache, FMA = 2 flops", warmup),
+            "t_b": _parameter(
+                data["t_b"], "s/byte",
+                f"STREAM triad a=b+s*c, float32, 12 B/element counted, {n_triad} elements, other processor idle",
+                warmup,
+            ),
+            "t_b_shared": _parameter(
+                data["t_b_shared"], "s/byte",
+                "STREAM triad as t_b, both processors streaming at the same time (informational)", warmup,
+            ),
+            "e_f": None,
+            "e_b": None,
+            "p_s": None,
+        }
+    return {
+        "platform": spec["platform"],
+        "description": spec.get("description", ""),
+        "obtained": "measured",
+        "measured_at": rec.utc_now(),
+        "hostname": rec.provenance()["hostname"],
+        "versions": rec.versions(),
+        "energy": "not measured: no energy meter was found (e_f, e_b, p_s are null)",
+        "processors": processors,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mpi4py -m sims.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True, help="platform spec as JSON text")
+    parser.add_argument("--out", required=True, help="platform YAML to write")
+    args = parser.parse_args(argv)
+    import yaml
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    spec = json.loads(args.spec)
+    doc = characterize(comm, spec)
+    if doc is not None:
+        rec.atomic_write_text(args.out, yaml.safe_dump(doc, sort_keys=False))
+        for r, p in doc["processors"].items():
+            print(
+                f"[hetval characterize] {spec['platform']} {r} ({p['backend']}): "
+                f"{p['t_f']['rate_median'] / 1e9:.2f} GFLOP/s, {p['t_b']['rate_median'] / 1e9:.2f} GB/s "
+                f"(shared {p['t_b_shared']['rate_median'] / 1e9:.2f} GB/s)",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""The run-record contract (DESIGN §5): field names and types, ids, provenance and atomic writes.
+
+This module is the single definition of the record's fields. ``analysis.schema``
+builds the pyarrow schema of the Parquet dataset from :data:`FIELDS`, so the
+writer (here) and the reader (``analysis``) cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+#: (name, type, required) for every column of a run record. Types are the
+#: logical types ``string``, ``int64``, ``float64``, ``timestamp`` (UTC, ISO 8601
+#: text in JSON). ``required`` fields must be present and non-null in every record.
+FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("run_id", "string", True),
+    ("study", "string", True),
+    ("case", "string", True),
+    ("variant", "string", True),
+    ("params", "string", True),  # JSON text of the run's parameters
+    ("platform", "string", True),
+    ("ranks", "int64", True),
+    ("rep", "int64", True),
+    ("status", "string", True),  # ok | failed | skipped
+    ("error", "string", False),
+    ("size", "int64", False),  # problem size (SA: elements)
+    ("alpha", "float64", False),  # fraction of the data on the accelerator (DP WPs)
+    ("time_s", "float64", False),  # slowest rank, measured region only
+    ("time_host_s", "float64", False),
+    ("time_accel_s", "float64", False),
+    ("flops", "int64", False),  # static counts by the papers' counting rules
+    ("bytes", "int64", False),
+    ("flops_host", "int64", False),
+    ("bytes_host", "int64", False),
+    ("flops_accel", "int64", False),
+    ("bytes_accel", "int64", False),
+    ("executed_flops_host", "int64", False),  # what the kernels actually executed
+    ("executed_flops_accel", "int64", False),
+    ("energy_j", "float64", False),  # null unless a meter measured it
+    ("energy_host_j", "float64", False),
+    ("energy_accel_j", "float64", False),
+    ("energy_source", "string", True),  # rapl | nvml | trace | published | none
+    ("timer_resolution_s", "float64", False),
+    ("started_at", "timestamp", True),
+    ("hostname", "string", True),
+    ("git_sha", "string", False),
+    ("versions", "string", True),  # JSON text
+    ("config_hash", "string", True),
+)
+
+FIELD_TYPES: dict[str, str] = {name: typ for name, typ, _ in FIELDS}
+REQUIRED: frozenset[str] = frozenset(name for name, _, req in FIELDS if req)
+STATUSES = ("ok", "failed", "skipped")
+ENERGY_SOURCES = ("rapl", "nvml", "trace", "published", "none")
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON text with sorted keys and no whitespace: equal objects give equal text."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    """Hex SHA-256 prefix of the canonical JSON of ``obj``."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+#: The keys of a run spec that define a run; ``run_id`` hashes exactly these.
+RUN_ID_KEYS = ("study", "case", "variant", "params", "platform", "layout", "warmup", "repetitions", "seed")
+
+
+def run_id_of(spec: dict[str, Any]) -> str:
+    """The stable id of a run: a hash of everything that defines it (not of where it is written)."""
+    return stable_hash({k: spec.get(k) for k in RUN_ID_KEYS})
+
+
+def utc_now() -> str:
+    """Current UTC time as ISO 8601 text with a ``Z`` suffix (microseconds)."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def git_sha(path: str | os.PathLike[str] | None = None) -> str | None:
+    """The commit of the source tree this code runs from, or None outside a git checkout."""
+    where = Path(path) if path is not None else Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and sha else None
+
+
+def versions() -> dict[str, str]:
+    """Versions of the packages that shape a measurement."""
+    import platform as _platform
+    from importlib import metadata
+
+    found = {"python": _platform.python_version(), "hetval": _package_version("hetval")}
+    for dist in ("numpy", "numba", "mpi4py", "mpich", "cupy"):
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    try:
+        from mpi4py import MPI
+
+        found["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
+    except Exception:  # noqa: BLE001 - provenance must never break a run
+        pass
+    return found
+
+
+def _package_version(name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        from sims import __version__
+
+        return __version__
+
+
+def provenance() -> dict[str, Any]:
+    """The provenance fields of DESIGN §5 except ``config_hash`` (which the run spec carries)."""
+    return {
+        "hostname": socket.gethostname(),
+        "git_sha": git_sha(),
+        "versions": canonical_json(versions()),
+    }
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
+
+    A reader sees either the old file or the complete new one, never a partial
+    write; the data is fsynced before the rename.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_raw(path: str | os.PathLike[str], run_id: str, records: list[dict[str, Any]]) -> None:
+    """Atomically write one run's records as ``{"run_id": ..., "records": [...]}``."""
+    for rec in records:
+        missing = sorted(k for k in REQUIRED if rec.get(k) is None)
+        if missing:
+            raise ValueError(f"run record is missing required fields: {', '.join(missing)}")
+        unknown = sorted(set(rec) - set(FIELD_TYPES))
+        if unknown:
+            raise ValueError(f"run record has fields outside the contract: {', '.join(unknown)}")
+    atomic_write_text(path, json.dumps({"run_id": run_id, "records": records}, indent=1, default=str))

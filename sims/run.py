@@ -1,0 +1,273 @@
+"""Run one case-study run as one MPI job and write its raw record (DESIGN §4-§6).
+
+Usage (what the workflow's ``simulate_run`` rule launches)::
+
+    mpiexec -n 2 python -m mpi4py -m sims.run --spec '<json>' --out results/raw/<study>/<run_id>.json
+
+Rank 0 plays the platform's ``host`` processor and rank 1 its ``accel``
+processor. Any error on any rank - a bad spec, a missing backend, a region too
+short to time - becomes one ``failed`` record; the job itself exits 0 so the
+study goes on.
+"""
+
+from __future__ import annotations
+
+# Thread limits must be in place before NumPy / Numba load their pools.
+from sims._threads import limit_threads, pin_cores
+
+limit_threads(1)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+from sims import record as rec  # noqa: E402
+from sims.timing import Measurement, measure  # noqa: E402
+
+ROLES = ("host", "accel")
+
+
+def _load_platform_rates(path: str) -> dict[str, dict[str, float]]:
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    try:
+        return {
+            role: {p: float(doc["processors"][role][p]["value"]) for p in ("t_f", "t_b")} for role in ROLES
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"platform file {path} lacks processors.<host|accel>.<t_f|t_b>.value ({exc})") from exc
+
+
+class SARun:
+    """This rank's share of one synthetic-application run."""
+
+    def __init__(self, spec: dict[str, Any], role: str, platform_file: str | None):
+        from sims.backends import get_backend
+        from sims.sa import case, kernels
+
+        params = spec["params"]
+        variant = spec["variant"]
+        alpha_pdp = None
+        if variant == "p-DP":
+            if not platform_file:
+                raise ValueError("p-DP needs --platform-file (the characterised platform)")
+            r = _load_platform_rates(platform_file)
+            alpha_pdp = case.pdp_alpha(r["host"]["t_f"], r["host"]["t_b"], r["accel"]["t_f"], r["accel"]["t_b"])
+        self.parts, self.alpha = case.partition(variant, int(params["size"]), alpha_pdp)
+        self.part = self.parts[role]
+        proc = spec["layout"][role]
+        self.backend_name = proc["backend"]
+        self.backend = get_backend(proc["backend"], proc.get("device"))
+        self.executed = {
+            r: sum(
+                p.elements * kernels.executed_flops_per_element(spec["layout"][r]["backend"], ph)
+                for ph in p.phases
+            )
+            for r, p in self.parts.items()
+        }
+        self._work: list[Callable[[], None]] = []
+        if not self.part.idle:
+            arrays = kernels.allocate(self.backend, self.part.elements, set(self.part.phases), int(spec["seed"]))
+            for phase in self.part.phases:
+                kernel = getattr(kernels, phase)
+                self._work.append(lambda k=kernel, a=arrays: k(self.backend, a))
+
+    def work(self) -> None:
+        for step in self._work:
+            step()
+
+    def sync(self) -> None:
+        self.backend.synchronize()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "alpha": self.alpha,
+            "elements": {r: p.elements for r, p in self.parts.items()},
+            "phases": {r: list(p.phases) for r, p in self.parts.items()},
+        }
+
+
+CASES = {"sa": SARun}
+
+
+def _base_record(spec: dict[str, Any], run_id: str, started_at: str, ranks: int) -> dict[str, Any]:
+    prov = rec.provenance()
+    size = spec.get("params", {}).get("size")
+    return {
+        "run_id": run_id,
+        "study": spec["study"],
+        "case": spec["case"],
+        "variant": spec["variant"],
+        "params": rec.canonical_json(spec.get("params", {})),
+        "platform": spec["platform"],
+        "ranks": ranks,
+        "size": int(size) if size is not None else None,
+        "energy_source": "none",
+        "started_at": started_at,
+        "config_hash": spec.get("config_hash", "unknown"),
+        **prov,
+    }
+
+
+def _records(spec, run_id, started_at, ranks, job: SARun, m: Measurement, energy) -> list[dict[str, Any]]:
+    base = _base_record(spec, run_id, started_at, ranks)
+    params = dict(spec.get("params", {}))
+    params.update(job.describe())
+    base["params"] = rec.canonical_json(params)
+    host, accel = job.parts["host"], job.parts["accel"]
+    out = []
+    for i, r in enumerate(m.repetitions):
+        row = dict(base)
+        row.update(
+            rep=i,
+            status="ok",
+            alpha=job.alpha,
+            time_s=r.slowest_s,
+            time_host_s=None if host.idle else r.per_rank_s[0],
+            time_accel_s=None if accel.idle else r.per_rank_s[1],
+            flops=host.flops + accel.flops,
+            bytes=host.bytes + accel.bytes,
+            flops_host=host.flops,
+            bytes_host=host.bytes,
+            flops_accel=accel.flops,
+            bytes_accel=accel.bytes,
+            executed_flops_host=job.executed["host"],
+            executed_flops_accel=job.executed["accel"],
+            timer_resolution_s=m.resolution_s,
+        )
+        if energy is not None:
+            row.update(energy[i])
+        out.append(row)
+    return out
+
+
+def _energy_rows(meter, m: Measurement) -> list[dict[str, Any]] | None:
+    """Energy per repetition from the meter readings taken around each region (None: no meter)."""
+    if meter is None or meter.source == "none":
+        return None
+    from sims.meters import energy_between
+
+    rows = []
+    for r in m.repetitions:
+        if r.meter_before is None or r.meter_after is None:
+            rows.append({"energy_source": "none"})
+            continue
+        joules = energy_between(r.meter_before, r.meter_after)
+        rows.append({"energy_j": float(sum(joules.values())), "energy_source": meter.source})
+    return rows
+
+
+def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[dict[str, Any]] | None:
+    """Run ``spec`` on every rank of ``comm``; rank 0 returns the records (others return None).
+
+    Errors are gathered at two collective points (after setup, after the
+    measurement) so that a failure on one rank never leaves another waiting in
+    a barrier; any error turns the run into one ``failed`` record.
+    """
+    rank, size = comm.Get_rank(), comm.Get_size()
+    run_id = rec.run_id_of(spec)
+    started_at = rec.utc_now()
+    job: SARun | None = None
+    meter = None
+    error: str | None = None
+    try:
+        if size != len(ROLES):
+            raise ValueError(f"a {spec.get('case')} run needs {len(ROLES)} ranks (host, accel), got {size}")
+        role = ROLES[rank]
+        proc = spec["layout"][role]
+        if proc.get("cores"):
+            pin_cores(proc["cores"])
+        case_cls = CASES.get(spec["case"])
+        if case_cls is None:
+            raise ValueError(f"unknown case {spec['case']!r}; known: {', '.join(sorted(CASES))}")
+        job = case_cls(spec, role, platform_file)
+        if rank == 0:
+            from sims.meters import open_meter
+
+            meter = open_meter("auto")
+    except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
+        error = f"rank {rank}: {type(exc).__name__}: {exc}"
+    errors = [e for e in comm.allgather(error) if e]
+
+    m: Measurement | None = None
+    if not errors:
+        failure: list[str] = []
+
+        def guarded() -> None:
+            if not failure:
+                try:
+                    job.work()
+                except Exception as exc:  # noqa: BLE001
+                    failure.append(f"rank {rank}: {type(exc).__name__}: {exc}")
+
+        try:
+            m = measure(
+                comm,
+                guarded,
+                job.sync,
+                int(spec["warmup"]),
+                int(spec["repetitions"]),
+                float(spec.get("min_region_factor", 1000.0)),
+                meter_read=meter.read if meter is not None and meter.source != "none" else None,
+            )
+        except Exception as exc:  # noqa: BLE001 - RegionTooShortError is raised on all ranks alike
+            failure.append(f"{type(exc).__name__}: {exc}")
+        errors = sorted({e for errs in comm.allgather(failure) for e in errs})
+
+    if rank != 0:
+        return None
+    if errors:
+        row = _base_record(spec, run_id, started_at, size)
+        row.update(rep=0, status="failed", error="; ".join(errors))
+        return [row]
+    return _records(spec, run_id, started_at, size, job, m, _energy_rows(meter, m))
+
+
+def _progress(records: list[dict[str, Any]]) -> str:
+    first = records[0]
+    head = f"[hetval run] {first['study']} {first['case']} {first['variant']} on {first['platform']}"
+    if first["status"] != "ok":
+        return f"{head}: FAILED - {first['error']}"
+    times = [r["time_s"] for r in records]
+    return (
+        f"{head}: ok, median {statistics.median(times):.4g} s over {len(times)} reps "
+        f"(min {min(times):.4g}, max {max(times):.4g})"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mpi4py -m sims.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True, help="the run spec as JSON text")
+    parser.add_argument("--out", required=True, help="where rank 0 writes the raw record (JSON)")
+    parser.add_argument("--platform-file", default=None, help="characterised platform YAML (needed by p-DP)")
+    parser.add_argument("--config-hash", default="unknown", help="hash of the study config (provenance)")
+    args = parser.parse_args(argv)
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    try:
+        spec = json.loads(args.spec)
+        spec["config_hash"] = args.config_hash
+    except json.JSONDecodeError as exc:
+        if comm.Get_rank() == 0:
+            print(f"[hetval run] --spec is not valid JSON: {exc}", file=sys.stderr)
+        return 2
+    try:
+        records = execute(comm, spec, args.platform_file)
+    except Exception:  # noqa: BLE001 - an error in the runner itself: say where, still exit non-zero
+        traceback.print_exc()
+        return 1
+    if records is not None:
+        rec.write_raw(args.out, rec.run_id_of(spec), records)
+        print(_progress(records), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Timed regions across MPI ranks: warm-up, barriers around each repetition, the slowest rank's time.
+
+The clock is ``time.perf_counter`` (monotonic). Every repetition is
+``barrier -> start -> work -> device sync -> stop -> barrier``, so all ranks
+start together and the run's time is the slowest rank's own elapsed time
+(DESIGN §4, §6).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def timer_resolution() -> float:
+    """Resolution of the clock used for measured regions, in seconds."""
+    return float(time.get_clock_info("perf_counter").resolution)
+
+
+class RegionTooShortError(RuntimeError):
+    """A measured region is too short to be timed reliably (DESIGN §6)."""
+
+
+@dataclass
+class Repetition:
+    """One timed repetition: this rank's elapsed time and every rank's (on all ranks)."""
+
+    own_s: float
+    per_rank_s: list[float]
+    meter_before: Any = None
+    meter_after: Any = None
+
+    @property
+    def slowest_s(self) -> float:
+        return max(self.per_rank_s)
+
+
+@dataclass
+class Measurement:
+    """All repetitions of one measured region plus the resolution it was checked against."""
+
+    repetitions: list[Repetition] = field(default_factory=list)
+    resolution_s: float = 0.0
+
+
+def measure(
+    comm: Any,
+    work: Callable[[], None],
+    sync: Callable[[], None],
+    warmup: int,
+    repetitions: int,
+    min_region_factor: float = 1000.0,
+    meter_read: Callable[[], Any] | None = None,
+) -> Measurement:
+    """Run ``work`` ``warmup`` times untimed, then ``repetitions`` times timed on every rank.
+
+    Parameters
+    ----------
+    comm
+        An mpi4py communicator (all its ranks call this together).
+    work
+        This rank's part of the region (may do nothing on an idle rank).
+    sync
+        Waits for asynchronous device work issued by ``work`` (no-op on CPUs).
+    warmup, repetitions
+        Untimed and timed executions.
+    min_region_factor
+        The slowest rank's region must last at least this many timer
+        resolutions; otherwise :class:`RegionTooShortError` is raised on every rank.
+    meter_read
+        Optional energy-meter read, taken right after the start barrier and
+        right before the stop barrier.
+    """
+    if repetitions < 1:
+        raise ValueError("repetitions must be >= 1")
+    for _ in range(warmup):
+        comm.Barrier()
+        work()
+        sync()
+    comm.Barrier()
+    resolution = timer_resolution()
+    result = Measurement(resolution_s=resolution)
+    for _ in range(repetitions):
+        comm.Barrier()
+        before = meter_read() if meter_read else None
+        start = time.perf_counter()
+        work()
+        sync()
+        own = time.perf_counter() - start
+        after = meter_read() if meter_read else None
+        per_rank = comm.allgather(own)
+        comm.Barrier()
+        result.repetitions.append(Repetition(own, per_rank, before, after))
+    shortest = min(r.slowest_s for r in result.repetitions)
+    if shortest < resolution * min_region_factor:
+        raise RegionTooShortError(
+            f"measured region lasted {shortest:.3g} s, shorter than {min_region_factor:g} x the "
+            f"timer resolution ({resolution:.3g} s); make the problem larger"
+        )
+    return result

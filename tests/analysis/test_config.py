@@ -1,0 +1,102 @@
+"""Config validation: defaults, one-line errors naming the key, the study matrix."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from analysis.config import ConfigError, load_config, merge, study_matrix, validate_config
+
+
+def minimal() -> dict:
+    return {"platforms": [{"name": "p", "host": {"backend": "numpy", "cores": [0]}, "accel": {"backend": "numba", "cores": [1]}}]}
+
+
+def test_defaults_are_filled():
+    cfg = validate_config(minimal())
+    assert cfg["study"] == "default"
+    assert cfg["runs"] == {"warmup": 1, "repetitions": 5, "min_region_factor": 1000}
+    assert cfg["cases"]["sa"]["wps"] == ["CO", "GO", "p-DP", "CP", "CP-reverse"]
+    assert cfg["characterize"]["repetitions"] >= 5
+
+
+def test_shipped_configs_validate(repo):
+    load_config(repo / "config" / "config.yaml")
+    for study in sorted((repo / "config" / "studies").glob("*.yaml")):
+        load_config(repo / "config" / "config.yaml", study)
+
+
+@pytest.mark.parametrize(
+    ("patch", "expected"),
+    [
+        ({"runs": {"repetitions": 0}}, "runs.repetitions: 0 is not allowed (allowed: a number >= 1"),
+        ({"runs": {"repetitionz": 3}}, "runs.repetitionz: unknown key (allowed here: min_region_factor, repetitions, warmup)"),
+        ({"bogus": 1}, "bogus: unknown key"),
+        ({"cases": {"sa": {"wps": ["CO", "XX"]}}}, "cases.sa.wps[1]: 'XX' is not allowed (allowed: one of CO, GO, p-DP, CP, CP-reverse)"),
+        ({"cases": {"sa": {"alphas": [1.5]}}}, "cases.sa.alphas[0]: 1.5 is not allowed (allowed: a number >= 0 and <= 1)"),
+        ({"cases": {"sa": {"sizes": "big"}}}, "cases.sa.sizes: 'big' is not allowed (allowed: of type array)"),
+        ({"characterize": {"repetitions": 3}}, "characterize.repetitions: 3 is not allowed (allowed: a number >= 5"),
+        ({"study": "bad name"}, "study: 'bad name' is not allowed (allowed: text matching"),
+    ],
+)
+def test_bad_values_name_the_key(patch, expected):
+    cfg = merge(minimal(), patch)
+    with pytest.raises(ConfigError) as err:
+        validate_config(cfg)
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_bad_processor_backend():
+    cfg = minimal()
+    cfg["platforms"][0]["accel"]["backend"] = "opencl"
+    with pytest.raises(ConfigError, match=r"platforms\[0\]\.accel\.backend: 'opencl' is not allowed \(allowed: one of numpy, numba, cupy\)"):
+        validate_config(cfg)
+
+
+def test_cupy_platform_is_accepted():
+    cfg = minimal()
+    cfg["platforms"][0]["accel"] = {"backend": "cupy", "device": 0}
+    validate_config(cfg)
+
+
+def test_duplicate_platform_names():
+    cfg = minimal()
+    cfg["platforms"].append(cfg["platforms"][0])
+    with pytest.raises(ConfigError, match="used twice"):
+        validate_config(cfg)
+
+
+def test_missing_platforms_key():
+    with pytest.raises(ConfigError, match="platforms: required key is missing"):
+        validate_config({})
+
+
+def test_matrix_is_stable_and_complete():
+    cfg = validate_config(merge(minimal(), {"cases": {"sa": {"alphas": [0.0, 0.5], "sizes": [10, 20]}}}))
+    runs = study_matrix(cfg)
+    assert len(runs) == 2 * (5 + 2)
+    assert len({r["run_id"] for r in runs}) == len(runs)
+    assert [r["run_id"] for r in runs] == [r["run_id"] for r in study_matrix(validate_config(merge(minimal(), {"cases": {"sa": {"alphas": [0.0, 0.5], "sizes": [10, 20]}}})))]
+    assert {r["variant"] for r in runs} >= {"DP(0)", "DP(0.5)", "p-DP"}
+
+
+def test_unrelated_change_keeps_run_ids():
+    a = study_matrix(validate_config(minimal()))
+    b = study_matrix(validate_config(merge(minimal(), {"report": {"title": "other"}, "cases": {"sa": {"alphas": [0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 0.9]}}})))
+    assert {r["run_id"] for r in a} <= {r["run_id"] for r in b}
+
+
+def test_cli_config_error_is_one_line_without_traceback(tmp_path, repo, env):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"runs": {"warmup": -1}}))
+    out = subprocess.run(
+        [sys.executable, "-m", "analysis.cli", "check-config", "--configfile", str(repo / "config" / "config.yaml"),
+         "--configfile", str(bad)], capture_output=True, text=True, env=env, cwd=repo,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip() == "hetval: config error: runs.warmup: -1 is not allowed (allowed: a number >= 0)"
+    assert "Traceback" not in out.stderr

@@ -1,0 +1,169 @@
+"""Schema checks and gathering: idempotent by run_id, quarantine with reasons, failed runs, atomic writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from analysis import dataset
+from analysis.schema import FILE_SCHEMA, RUN_SCHEMA, RecordError, check_record
+from sims.record import FIELDS, write_raw
+
+
+def record(run_id: str = "a" * 16, rep: int = 0, **kw) -> dict:
+    rec = {name: None for name, _, _ in FIELDS}
+    rec.update(
+        run_id=run_id, study="s", case="sa", variant="CO", params="{}", platform="p", ranks=2, rep=rep,
+        status="ok", time_s=0.5 + rep, flops=100, bytes=10, energy_source="none",
+        started_at="2026-11-22T03:00:00.000000Z", hostname="h", versions="{}", config_hash="c",
+    )
+    rec.update(kw)
+    return rec
+
+
+def write(raw_dir: Path, run_id: str, reps: int = 3, **kw) -> Path:
+    path = raw_dir / "s" / f"{run_id}.json"
+    write_raw(path, run_id, [record(run_id, r, **kw) for r in range(reps)])
+    return path
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    return {k: tmp_path / k for k in ("raw", "runs", "quarantine", "failed")}
+
+
+def gather(dirs, files):
+    return dataset.gather(files, dirs["runs"], dirs["quarantine"], dirs["failed"], log=lambda *_: None)
+
+
+def test_check_record_accepts_and_normalises():
+    out = check_record(record())
+    assert out["started_at"].tzinfo is not None
+    assert out["time_s"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"ranks": "two"}, "field 'ranks': expected an integer"),
+        ({"time_s": "fast"}, "field 'time_s': expected a number"),
+        ({"rep": True}, "field 'rep': expected an integer"),
+        ({"status": "maybe"}, "field 'status'"),
+        ({"energy_source": "guess"}, "field 'energy_source'"),
+        ({"hostname": None}, "required field 'hostname'"),
+        ({"started_at": "yesterday"}, "not an ISO 8601 time"),
+        ({"started_at": "2026-11-22T03:00:00"}, "no time zone"),
+        ({"extra": 1}, "unknown field(s): extra"),
+        ({"time_s": None}, "positive 'time_s'"),
+        ({"energy_j": 3.0}, "energy_source is 'none'"),
+        ({"status": "failed", "error": None}, "needs its 'error'"),
+    ],
+)
+def test_check_record_rejects(change, message):
+    rec = record()
+    rec.update(change)
+    with pytest.raises(RecordError) as err:
+        check_record(rec)
+    assert message in str(err.value)
+
+
+def test_gather_writes_hive_partition_with_the_schema(dirs):
+    files = [write(dirs["raw"], "a" * 16), write(dirs["raw"], "b" * 16)]
+    res = gather(dirs, files)
+    assert (res.runs, res.records) == (2, 6)
+    part = dirs["runs"] / "study=s" / "case=sa" / "part.parquet"
+    assert pq.read_schema(part).remove_metadata().equals(FILE_SCHEMA)
+    table = dataset.read_runs(dirs["runs"])
+    assert table.schema.equals(RUN_SCHEMA)
+    assert table.num_rows == 6
+    assert set(table["study"].to_pylist()) == {"s"}
+
+
+def test_gather_is_idempotent_and_replaces_by_run_id(dirs):
+    files = [write(dirs["raw"], "a" * 16), write(dirs["raw"], "b" * 16)]
+    gather(dirs, files)
+    first = dataset.read_runs(dirs["runs"])
+    gather(dirs, files)
+    again = dataset.read_runs(dirs["runs"])
+    assert again.equals(first)
+    # a run redone with fewer repetitions replaces all of its rows
+    write(dirs["raw"], "a" * 16, reps=2, time_s=9.0)
+    gather(dirs, [dirs["raw"] / "s" / ("a" * 16 + ".json")])
+    table = dataset.read_runs(dirs["runs"]).to_pandas()
+    assert len(table) == 5
+    assert table[table.run_id == "a" * 16]["time_s"].tolist() == [9.0, 9.0]
+    assert not table.duplicated(["run_id", "rep"]).any()
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ('{"run_id": "cccccccccccccccc", "records": [{"run_id": "ccc', "not valid JSON"),
+        (None, "field 'ranks': expected an integer"),
+    ],
+)
+def test_bad_record_is_quarantined_with_reason(dirs, content, reason):
+    good = write(dirs["raw"], "a" * 16)
+    bad = dirs["raw"] / "s" / ("c" * 16 + ".json")
+    if content is None:
+        write(dirs["raw"], "c" * 16, ranks="2")  # bypasses nothing: write_raw checks presence, not types
+    else:
+        bad.write_text(content)
+    res = gather(dirs, [good, bad])
+    assert not bad.exists()
+    moved = dirs["quarantine"] / "s" / bad.name
+    assert moved.exists()
+    why = (dirs["quarantine"] / "s" / f"{bad.name}.reason.txt").read_text()
+    assert reason in why
+    assert [q["file"] for q in res.quarantined] == [str(moved)]
+    assert dataset.read_runs(dirs["runs"]).num_rows == 3
+
+
+def test_failed_run_is_kept_in_dataset_and_moved_aside(dirs):
+    path = dirs["raw"] / "s" / ("f" * 16 + ".json")
+    write_raw(path, "f" * 16, [record("f" * 16, 0, status="failed", error="boom", time_s=None)])
+    res = gather(dirs, [path])
+    assert res.failed_runs == ["f" * 16]
+    assert not path.exists()
+    assert len(list((dirs["failed"] / "s").glob("ffffffffffffffff.*.json"))) == 1
+    table = dataset.read_runs(dirs["runs"]).to_pandas()
+    assert table["status"].tolist() == ["failed"]
+    # the retry succeeds: its rows replace the failed one
+    gather(dirs, [write(dirs["raw"], "f" * 16)])
+    table = dataset.read_runs(dirs["runs"]).to_pandas()
+    assert table["status"].tolist() == ["ok"] * 3
+
+
+def test_interrupted_write_leaves_old_dataset_intact(dirs, monkeypatch):
+    files = [write(dirs["raw"], "a" * 16)]
+    gather(dirs, files)
+    before = dataset.read_runs(dirs["runs"])
+
+    def crash(table, where, *a, **k):
+        Path(where).write_bytes(b"PAR1 partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(dataset.pq, "write_table", crash)
+    with pytest.raises(OSError, match="disk full"):
+        gather(dirs, [write(dirs["raw"], "b" * 16)])
+    monkeypatch.undo()
+    assert dataset.read_runs(dirs["runs"]).equals(before)
+    assert not list(dirs["runs"].rglob("*.tmp"))
+
+
+def test_file_name_must_match_run_id(dirs):
+    path = dirs["raw"] / "s" / ("d" * 16 + ".json")
+    write_raw(path, "e" * 16, [record("e" * 16)])
+    res = gather(dirs, [path])
+    assert "does not match its run_id" in res.quarantined[0]["reason"]
+
+
+def test_write_raw_is_atomic_and_checks_required(tmp_path):
+    with pytest.raises(ValueError, match="missing required fields: hostname"):
+        write_raw(tmp_path / "x.json", "x", [record(hostname=None)])
+    assert not list(tmp_path.iterdir())
+    write_raw(tmp_path / "x.json", "x", [record("x")])
+    assert json.loads((tmp_path / "x.json").read_text())["run_id"] == "x"

@@ -1,0 +1,51 @@
+"""Shared fixtures: the repository root, an environment whose PATH finds this interpreter's tools, mpiexec."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def tool_env() -> dict[str, str]:
+    """The environment for subprocesses: this venv's bin first (python, mpiexec, snakemake, hetval)."""
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
+    env.pop("DASK_SCHEDULER_ADDRESS", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def env() -> dict[str, str]:
+    return tool_env()
+
+
+@pytest.fixture(scope="session")
+def mpiexec() -> str:
+    """Path of mpiexec; a missing MPI is a failure of the setup, not a reason to skip."""
+    found = BIN / "mpiexec"
+    path = str(found) if found.exists() else shutil.which("mpiexec")
+    if not path:
+        pytest.fail("mpiexec not found: install the 'mpich' extra (pip install -e '.[mpich,test]') or a system MPI")
+    return path
+
+
+def run_mpi(mpiexec: str, n: int, args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    """Launch ``python -m mpi4py <args>`` on ``n`` ranks and return the completed process."""
+    return subprocess.run(
+        [mpiexec, "-n", str(n), sys.executable, "-m", "mpi4py", *args],
+        env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+    )

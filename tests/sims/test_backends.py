@@ -1,0 +1,86 @@
+"""Backends: selection, errors, deterministic data, and the numpy-as-xp cupy path."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import sims.backends as backends
+from sims.backends import get_backend
+from sims.backends.cupy_backend import CupyBackend
+
+
+def cupy_as_numpy():
+    return CupyBackend(xp=np)
+
+
+def make(name):
+    return cupy_as_numpy() if name == "cupy-xp" else get_backend(name)
+
+
+ALL = ["numpy", "numba", "cupy-xp"]
+
+
+def test_import_does_not_import_cupy():
+    assert "cupy" not in sys.modules or sys.modules["cupy"] is not None  # never imported as a side effect
+    import importlib
+
+    importlib.reload(backends)
+    # only constructing a cupy backend may import it
+    assert set(backends.BACKENDS) == {"numpy", "numba", "cupy"}
+
+
+def test_unknown_backend_lists_allowed():
+    with pytest.raises(ValueError, match="numpy, numba, cupy"):
+        get_backend("torch")
+
+
+def test_cpu_backend_rejects_device():
+    with pytest.raises(ValueError, match="device"):
+        get_backend("numpy", device=0)
+
+
+def test_cupy_missing_is_clear_runtime_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` fail
+    with pytest.raises(RuntimeError, match="CuPy is not importable"):
+        get_backend("cupy")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_interface(name):
+    be = make(name)
+    assert be.name == ("cupy" if name == "cupy-xp" else name)
+    assert be.xp is np
+    z = be.zeros((3, 4))
+    assert z.dtype == np.float32 and z.shape == (3, 4) and not z.any()
+    assert be.zeros(5, dtype=np.float64).dtype == np.float64
+    be.synchronize()
+    assert isinstance(be.asnumpy(z), np.ndarray)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_uniform_deterministic_in_range_and_equal_across_backends(name):
+    be = make(name)
+    u = be.asnumpy(be.uniform((4, 1000), 0.98, 1.02, seed=7))
+    ref = get_backend("numpy").uniform((4, 1000), 0.98, 1.02, seed=7)
+    assert u.dtype == np.float32 and u.shape == (4, 1000)
+    assert u.min() >= np.float32(0.98) and u.max() <= np.float32(1.02)
+    assert np.array_equal(u, ref)
+    assert not np.array_equal(u, be.asnumpy(be.uniform((4, 1000), 0.98, 1.02, seed=8)))
+    assert u.std() > 0.005  # actually spread over the range
+
+
+def test_cupy_xp_backend_is_not_native():
+    be = cupy_as_numpy()
+    assert be.native is False and be.is_gpu
+    assert get_backend("numpy").native is True
+
+
+@pytest.mark.gpu
+def test_real_cupy_backend():
+    cp = pytest.importorskip("cupy")
+    be = get_backend("cupy", device=0)
+    assert be.xp is cp and be.native
+    a = be.uniform(1000, 0.0, 1.0, seed=1)
+    be.synchronize()
+    assert np.array_equal(be.asnumpy(a), get_backend("numpy").uniform(1000, 0.0, 1.0, seed=1))

@@ -1,0 +1,17 @@
+# Microbenchmarks on each processor, inside the platform's own MPI layout -> t_f, t_b.
+
+
+rule characterize_platform:
+    output:
+        platform="results/platforms/{platform}.yaml",
+    log:
+        "logs/characterize/{platform}.log",
+    params:
+        spec=get_characterize_spec,
+    threads: 2
+    resources:
+        tasks=2,
+        mpi="mpiexec",
+    shell:
+        "{resources.mpi} -n {resources.tasks} python -m mpi4py -m sims.bench"
+        " --spec {params.spec:q} --out {output.platform:q} 2>&1 | tee {log:q}"

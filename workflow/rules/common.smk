@@ -1,0 +1,82 @@
+# Config validation, the study matrix and the input functions every rule uses.
+import json
+import sys
+
+sys.path.insert(0, workflow.basedir)
+
+from analysis.config import (  # noqa: E402
+    ConfigError,
+    characterize_spec,
+    config_hash,
+    platform_layouts,
+    study_matrix,
+    validate_config,
+)
+
+try:
+    validate_config(config)
+except ConfigError as exc:
+    sys.stderr.write(f"hetval: config error: {exc}\n")
+    sys.exit(2)
+
+STUDY = config["study"]
+RUNS = {spec["run_id"]: spec for spec in study_matrix(config)}
+PLATFORMS = sorted(platform_layouts(config))
+CONFIG_HASH = config_hash(config)
+
+
+wildcard_constraints:
+    study=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    platform=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    run_id=r"[0-9a-f]{16}",
+
+
+def get_run(wildcards):
+    try:
+        return RUNS[wildcards.run_id]
+    except KeyError:
+        raise ValueError(f"run {wildcards.run_id} is not part of study {STUDY!r}") from None
+
+
+def get_run_spec(wildcards):
+    """The run spec as JSON text (quoted into the shell with :q)."""
+    return json.dumps({k: v for k, v in get_run(wildcards).items() if k != "run_id"}, sort_keys=True)
+
+
+def get_run_inputs(wildcards):
+    """p-DP chooses its split from the characterised platform; the other WPs need nothing."""
+    spec = get_run(wildcards)
+    if spec["variant"] == "p-DP":
+        return {"platform": f"results/platforms/{spec['platform']}.yaml"}
+    return {}
+
+
+def get_platform_file_arg(wildcards):
+    return get_run_inputs(wildcards).get("platform", "")
+
+
+def get_characterize_spec(wildcards):
+    if wildcards.platform not in PLATFORMS:
+        raise ValueError(f"platform {wildcards.platform!r} is not in the config (known: {', '.join(PLATFORMS)})")
+    return json.dumps(characterize_spec(config, wildcards.platform), sort_keys=True)
+
+
+def get_raw_records(wildcards):
+    return [f"results/raw/{wildcards.study}/{run_id}.json" for run_id in RUNS]
+
+
+def get_platform_files(wildcards):
+    return [f"results/platforms/{p}.yaml" for p in PLATFORMS]
+
+
+def get_scheduler(wildcards):
+    return config["validate"]["scheduler_address"] or ""
+
+
+def print_summary():
+    path = "results/report/summary.txt"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            print("\n" + fh.read())
+    except FileNotFoundError:
+        print(f"(no {path})")
