@@ -1,11 +1,14 @@
 # hetval: measure (MPI runs) -> gather (Parquet) -> validate (Dask) -> report.
 # Run the default study with `snakemake -c2`; another study with `--configfile config/studies/<name>.yaml`.
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# Relative to this file, so `snakemake -d <workdir>` runs the same default study elsewhere.
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 include: "workflow/rules/common.smk"
@@ -16,9 +19,12 @@ include: "workflow/rules/validate.smk"
 include: "workflow/rules/report.smk"
 
 
+# Every raw record is a target too: a record that was deleted, quarantined or moved aside
+# as failed is redone even though the report downstream of it already exists.
 rule all:
     input:
         "results/report/index.html",
+        get_all_raw_records,
 
 
 onsuccess:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import Any
 
 METER_KINDS = ("auto", "rapl", "nvml", "none")
 RAPL_ROOT = "/sys/class/powercap"

@@ -19,6 +19,7 @@ limit_threads(1)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
@@ -100,6 +101,7 @@ def _base_record(spec: dict[str, Any], run_id: str, started_at: str, ranks: int)
     prov = rec.provenance()
     size = spec.get("params", {}).get("size")
     return {
+        **{name: None for name in rec.FIELD_TYPES},
         "run_id": run_id,
         "study": spec["study"],
         "case": spec["case"],
@@ -246,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", required=True, help="the run spec as JSON text")
     parser.add_argument("--out", required=True, help="where rank 0 writes the raw record (JSON)")
     parser.add_argument("--platform-file", default=None, help="characterised platform YAML (needed by p-DP)")
-    parser.add_argument("--config-hash", default="unknown", help="hash of the study config (provenance)")
+    parser.add_argument(
+        "--config-hash", default=os.environ.get("HETVAL_CONFIG_HASH", "unknown"),
+        help="hash of the study config (provenance; default $HETVAL_CONFIG_HASH)",
+    )
     args = parser.parse_args(argv)
     from mpi4py import MPI
 

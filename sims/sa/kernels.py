@@ -152,18 +152,18 @@ def _powadd_nb(d, e, one):  # pragma: no cover - compiled
 
 _cupy_kernels: dict[str, Any] = {}
 
-_POWADD_CUDA = """
+_POWADD_CUDA = f"""
 float acc = d;
-for (long long j = 0; j < terms; ++j) {
+for (long long j = 0; j < terms; ++j) {{
     const float x = e[j * ne + i];
     float p = one;
-    for (int k = 0; k < %d; ++k) {
+    for (int k = 0; k < {POW_EXPONENT}; ++k) {{
         p = p * x;
-    }
+    }}
     acc = acc + p;
-}
+}}
 d = acc;
-""" % POW_EXPONENT
+"""
 
 
 def _cupy_powadd_kernel(xp: Any) -> Any:

@@ -4,6 +4,8 @@
 rule characterize_platform:
     output:
         platform="results/platforms/{platform}.yaml",
+    conda:
+        "../envs/hetval.yaml"
     log:
         "logs/characterize/{platform}.log",
     params:

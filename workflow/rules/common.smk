@@ -1,5 +1,6 @@
 # Config validation, the study matrix and the input functions every rule uses.
 import json
+import os
 import sys
 
 sys.path.insert(0, workflow.basedir)
@@ -16,13 +17,15 @@ from analysis.config import (  # noqa: E402
 try:
     validate_config(config)
 except ConfigError as exc:
-    sys.stderr.write(f"hetval: config error: {exc}\n")
+    print("hetval: config error:", exc, file=sys.stderr)
     sys.exit(2)
 
 STUDY = config["study"]
 RUNS = {spec["run_id"]: spec for spec in study_matrix(config)}
 PLATFORMS = sorted(platform_layouts(config))
-CONFIG_HASH = config_hash(config)
+# Provenance only: handed to the runner through the environment so that editing an
+# unrelated config key never changes a rule's params (which would re-run every run).
+os.environ.update(HETVAL_CONFIG_HASH=config_hash(config))
 
 
 wildcard_constraints:
@@ -65,6 +68,10 @@ def get_raw_records(wildcards):
     return [f"results/raw/{wildcards.study}/{run_id}.json" for run_id in RUNS]
 
 
+def get_all_raw_records(wildcards):
+    return [f"results/raw/{STUDY}/{run_id}.json" for run_id in RUNS]
+
+
 def get_platform_files(wildcards):
     return [f"results/platforms/{p}.yaml" for p in PLATFORMS]
 
@@ -77,6 +84,7 @@ def print_summary():
     path = "results/report/summary.txt"
     try:
         with open(path, encoding="utf-8") as fh:
-            print("\n" + fh.read())
+            print()
+            print(fh.read())
     except FileNotFoundError:
         print(f"(no {path})")

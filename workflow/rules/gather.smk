@@ -6,6 +6,8 @@ rule gather_runs:
         records=get_raw_records,
     output:
         manifest="results/runs/_gathered/{study}.json",
+    conda:
+        "../envs/hetval.yaml"
     log:
         "logs/gather/{study}.log",
     shell:

@@ -11,6 +11,8 @@ rule report_validation:
     output:
         html="results/report/index.html",
         summary="results/report/summary.txt",
+    conda:
+        "../envs/hetval.yaml"
     log:
         "logs/report/report.log",
     params:

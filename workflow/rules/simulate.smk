@@ -12,10 +12,12 @@ rule simulate_run:
         spec=get_run_spec,
         platform_file=get_platform_file_arg,
     threads: 2
+    conda:
+        "../envs/hetval.yaml"
     resources:
         tasks=2,
         mpi="mpiexec",
     shell:
         "{resources.mpi} -n {resources.tasks} python -m mpi4py -m sims.run"
-        " --spec {params.spec:q} --platform-file {params.platform_file:q}"
-        " --config-hash {CONFIG_HASH:q} --out {output.record:q} 2>&1 | tee {log:q}"
+        " --spec {params.spec:q} --platform-file={params.platform_file:q}"
+        " --out {output.record:q} 2>&1 | tee {log:q}"

@@ -10,6 +10,8 @@ rule validate_models:
         fidelity="results/validation/fidelity.parquet",
         failed="results/validation/failed.parquet",
         summary="results/validation/summary.json",
+    conda:
+        "../envs/hetval.yaml"
     log:
         "logs/validate/validate.log",
     params:
@@ -17,4 +19,4 @@ rule validate_models:
     threads: 2
     shell:
         "hetval validate --runs results/runs --platforms results/platforms --out results/validation"
-        " --scheduler {params.scheduler:q} > {log:q} 2>&1"
+        " --scheduler={params.scheduler:q} > {log:q} 2>&1"

@@ -1,0 +1,102 @@
+"""Multi-rank tests: the suite launches the runner and the characterisation under mpiexec itself."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.conftest import run_mpi
+
+pytestmark = pytest.mark.mpi
+
+LAYOUT = {"host": {"backend": "numpy", "cores": [0]}, "accel": {"backend": "numba", "cores": [1]}}
+
+
+def spec(variant: str = "CP", size: int = 1 << 16, **kw) -> dict:
+    s = {
+        "study": "t", "case": "sa", "variant": variant, "params": {"size": size}, "platform": "pair",
+        "layout": LAYOUT, "warmup": 1, "repetitions": 3, "seed": 1, "min_region_factor": 1000,
+    }
+    s.update(kw)
+    return s
+
+
+def run(mpiexec, env, tmp_path, s, extra=()):
+    out = tmp_path / "rec.json"
+    proc = run_mpi(mpiexec, 2, ["-m", "sims.run", "--spec", json.dumps(s), "--out", str(out), *extra], env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text()), proc.stdout
+
+
+def test_cp_run_on_two_ranks(mpiexec, env, tmp_path):
+    doc, stdout = run(mpiexec, env, tmp_path, spec("CP"))
+    recs = doc["records"]
+    assert [r["rep"] for r in recs] == [0, 1, 2]
+    r = recs[0]
+    assert r["status"] == "ok" and r["ranks"] == 2
+    assert r["time_s"] == max(r["time_host_s"], r["time_accel_s"])
+    n = 1 << 16
+    assert (r["flops_host"], r["bytes_host"]) == (n, 12 * n)
+    assert (r["flops_accel"], r["bytes_accel"]) == (2048 * n, 256 * n)
+    assert r["energy_j"] is None and r["energy_source"] == "none"
+    assert "[hetval run] t sa CP on pair: ok" in stdout
+
+
+def test_co_leaves_accel_idle(mpiexec, env, tmp_path):
+    doc, _ = run(mpiexec, env, tmp_path, spec("CO"))
+    r = doc["records"][0]
+    assert r["time_accel_s"] is None and r["flops_accel"] == 0
+    assert r["time_s"] == r["time_host_s"]
+
+
+def test_missing_backend_gives_failed_record(mpiexec, env, tmp_path):
+    layout = {"host": LAYOUT["host"], "accel": {"backend": "cupy", "device": 0}}
+    try:
+        import cupy  # noqa: F401
+
+        pytest.skip("cupy is installed: this test needs it absent")
+    except ImportError:
+        pass
+    doc, stdout = run(mpiexec, env, tmp_path, spec("GO", layout=layout))
+    [r] = doc["records"]
+    assert r["status"] == "failed" and "rank 1" in r["error"] and r["time_s"] is None
+    assert "FAILED" in stdout
+
+
+def test_region_too_short_is_an_error(mpiexec, env, tmp_path):
+    doc, _ = run(mpiexec, env, tmp_path, spec("CO", size=1, min_region_factor=1e9))
+    [r] = doc["records"]
+    assert r["status"] == "failed"
+    assert "RegionTooShortError" in r["error"] and "make the problem larger" in r["error"]
+
+
+def test_pdp_uses_the_characterised_platform(mpiexec, env, tmp_path):
+    platform = tmp_path / "pair.yaml"
+    procs = {
+        "host": {"t_f": {"value": 2e-10}, "t_b": {"value": 1e-10}},
+        "accel": {"t_f": {"value": 5e-11}, "t_b": {"value": 1e-10}},
+    }
+    platform.write_text(yaml.safe_dump({"platform": "pair", "processors": procs}))
+    doc, _ = run(mpiexec, env, tmp_path, spec("p-DP"), ["--platform-file", str(platform)])
+    r = doc["records"][0]
+    assert r["alpha"] == pytest.approx(0.8)
+    assert r["flops_accel"] == round(0.8 * (1 << 16)) * 2049
+
+
+def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
+    out = tmp_path / "pair.yaml"
+    s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2}
+    proc = run_mpi(mpiexec, 2, ["-m", "sims.bench", "--spec", json.dumps(s), "--out", str(out)], env)
+    assert proc.returncode == 0, proc.stderr
+    doc = yaml.safe_load(out.read_text())
+    for role in ("host", "accel"):
+        p = doc["processors"][role]
+        for name in ("t_f", "t_b"):
+            q = p[name]
+            assert len(q["samples"]) == 5 and q["obtained"] == "measured"
+            assert q["value"] == pytest.approx(1 / q["rate_median"])
+            assert q["rate_spread"]["min"] <= q["rate_median"] <= q["rate_spread"]["max"]
+        assert p["e_f"] is None and p["p_s"] is None
+    assert "[hetval characterize] pair host (numpy)" in proc.stdout
