@@ -19,8 +19,9 @@ include: "workflow/rules/validate.smk"
 include: "workflow/rules/report.smk"
 
 
-# Every raw record is a target too: a record that was deleted, quarantined or moved aside
-# as failed is redone even though the report downstream of it already exists.
+# Every raw record is a target too: a deleted record is redone even though the report
+# downstream of it already exists. (Failed and quarantined runs are redone through
+# the retry requests gather writes; see get_run_inputs.)
 rule all:
     input:
         "results/report/index.html",

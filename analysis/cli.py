@@ -40,7 +40,7 @@ def cmd_gather(args: argparse.Namespace) -> int:
     if args.raw_dir:
         files += sorted(str(p) for p in Path(args.raw_dir).glob("*.json"))
     clear_tmp(args.runs)
-    result = gather(files, args.runs, args.quarantine, args.failed)
+    result = gather(files, args.runs, args.quarantine, args.retry)
     print(
         f"[hetval gather] {result.runs} run(s), {result.records} record(s) -> {args.runs}; "
         f"{len(result.failed_runs)} failed, {len(result.quarantined)} quarantined"
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw-dir", help="also gather every *.json in this directory")
     p.add_argument("--runs", default="results/runs", help="dataset directory")
     p.add_argument("--quarantine", default="results/quarantine", help="where records failing the schema go")
-    p.add_argument("--failed", default="results/failed", help="where gathered failed runs' raw files go")
+    p.add_argument("--retry", default="results/retry", help="where retry requests for failed / quarantined runs go")
     p.add_argument("--manifest", help="write a JSON summary of this gather here")
     p.set_defaults(func=cmd_gather)
 

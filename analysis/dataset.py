@@ -5,15 +5,21 @@ Layout: ``<runs>/study=<study>/case=<case>/part.parquet``; rows keyed by
 replaced by the rows of its newest raw record, so re-gathering never creates a
 duplicate. Each partition file is replaced atomically (temporary file + rename).
 A raw file that fails the schema is moved to ``<quarantine>/<study>/`` under its
-own name with ``<name>.reason.txt`` beside it; a ``failed`` run's raw file is
-moved to ``<failed>/<study>/`` once its row is in the dataset. Either way the
-raw record is then missing, so the workflow redoes that run next time.
+own name with ``<name>.reason.txt`` beside it, and its rows stay out of the
+dataset. For such a file and for a ``failed`` run (whose record is gathered
+like any other) a retry request ``<retry>/<study>/<run_id>.json`` is written:
+the workflow's run rule takes that file as an input when it exists, so the
+next invocation redoes exactly those runs, and a run that succeeds is not
+redone again. (Quarantining copies rather than moves the raw file so that the
+workflow's targets stay present within the invocation that found it; the redo
+overwrites it.)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,7 +31,16 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from analysis.schema import FILE_SCHEMA, PARTITION_KEYS, PARTITION_SCHEMA, ROW_KEY, RUN_SCHEMA, RecordError, check_record
+from sims.record import atomic_write_text
+from analysis.schema import (
+    FILE_SCHEMA,
+    PARTITION_KEYS,
+    PARTITION_SCHEMA,
+    ROW_KEY,
+    RUN_SCHEMA,
+    RecordError,
+    check_record,
+)
 
 PART_FILE = "part.parquet"
 
@@ -81,11 +96,19 @@ def read_raw_file(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
     return run_id, records
 
 
-def _move(src: Path, dst_dir: Path, name: str) -> Path:
+def _quarantine(src: Path, dst_dir: Path, reason: str) -> Path:
     dst_dir.mkdir(parents=True, exist_ok=True)
-    dst = dst_dir / name
-    os.replace(src, dst)
+    dst = dst_dir / src.name
+    shutil.copy2(src, dst)
+    atomic_write_text(dst_dir / f"{src.name}.reason.txt", reason + "\n")
     return dst
+
+
+def request_retry(retry_dir: Path, study: str, run_id: str, why: str) -> Path:
+    """Ask the workflow to redo ``run_id`` on its next invocation (a fresh file: a newer input)."""
+    path = retry_dir / study / f"{run_id}.json"
+    atomic_write_text(path, json.dumps({"run_id": run_id, "why": why}) + "\n")
+    return path
 
 
 def _write_atomic_table(table: pa.Table, path: Path) -> None:
@@ -130,35 +153,34 @@ def gather(
     raw_files: Iterable[str | Path],
     runs_dir: str | Path,
     quarantine_dir: str | Path,
-    failed_dir: str | Path,
+    retry_dir: str | Path,
     log: Any = print,
 ) -> GatherResult:
-    """Merge raw records into the dataset; quarantine bad files; move gathered failed runs aside.
+    """Merge raw records into the dataset; quarantine bad files; request retries of bad and failed runs.
 
     Parameters
     ----------
     raw_files
         Raw record files, each ``<anything>/<study>/<run_id>.json``.
-    runs_dir, quarantine_dir, failed_dir
-        ``results/runs``, ``results/quarantine``, ``results/failed``.
+    runs_dir, quarantine_dir, retry_dir
+        ``results/runs``, ``results/quarantine``, ``results/retry``.
     log
         Called with one line per notable event (quarantine, failed run).
     """
-    runs_dir, quarantine_dir, failed_dir = Path(runs_dir), Path(quarantine_dir), Path(failed_dir)
+    runs_dir, quarantine_dir, retry_dir = Path(runs_dir), Path(quarantine_dir), Path(retry_dir)
     result = GatherResult()
     new_rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
     fresh_ids: dict[tuple[str, str], set[str]] = {}
-    failed_files: list[tuple[Path, dict[str, Any]]] = []
+    failed: list[dict[str, Any]] = []
     for raw in sorted({Path(p) for p in raw_files}):
         if not raw.exists():
             continue
         try:
             run_id, records = read_raw_file(raw)
         except RecordError as exc:
-            study_dir = raw.parent.name
-            dst = _move(raw, quarantine_dir / study_dir, raw.name)
             reason = str(exc).replace("\n", " ")
-            (dst.parent / f"{raw.name}.reason.txt").write_text(reason + "\n", encoding="utf-8")
+            dst = _quarantine(raw, quarantine_dir / raw.parent.name, reason)
+            request_retry(retry_dir, raw.parent.name, raw.stem, f"quarantined: {reason}")
             result.quarantined.append({"file": str(dst), "reason": reason})
             log(f"[hetval gather] quarantined {raw.name}: {reason}")
             continue
@@ -168,7 +190,7 @@ def gather(
         result.records += len(records)
         result.runs += 1
         if records[0]["status"] == "failed":
-            failed_files.append((raw, records[0]))
+            failed.append(records[0])
 
     for (study, case), rows in sorted(new_rows.items()):
         path = partition_path(runs_dir, study, case)
@@ -183,11 +205,9 @@ def gather(
         _write_atomic_table(merged.drop_columns(list(PARTITION_KEYS)).cast(FILE_SCHEMA), path)
         result.partitions_written.append(str(path))
 
-    # Only now that their rows are safely in the dataset, move failed runs' raw files aside:
-    # the workflow sees them missing and retries those runs on its next invocation.
-    for raw, first in failed_files:
-        stamp = first["started_at"].strftime("%Y%m%dT%H%M%S%fZ")
-        _move(raw, failed_dir / raw.parent.name, f"{raw.stem}.{stamp}.json")
+    # Only now that their rows are safely in the dataset, ask for failed runs to be retried.
+    for first in failed:
+        request_retry(retry_dir, first["study"], first["run_id"], f"failed: {first['error']}")
         result.failed_runs.append(first["run_id"])
         log(f"[hetval gather] run {first['run_id']} ({first['variant']}) failed: {first['error']}")
     return result

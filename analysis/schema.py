@@ -44,7 +44,7 @@ def _parse_timestamp(name: str, value: Any) -> dt.datetime:
         raise RecordError(f"field {name!r}: {value!r} is not an ISO 8601 time") from exc
     if ts.tzinfo is None:
         raise RecordError(f"field {name!r}: {value!r} has no time zone (UTC required)")
-    return ts.astimezone(dt.timezone.utc)
+    return ts.astimezone(dt.UTC)
 
 
 def _check_value(name: str, typ: str, value: Any) -> Any:

@@ -111,15 +111,15 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     for i, row in enumerate(out.itertuples(index=False)):
         host = hetero.Processor(t_f=row.t_f_host, t_b=row.t_b_host)
         accel = hetero.Processor(t_f=row.t_f_accel, t_b=row.t_b_accel)
-        I = row.intensity
+        whole = row.intensity
         if row.variant == "p-DP":
-            predicted[i] = hetero.performance(I, I, I, host, accel)
+            predicted[i] = hetero.performance(whole, whole, whole, host, accel)
         elif str(row.variant).startswith("DP("):
-            predicted[i] = hetero.dp_performance(I, row.flops_host / row.flops, host, accel)
+            predicted[i] = hetero.dp_performance(whole, row.flops_host / row.flops, host, accel)
         else:
             i_c = 0.0 if np.isnan(row.intensity_host) else row.intensity_host
             i_g = 0.0 if np.isnan(row.intensity_accel) else row.intensity_accel
-            predicted[i] = hetero.performance(I, i_c, i_g, host, accel)
+            predicted[i] = hetero.performance(whole, i_c, i_g, host, accel)
     out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
     out["perf_predicted"] = predicted
     out["time_predicted_s"] = out["flops"] / out["perf_predicted"]

@@ -83,7 +83,7 @@ def run_id_of(spec: dict[str, Any]) -> str:
 
 def utc_now() -> str:
     """Current UTC time as ISO 8601 text with a ``Z`` suffix (microseconds)."""
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def git_sha(path: str | os.PathLike[str] | None = None) -> str | None:

@@ -32,11 +32,11 @@ def write(raw_dir: Path, run_id: str, reps: int = 3, **kw) -> Path:
 
 @pytest.fixture
 def dirs(tmp_path):
-    return {k: tmp_path / k for k in ("raw", "runs", "quarantine", "failed")}
+    return {k: tmp_path / k for k in ("raw", "runs", "quarantine", "retry")}
 
 
 def gather(dirs, files):
-    return dataset.gather(files, dirs["runs"], dirs["quarantine"], dirs["failed"], log=lambda *_: None)
+    return dataset.gather(files, dirs["runs"], dirs["quarantine"], dirs["retry"], log=lambda *_: None)
 
 
 def test_check_record_accepts_and_normalises():
@@ -113,8 +113,10 @@ def test_bad_record_is_quarantined_with_reason(dirs, content, reason):
     else:
         bad.write_text(content)
     res = gather(dirs, [good, bad])
-    assert not bad.exists()
     moved = dirs["quarantine"] / "s" / bad.name
+    assert moved.read_bytes() == bad.read_bytes()
+    retry = json.loads((dirs["retry"] / "s" / ("c" * 16 + ".json")).read_text())
+    assert retry["run_id"] == "c" * 16 and "quarantined" in retry["why"]
     assert moved.exists()
     why = (dirs["quarantine"] / "s" / f"{bad.name}.reason.txt").read_text()
     assert reason in why
@@ -122,13 +124,12 @@ def test_bad_record_is_quarantined_with_reason(dirs, content, reason):
     assert dataset.read_runs(dirs["runs"]).num_rows == 3
 
 
-def test_failed_run_is_kept_in_dataset_and_moved_aside(dirs):
+def test_failed_run_is_kept_in_dataset_and_a_retry_requested(dirs):
     path = dirs["raw"] / "s" / ("f" * 16 + ".json")
     write_raw(path, "f" * 16, [record("f" * 16, 0, status="failed", error="boom", time_s=None)])
     res = gather(dirs, [path])
     assert res.failed_runs == ["f" * 16]
-    assert not path.exists()
-    assert len(list((dirs["failed"] / "s").glob("ffffffffffffffff.*.json"))) == 1
+    assert "failed: boom" in (dirs["retry"] / "s" / ("f" * 16 + ".json")).read_text()
     table = dataset.read_runs(dirs["runs"]).to_pandas()
     assert table["status"].tolist() == ["failed"]
     # the retry succeeds: its rows replace the failed one

@@ -47,11 +47,16 @@ def get_run_spec(wildcards):
 
 
 def get_run_inputs(wildcards):
-    """p-DP chooses its split from the characterised platform; the other WPs need nothing."""
+    """p-DP chooses its split from the characterised platform; a retry request (written by
+    gather for a failed or quarantined run) is a newer input, so that run is redone."""
     spec = get_run(wildcards)
+    inputs = {}
     if spec["variant"] == "p-DP":
-        return {"platform": f"results/platforms/{spec['platform']}.yaml"}
-    return {}
+        inputs["platform"] = f"results/platforms/{spec['platform']}.yaml"
+    retry = f"results/retry/{wildcards.study}/{wildcards.run_id}.json"
+    if os.path.exists(retry):
+        inputs["retry"] = retry
+    return inputs
 
 
 def get_platform_file_arg(wildcards):

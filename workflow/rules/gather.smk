@@ -11,5 +11,5 @@ rule gather_runs:
     log:
         "logs/gather/{study}.log",
     shell:
-        "hetval gather --runs results/runs --quarantine results/quarantine --failed results/failed"
+        "hetval gather --runs results/runs --quarantine results/quarantine --retry results/retry"
         " --manifest {output.manifest:q} {input.records:q} 2>&1 | tee {log:q}"

@@ -1,0 +1,139 @@
+"""The validation transforms (pure pandas) and the Dask job on a real local cluster."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from analysis import dataset, validate
+from analysis.models import hetero
+from sims.record import FIELDS, write_raw
+
+T = {"t_f_host": 1e-10, "t_b_host": 1e-10, "t_f_accel": 2.5e-11, "t_b_accel": 5e-11}
+N = 1000
+F, B = 2049 * N, 268 * N
+
+
+def rows(run_id, variant, times, alpha=None, fh=F, bh=B, fa=0, ba=0, status="ok"):
+    out = []
+    for rep, t in enumerate(times):
+        r = {name: None for name, _, _ in FIELDS}
+        r.update(
+            run_id=run_id, study="s", case="sa", variant=variant, params="{}", platform="pair", ranks=2, rep=rep,
+            status=status, size=N, alpha=alpha, time_s=t, time_host_s=t if fh else None,
+            time_accel_s=t if fa else None, flops=fh + fa, bytes=bh + ba, flops_host=fh, bytes_host=bh,
+            flops_accel=fa, bytes_accel=ba, energy_source="none", started_at=f"2026-11-22T03:00:0{rep}.000000Z",
+            hostname="h", versions="{}", config_hash="c", error="boom" if status == "failed" else None,
+        )
+        if status == "failed":
+            r["time_s"] = r["time_host_s"] = r["time_accel_s"] = None
+        out.append(r)
+    return out
+
+
+def frame(records):
+    df = pd.DataFrame(records)
+    df["started_at"] = pd.to_datetime(df["started_at"])
+    return df
+
+
+STUDY = [
+    *rows("a", "CO", [2.0, 2.2, 2.1], alpha=0.0),
+    *rows("b", "GO", [1.0, 1.1, 0.9], alpha=1.0, fh=0, bh=0, fa=F, ba=B),
+    *rows("c", "p-DP", [0.8, 0.8, 0.8], alpha=0.8, fh=F // 5, bh=B // 5, fa=F - F // 5, ba=B - B // 5),
+    *rows("d", "CP", [1.5, 1.5, 1.6], fh=N, bh=12 * N, fa=2048 * N, ba=256 * N),
+    *rows("e", "DP(0.5)", [1.2, 1.2, 1.3], alpha=0.5, fh=F // 2, bh=B // 2, fa=F // 2, ba=B // 2),
+    *rows("f", "DP(0)", [2.0, 2.1, 2.0], alpha=0.0),
+    *rows("g", "DP(1)", [1.0, 1.0, 1.0], alpha=1.0, fh=0, bh=0, fa=F, ba=B),
+    *rows("h", "CP-reverse", [9.0], status="failed"),
+]
+
+
+def test_reduce_repetitions_takes_medians_and_spread():
+    out = validate.reduce_repetitions(frame(STUDY)).set_index("run_id")
+    assert list(out.index) == ["a", "b", "c", "d", "e", "f", "g"]  # the failed run is not reduced
+    assert out.loc["a", "time_median_s"] == pytest.approx(2.1)
+    assert (out.loc["a", "time_min_s"], out.loc["a", "time_max_s"]) == (2.0, 2.2)
+    assert out.loc["a", "n_reps"] == 3
+    assert np.isnan(out.loc["a", "time_accel_median_s"])
+
+
+def test_reduce_repetitions_on_empty_meta():
+    empty = frame(STUDY).iloc[:0]
+    out = validate.reduce_repetitions(empty)
+    assert len(out) == 0 and "time_median_s" in out
+
+
+def test_predict_uses_the_right_equation_per_variant():
+    runs = validate.reduce_repetitions(frame(STUDY)).assign(**T)
+    out = validate.predict_sa(runs).set_index("variant")
+    host, accel = hetero.Processor(T["t_f_host"], T["t_b_host"]), hetero.Processor(T["t_f_accel"], T["t_b_accel"])
+    I = F / B  # noqa: E741 - the papers' name
+    assert out.loc["CO", "perf_predicted"] == pytest.approx(min(1e10, I * 1e10))
+    assert out.loc["p-DP", "perf_predicted"] == pytest.approx(hetero.performance(I, I, I, host, accel))
+    assert out.loc["p-DP", "perf_predicted"] > out.loc["GO", "perf_predicted"] > out.loc["CO", "perf_predicted"]
+    assert out.loc["DP(0.5)", "perf_predicted"] == pytest.approx(hetero.dp_performance(I, 0.5, host, accel))
+    assert out.loc["DP(0)", "perf_predicted"] == pytest.approx(out.loc["CO", "perf_predicted"])
+    assert out.loc["CP", "perf_predicted"] == pytest.approx(hetero.performance(I, 1 / 12, 8.0, host, accel))
+    assert out.loc["CO", "tightness"] == pytest.approx(out.loc["CO", "perf_measured"] / out.loc["CO", "perf_predicted"])
+    assert out.loc["CO", "time_predicted_s"] == pytest.approx(F / out.loc["CO", "perf_predicted"])
+    assert bool(out.loc["CP", "axis_wp"]) and not bool(out.loc["CP", "axis_alpha"])
+    assert bool(out.loc["DP(0.5)", "axis_alpha"]) and not bool(out.loc["DP(0.5)", "axis_wp"])
+
+
+def test_score_groups_over_wps_and_alpha():
+    runs = validate.predict_sa(validate.reduce_repetitions(frame(STUDY)).assign(**T))
+    fid = validate.score_groups(runs).set_index("axis")
+    assert set(fid.index) == {"wp", "alpha"}
+    wp = fid.loc["wp"]
+    assert wp["n_alternatives"] == 4 and wp["best_measured"] == "p-DP" and wp["best_predicted"] == "p-DP"
+    assert wp["top1_agreement"] == 1.0 and wp["selection_penalty"] == 0.0
+    assert -1.0 <= wp["kendall_tau"] <= 1.0 and 0.0 <= wp["profile_error"] <= 1.0
+    alpha = fid.loc["alpha"]
+    assert alpha["n_alternatives"] == 3 and alpha["best_measured"] == "DP(1)"
+
+
+def test_failed_runs_picks_the_newest_record():
+    out = validate.failed_runs(frame(STUDY))
+    assert out["run_id"].tolist() == ["h"] and out["error"].tolist() == ["boom"]
+
+
+def test_scheduler_address_precedence(monkeypatch):
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://env:8786")
+    assert validate.scheduler_address("tcp://cfg:8786") == "tcp://cfg:8786"
+    assert validate.scheduler_address(None) == "tcp://env:8786"
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
+    assert validate.scheduler_address("") is None
+
+
+def test_dask_job_end_to_end(tmp_path):
+    raw = tmp_path / "raw" / "s"
+    by_run: dict[str, list] = {}
+    for r in STUDY:
+        by_run.setdefault(r["run_id"], []).append(r)
+    files = []
+    for run_id, recs in by_run.items():
+        write_raw(raw / f"{run_id}.json", run_id, recs)
+        files.append(raw / f"{run_id}.json")
+    # file names must be the run ids; these short ids are fine for the test
+    dataset.gather(files, tmp_path / "runs", tmp_path / "q", tmp_path / "failed", log=lambda *_: None)
+    procs = {
+        "host": {"t_f": {"value": T["t_f_host"]}, "t_b": {"value": T["t_b_host"]}},
+        "accel": {"t_f": {"value": T["t_f_accel"]}, "t_b": {"value": T["t_b_accel"]}},
+    }
+    (tmp_path / "platforms").mkdir()
+    (tmp_path / "platforms" / "pair.yaml").write_text(yaml.safe_dump({"platform": "pair", "processors": procs}))
+    lines: list[str] = []
+    summary = validate.validate(tmp_path / "runs", tmp_path / "platforms", tmp_path / "val", log=lines.append)
+    assert summary["runs_ok"] == 7 and summary["runs_failed"] == 1 and summary["records"] == 22
+    runs = pd.read_parquet(tmp_path / "val" / "runs.parquet")
+    for col in ("run_id", "tightness", "perf_predicted", "perf_measured", "intensity_host", "time_iqr_s", "model"):
+        assert col in runs
+    assert runs["tightness"].notna().all()
+    fid = pd.read_parquet(tmp_path / "val" / "fidelity.parquet")
+    assert list(fid.columns) == validate.FIDELITY_COLUMNS and len(fid) == 2
+    failed = pd.read_parquet(tmp_path / "val" / "failed.parquet")
+    assert failed["run_id"].tolist() == ["h"]
+    assert any("Dask scheduler" in line for line in lines)

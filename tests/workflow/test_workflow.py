@@ -1,0 +1,131 @@
+"""The Snakemake workflow: lint, dry runs of every shipped study, config errors, and a tiny study end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.dataset import read_runs
+from analysis.schema import FILE_SCHEMA, RUN_SCHEMA
+from tests.conftest import BIN, REPO
+
+STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
+
+
+def snakemake(args: list[str], env: dict[str, str], workdir: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args],
+        env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+    )
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a (dry) run as {rule: count}."""
+    counts: dict[str, int] = {}
+    lines = output.splitlines()
+    start = lines.index("Job stats:") + 3
+    for line in lines[start:]:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_lint(env):
+    out = subprocess.run([str(BIN / "snakemake"), "--lint"], env=env, capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_dry_run_default_study(env, tmp_path):
+    out = snakemake(["-n", "-c2"], env, tmp_path)
+    assert out.returncode == 0, out.stderr
+    counts = job_counts(out.stdout)
+    assert counts["characterize_platform"] == 1
+    assert counts["simulate_run"] == 5 + 11  # five WPs and an 11-point alpha sweep
+    assert counts["gather_runs"] == counts["validate_models"] == counts["report_validation"] == 1
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("study", STUDIES, ids=lambda p: p.stem)
+def test_dry_run_every_shipped_study(env, tmp_path, study):
+    out = snakemake(["-n", "-c2", "--configfile", str(study)], env, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert job_counts(out.stdout)["simulate_run"] >= 1
+
+
+def test_bad_config_stops_before_anything_runs(env, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cases:\n  sa:\n    alphas: [0.5, 2.0]\n")
+    out = snakemake(["-c2", "--configfile", str(bad)], env, tmp_path)
+    assert out.returncode != 0
+    errors = [line for line in out.stderr.splitlines() if line.startswith("hetval: config error:")]
+    assert errors == ["hetval: config error: cases.sa.alphas[1]: 2.0 is not allowed (allowed: a number >= 0 and <= 1)"]
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.slow
+def test_tiny_study_end_to_end(env, tmp_path):
+    tiny = ["-c2", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml")]
+    first = snakemake(tiny, env, tmp_path)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "[hetval run] tiny sa p-DP on cpu-pair-numpy-numba: ok" in first.stdout
+    assert "runs: 8 ok, 0 failed, 0 quarantined" in first.stdout  # the summary printed at the end
+
+    results = tmp_path / "results"
+    part = results / "runs" / "study=tiny" / "case=sa" / "part.parquet"
+    assert pq.read_schema(part).remove_metadata().equals(FILE_SCHEMA)
+    table = read_runs(results / "runs")
+    assert table.schema.equals(RUN_SCHEMA)
+    assert table.num_rows == 8 * 3
+    assert set(table["status"].to_pylist()) == {"ok"}
+    assert all(v is None for v in table["energy_j"].to_pylist())  # no meter here: null, never estimated
+
+    runs = pq.read_table(results / "validation" / "runs.parquet").to_pandas()
+    for col in ("run_id", "variant", "perf_measured", "perf_predicted", "tightness", "time_median_s", "time_iqr_s"):
+        assert runs[col].notna().all(), col
+    fidelity = pq.read_table(results / "validation" / "fidelity.parquet").to_pandas()
+    assert set(fidelity["axis"]) == {"wp", "alpha"}
+    for col in ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error"):
+        assert col in fidelity
+    report = results / "report"
+    html = (report / "index.html").read_text()
+    pngs = sorted(p.name for p in report.glob("*.png"))
+    assert any(p.startswith("roofline-") for p in pngs) and any(p.startswith("alpha-") for p in pngs)
+    assert all(p in html for p in pngs)
+    platform = results / "platforms" / "cpu-pair-numpy-numba.yaml"
+    assert platform.exists()
+
+    # A second invocation does nothing.
+    again = snakemake(tiny, env, tmp_path)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+    # Deleting one raw record redoes only that run (and what depends on it); never a duplicate row.
+    raw = sorted((results / "raw" / "tiny").glob("*.json"))
+    raw[0].unlink()
+    dry = snakemake([*tiny, "-n"], env, tmp_path)
+    counts = job_counts(dry.stdout)
+    assert counts.get("simulate_run") == 1 and "characterize_platform" not in counts
+    redo = snakemake(tiny, env, tmp_path)
+    assert redo.returncode == 0, redo.stderr[-3000:]
+    df = read_runs(results / "runs").to_pandas()
+    assert len(df) == 24 and not df.duplicated(["run_id", "rep"]).any()
+
+    # A truncated raw record is quarantined with its reason, counted, and redone next time.
+    victim = raw[1]
+    victim.write_text(victim.read_text()[:100])
+    quarantined = snakemake(tiny, env, tmp_path)
+    assert quarantined.returncode == 0, quarantined.stderr[-3000:]
+    assert (results / "quarantine" / "tiny" / victim.name).exists()
+    assert "not valid JSON" in (results / "quarantine" / "tiny" / f"{victim.name}.reason.txt").read_text()
+    assert "1 quarantined" in quarantined.stdout
+    assert victim.name in (report / "index.html").read_text()
+    manifest = json.loads((results / "runs" / "_gathered" / "tiny.json").read_text())
+    assert len(manifest["quarantined"]) == 1
+    redone = snakemake([*tiny, "-n"], env, tmp_path)
+    assert job_counts(redone.stdout).get("simulate_run") == 1
