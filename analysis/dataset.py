@@ -31,7 +31,6 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from sims.record import atomic_write_text
 from analysis.schema import (
     FILE_SCHEMA,
     PARTITION_KEYS,
@@ -41,6 +40,7 @@ from analysis.schema import (
     RecordError,
     check_record,
 )
+from sims.record import atomic_write_text
 
 PART_FILE = "part.parquet"
 
