@@ -46,7 +46,7 @@ def test_dry_run_default_study(env, tmp_path):
     assert out.returncode == 0, out.stderr
     counts = job_counts(out.stdout)
     assert counts["characterize_platform"] == 1
-    assert counts["simulate_run"] == 5 + 11  # five WPs and an 11-point alpha sweep
+    assert counts["simulate_run"] == 2 * (5 + 11)  # two sizes x (five WPs and an 11-point alpha sweep)
     assert counts["gather_runs"] == counts["validate_models"] == counts["report_validation"] == 1
     assert not (tmp_path / "results").exists()
 
