@@ -3,7 +3,8 @@
 The clock is ``time.perf_counter`` (monotonic). Every repetition is
 ``barrier -> start -> work -> device sync -> stop -> barrier``, so all ranks
 start together and the run's time is the slowest rank's own elapsed time
-(DESIGN §4, §6).
+(DESIGN §4, §6). The closing barrier sleeps rather than spins, so a rank that
+is done never competes with one still being timed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ from typing import Any
 def timer_resolution() -> float:
     """Resolution of the clock used for measured regions, in seconds."""
     return float(time.get_clock_info("perf_counter").resolution)
+
+
+def polite_barrier(comm: Any, poll_s: float = 5e-4) -> None:
+    """A barrier that waits by sleeping instead of spinning.
+
+    MPI barriers busy-poll. A rank that finished early (or has no work, like the
+    accelerator rank in a CPU-only WP) would then burn its core - and on many
+    machines the shared power and frequency budget, or an SMT sibling - while
+    the other rank is still being timed. Sleeping between tests of a
+    non-blocking barrier keeps the waiting rank off the CPU.
+    """
+    request = comm.Ibarrier()
+    while not request.Test():
+        time.sleep(poll_s)
 
 
 class RegionTooShortError(RuntimeError):
@@ -79,6 +94,7 @@ def measure(
         comm.Barrier()
         work()
         sync()
+        polite_barrier(comm)
     comm.Barrier()
     resolution = timer_resolution()
     result = Measurement(resolution_s=resolution)
@@ -90,8 +106,8 @@ def measure(
         sync()
         own = time.perf_counter() - start
         after = meter_read() if meter_read else None
+        polite_barrier(comm)
         per_rank = comm.allgather(own)
-        comm.Barrier()
         result.repetitions.append(Repetition(own, per_rank, before, after))
     shortest = min(r.slowest_s for r in result.repetitions)
     if shortest < resolution * min_region_factor:
