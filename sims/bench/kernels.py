@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from sims.backends.jit import jit
+
 TRIAD_BYTES_PER_ELEMENT = 12
 TRIAD_SCALAR = 3.0
 DEFAULT_LLC_BYTES = 32 * 2**20
@@ -102,26 +104,15 @@ def triad_elements(factor: float = 8, llc: int | None = None) -> int:
 
 # --------------------------------------------------------------------------- numba
 
-try:  # numba is a dependency, but keep the module importable without it
-    from numba import njit as _njit
-except ImportError:  # pragma: no cover
-    _njit = None
 
 
-def _nb(**kw: Any) -> Any:
-    def deco(fn: Any) -> Any:
-        return _njit(**kw)(fn) if _njit is not None else fn
-
-    return deco
-
-
-@_nb(cache=True, fastmath={"contract"})
+@jit(cache=True, fastmath={"contract"})
 def _triad_nb(a, b, c, s):  # pragma: no cover - compiled
     for i in range(a.shape[0]):
         a[i] = b[i] + s * c[i]
 
 
-@_nb(cache=True, fastmath={"contract"})
+@jit(cache=True, fastmath={"contract"})
 def _fma_nb(acc, x, y, steps):  # pragma: no cover - compiled
     # The lane loop has a constant trip count: LLVM unrolls and vectorises it
     # and keeps all accumulators in registers across the step loop.

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from sims.backends.jit import jit
+
 VECADD_FLOPS = 1
 VECADD_BYTES = 12
 POWADD_TERMS = 32
@@ -108,26 +110,15 @@ def executed_flops_per_element(backend_name: str, phase: str) -> int:
 
 # --------------------------------------------------------------------------- numba
 
-try:  # numba is a dependency, but keep the module importable without it
-    from numba import njit as _njit
-except ImportError:  # pragma: no cover
-    _njit = None
 
 
-def _nb(**kw: Any) -> Any:
-    def deco(fn: Any) -> Any:
-        return _njit(**kw)(fn) if _njit is not None else fn
-
-    return deco
-
-
-@_nb(cache=True)
+@jit(cache=True)
 def _vecadd_nb(a, b, c):  # pragma: no cover - compiled
     for i in range(a.shape[0]):
         a[i] = b[i] + c[i]
 
 
-@_nb(cache=True)
+@jit(cache=True)
 def _powadd_nb(d, e, one):  # pragma: no cover - compiled
     # Tiles of d stay in L1 while the 32 rows of e stream past. The innermost
     # loop runs over the elements of contiguous 1-D views, so LLVM fully unrolls
