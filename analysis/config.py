@@ -110,6 +110,20 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ConfigError(f"platforms: name {dupes[0]!r} is used twice (allowed: unique names)")
+    for i, p in enumerate(config["platforms"]):
+        shared = sorted(set(p["host"].get("cores", [])) & set(p["accel"].get("cores", [])))
+        if shared:
+            # One thread per core per rank: two ranks on one core would oversubscribe it.
+            raise ConfigError(
+                f"platforms[{i}].accel.cores: core(s) {shared} also belong to the host "
+                "(allowed: cores not used by the other processor)"
+            )
+        for role in ("host", "accel"):
+            proc = p[role]
+            if proc["backend"] == "cupy" and "cores" in proc:
+                raise ConfigError(f"platforms[{i}].{role}.cores: not allowed with backend cupy (use device)")
+            if proc["backend"] != "cupy" and "device" in proc:
+                raise ConfigError(f"platforms[{i}].{role}.device: not allowed with backend {proc['backend']} (use cores)")
     return config
 
 

@@ -63,6 +63,21 @@ def test_cupy_platform_is_accepted():
     validate_config(cfg)
 
 
+@pytest.mark.parametrize(
+    ("accel", "message"),
+    [
+        ({"backend": "numba", "cores": [0]}, r"platforms\[0\]\.accel\.cores: core\(s\) \[0\] also belong to the host"),
+        ({"backend": "numba", "device": 0}, r"platforms\[0\]\.accel\.device: not allowed with backend numba"),
+        ({"backend": "cupy", "cores": [1]}, r"platforms\[0\]\.accel\.cores: not allowed with backend cupy"),
+    ],
+)
+def test_processor_placement_is_checked(accel, message):
+    cfg = minimal()
+    cfg["platforms"][0]["accel"] = accel
+    with pytest.raises(ConfigError, match=message):
+        validate_config(cfg)
+
+
 def test_duplicate_platform_names():
     cfg = minimal()
     cfg["platforms"].append(cfg["platforms"][0])

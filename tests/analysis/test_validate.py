@@ -137,3 +137,26 @@ def test_dask_job_end_to_end(tmp_path):
     failed = pd.read_parquet(tmp_path / "val" / "failed.parquet")
     assert failed["run_id"].tolist() == ["h"]
     assert any("Dask scheduler" in line for line in lines)
+
+
+def test_dask_job_uses_a_given_scheduler(tmp_path):
+    from distributed import LocalCluster
+
+    raw = tmp_path / "raw" / "s"
+    write_raw(raw / "a.json", "a", [r for r in STUDY if r["run_id"] == "a"])
+    write_raw(raw / "b.json", "b", [r for r in STUDY if r["run_id"] == "b"])
+    dataset.gather([raw / "a.json", raw / "b.json"], tmp_path / "runs", tmp_path / "q", tmp_path / "r", log=lambda *_: None)
+    procs = {
+        "host": {"t_f": {"value": T["t_f_host"]}, "t_b": {"value": T["t_b_host"]}},
+        "accel": {"t_f": {"value": T["t_f_accel"]}, "t_b": {"value": T["t_b_accel"]}},
+    }
+    (tmp_path / "platforms").mkdir()
+    (tmp_path / "platforms" / "pair.yaml").write_text(yaml.safe_dump({"platform": "pair", "processors": procs}))
+    lines: list[str] = []
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        summary = validate.validate(
+            tmp_path / "runs", tmp_path / "platforms", tmp_path / "val", address=cluster.scheduler_address,
+            log=lines.append,
+        )
+        assert any(cluster.scheduler_address in line for line in lines)
+    assert summary["runs_ok"] == 2
