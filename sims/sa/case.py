@@ -50,14 +50,6 @@ def parse_alpha(variant: str) -> float | None:
     return float(m.group("alpha")) if m else None
 
 
-def is_known_variant(variant: str) -> bool:
-    """True for the fixed WPs and well-formed ``DP(alpha)`` with 0 <= alpha <= 1."""
-    if variant in FIXED_WPS:
-        return True
-    alpha = parse_alpha(variant)
-    return alpha is not None and 0.0 <= alpha <= 1.0
-
-
 def pdp_alpha(t_f_host: float, t_b_host: float, t_f_accel: float, t_b_accel: float) -> float:
     """The balanced (p-DP) fraction of elements for the accelerator, from characterised rates.
 

@@ -51,6 +51,14 @@ STUDY = [
 ]
 
 
+def write_platform(where):
+    procs = {
+        role: {"t_f": {"value": T[f"t_f_{role}"]}, "t_b": {"value": T[f"t_b_{role}"]}} for role in ("host", "accel")
+    }
+    where.mkdir(parents=True)
+    (where / "pair.yaml").write_text(yaml.safe_dump({"platform": "pair", "processors": procs}))
+
+
 def test_reduce_repetitions_takes_medians_and_spread():
     out = validate.reduce_repetitions(frame(STUDY)).set_index("run_id")
     assert list(out.index) == ["a", "b", "c", "d", "e", "f", "g"]  # the failed run is not reduced
@@ -119,12 +127,7 @@ def test_dask_job_end_to_end(tmp_path):
         files.append(raw / f"{run_id}.json")
     # file names must be the run ids; these short ids are fine for the test
     dataset.gather(files, tmp_path / "runs", tmp_path / "q", tmp_path / "failed", log=lambda *_: None)
-    procs = {
-        "host": {"t_f": {"value": T["t_f_host"]}, "t_b": {"value": T["t_b_host"]}},
-        "accel": {"t_f": {"value": T["t_f_accel"]}, "t_b": {"value": T["t_b_accel"]}},
-    }
-    (tmp_path / "platforms").mkdir()
-    (tmp_path / "platforms" / "pair.yaml").write_text(yaml.safe_dump({"platform": "pair", "processors": procs}))
+    write_platform(tmp_path / "platforms")
     lines: list[str] = []
     summary = validate.validate(tmp_path / "runs", tmp_path / "platforms", tmp_path / "val", log=lines.append)
     assert summary["runs_ok"] == 7 and summary["runs_failed"] == 1 and summary["records"] == 22
@@ -146,12 +149,7 @@ def test_dask_job_uses_a_given_scheduler(tmp_path):
     write_raw(raw / "a.json", "a", [r for r in STUDY if r["run_id"] == "a"])
     write_raw(raw / "b.json", "b", [r for r in STUDY if r["run_id"] == "b"])
     dataset.gather([raw / "a.json", raw / "b.json"], tmp_path / "runs", tmp_path / "q", tmp_path / "r", log=lambda *_: None)
-    procs = {
-        "host": {"t_f": {"value": T["t_f_host"]}, "t_b": {"value": T["t_b_host"]}},
-        "accel": {"t_f": {"value": T["t_f_accel"]}, "t_b": {"value": T["t_b_accel"]}},
-    }
-    (tmp_path / "platforms").mkdir()
-    (tmp_path / "platforms" / "pair.yaml").write_text(yaml.safe_dump({"platform": "pair", "processors": procs}))
+    write_platform(tmp_path / "platforms")
     lines: list[str] = []
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         summary = validate.validate(
