@@ -150,18 +150,20 @@ def _records(spec, run_id, started_at, ranks, job: SARun, m: Measurement, energy
 
 
 def _energy_rows(meter, m: Measurement) -> list[dict[str, Any]] | None:
-    """Energy per repetition from the meter readings taken around each region (None: no meter)."""
+    """Energy per repetition from the meter readings taken around each region (None: no meter).
+
+    The meter's own difference handles counter wrap-around; only whole-package
+    (and DRAM) channels are summed, since sub-zones are contained in them. A
+    package meter covers both ranks of a CPU pair, so only the total is known.
+    """
     if meter is None or meter.source == "none":
         return None
-    from sims.meters import energy_between
+    from sims.meters import total_joules
 
     rows = []
     for r in m.repetitions:
-        if r.meter_before is None or r.meter_after is None:
-            rows.append({"energy_source": "none"})
-            continue
-        joules = energy_between(r.meter_before, r.meter_after)
-        rows.append({"energy_j": float(sum(joules.values())), "energy_source": meter.source})
+        joules = total_joules(meter.energy_between(r.meter_before, r.meter_after))
+        rows.append({"energy_j": joules, "energy_source": meter.source} if joules is not None else {})
     return rows
 
 
