@@ -114,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"hetval: config error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

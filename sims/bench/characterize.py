@@ -91,6 +91,13 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
 
     mine: dict[str, Any] = {}
     for target in ROLES:
+        if rank == 0:
+            print(
+                f"[hetval characterize] {spec['platform']}: measuring {target} "
+                f"({spec['layout'][target]['backend']}): triad over {n_triad} elements, then FMA chains; "
+                f"{warmup} warm-up + {reps} timed each",
+                flush=True,
+            )
         t_b = run("triad", {target})
         t_f = run("fma", {target})
         if role == target:
