@@ -27,7 +27,16 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    for spec in study_matrix(_config(args)):
+    runs = study_matrix(_config(args))
+    if args.spec:
+        found = [s for s in runs if s["run_id"] == args.spec]
+        if not found:
+            print(f"hetval: run {args.spec} is not in this study (see `hetval matrix`)", file=sys.stderr)
+            return 2
+        # The JSON that `python -m mpi4py -m sims.run --spec` takes.
+        print(json.dumps({k: v for k, v in found[0].items() if k != "run_id"}, sort_keys=True))
+        return 0
+    for spec in runs:
         print(spec["run_id"], spec["study"], spec["case"], spec["variant"], spec["platform"], json.dumps(spec["params"]))
     return 0
 
@@ -78,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("matrix", help="list the study's runs (run_id, case, variant, platform, params)")
     with_config(p)
+    p.add_argument("--spec", metavar="RUN_ID", help="print that run's full spec as JSON (for sims.run --spec)")
     p.set_defaults(func=cmd_matrix)
 
     p = sub.add_parser("gather", help="raw records -> hive-partitioned Parquet dataset")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -115,3 +116,18 @@ def test_cli_config_error_is_one_line_without_traceback(tmp_path, repo, env):
     assert out.returncode == 2
     assert out.stderr.strip() == "hetval: config error: runs.warmup: -1 is not allowed (allowed: a number >= 0)"
     assert "Traceback" not in out.stderr
+
+
+def test_cli_matrix_prints_a_runnable_spec(repo, env):
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "analysis.cli", *args], capture_output=True, text=True, env=env, cwd=repo)
+
+    listing = cli("matrix")
+    assert listing.returncode == 0
+    run_id = listing.stdout.split()[0]
+    spec = json.loads(cli("matrix", "--spec", run_id).stdout)
+    assert spec["case"] == "sa" and "run_id" not in spec
+    from sims.record import run_id_of
+
+    assert run_id_of(spec) == run_id
+    assert cli("matrix", "--spec", "0" * 16).returncode == 2
