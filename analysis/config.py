@@ -7,6 +7,7 @@ allowed. The Snakefile and the ``hetval`` CLI print that line and exit non-zero.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,14 +39,10 @@ def _with_defaults(cls):
         if isinstance(instance, dict):
             for name, sub in properties.items():
                 if "default" in sub and name not in instance:
-                    instance[name] = _copy(sub["default"])
+                    instance[name] = copy.deepcopy(sub["default"])
         yield from validate_props(validator, properties, instance, schema)
 
     return jsonschema.validators.extend(cls, {"properties": set_defaults})
-
-
-def _copy(value: Any) -> Any:
-    return yaml.safe_load(yaml.safe_dump(value))
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -150,7 +147,7 @@ def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(v, Mapping) and isinstance(base.get(k), dict):
             merge(base[k], v)
         else:
-            base[k] = _copy(v)
+            base[k] = copy.deepcopy(v)
     return base
 
 

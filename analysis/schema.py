@@ -106,7 +106,3 @@ def check_record(record: Any) -> dict[str, Any]:
         raise RecordError(f"field 'rep': {out['rep']} is negative")
     return out
 
-
-def empty_table() -> pa.Table:
-    """A table with :data:`RUN_SCHEMA` and no rows."""
-    return RUN_SCHEMA.empty_table()

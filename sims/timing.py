@@ -86,7 +86,7 @@ def measure(
         resolutions; otherwise :class:`RegionTooShortError` is raised on every rank.
     meter_read
         Optional energy-meter read, taken right after the start barrier and
-        right before the stop barrier.
+        right after the closing barrier (so the window covers every rank's work).
     """
     if repetitions < 1:
         raise ValueError("repetitions must be >= 1")
@@ -95,7 +95,6 @@ def measure(
         work()
         sync()
         polite_barrier(comm)
-    comm.Barrier()
     resolution = timer_resolution()
     result = Measurement(resolution_s=resolution)
     for _ in range(repetitions):
@@ -105,8 +104,9 @@ def measure(
         work()
         sync()
         own = time.perf_counter() - start
-        after = meter_read() if meter_read else None
+        # The energy window closes when the slowest rank is done, not when this one is.
         polite_barrier(comm)
+        after = meter_read() if meter_read else None
         per_rank = comm.allgather(own)
         result.repetitions.append(Repetition(own, per_rank, before, after))
     shortest = min(r.slowest_s for r in result.repetitions)
