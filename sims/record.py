@@ -49,6 +49,21 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("energy_accel_j", "float64", False),
     ("energy_source", "string", True),  # rapl | nvml | trace | published | none
     ("timer_resolution_s", "float64", False),
+    # FDM runs (null for the other cases). JSON text fields hold per-rank detail.
+    ("grid", "string", False),  # JSON: {"shape": [nx, ny, nz], "spacing": m}
+    ("steps", "int64", False),  # time steps in the measured loop
+    ("order", "int64", False),  # space order (2 or 4)
+    ("decomposition", "string", False),  # JSON: [px, py, pz]
+    ("marshaling", "string", False),  # host-staging | device-pack | gpu-aware
+    ("boundary", "string", False),  # none | cpml(<width>)
+    ("phase_times", "string", False),  # JSON: {phase: [seconds per rank]}
+    ("time_velocity_s", "float64", False),  # slowest rank's total, per phase
+    ("time_stress_s", "float64", False),
+    ("time_pack_s", "float64", False),
+    ("time_unpack_s", "float64", False),
+    ("time_halo_s", "float64", False),  # waiting in halo exchange
+    ("time_h2d_s", "float64", False),  # host<->device copies, both directions
+    ("points", "int64", False),  # grid points updated per step (whole grid)
     ("started_at", "timestamp", True),
     ("hostname", "string", True),
     ("git_sha", "string", False),
