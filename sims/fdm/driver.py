@@ -1,0 +1,195 @@
+"""Drive one FDM run on a communicator: spec, setup, warm-up, timed repetitions, records, outputs."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import statistics
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sims import record as rec
+
+from . import counts
+from .solver import PHASES, Simulation
+from .spec import FDMSpec, SpecError, parse
+
+META_KEYS = ("study", "platform", "repetitions", "warmup", "rep", "seed", "name")
+
+
+@dataclass
+class Result:
+    """Rank 0's outcome: records (one per repetition, or one failed) and the seismograms (None on failure)."""
+
+    records: list[dict[str, Any]]
+    seismograms: dict[str, np.ndarray] | None
+
+    def summary(self) -> str:
+        r = self.records[0]
+        times = [x["time_s"] for x in self.records]
+        mlups = [r["points"] * r["steps"] / t / 1e6 for t in times]
+        return (f"[hetval fdm] {r['grid']} order {r['order']} {r['boundary']} on {r['ranks']} ranks "
+                f"{r['decomposition']} ({r['marshaling']}): median {statistics.median(times):.4g} s over "
+                f"{len(times)} rep(s) (min {min(times):.4g}, max {max(times):.4g}); "
+                f"median {statistics.median(mlups):.1f} MLUP/s")
+
+
+def load_doc(path: str) -> dict:
+    """The YAML run spec at ``path`` as a mapping."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except OSError as exc:
+        raise SpecError(f"cannot read the run spec {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path} is not valid YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise SpecError(f"{path}: the run spec must be a mapping")
+    return doc
+
+
+def run_identity(doc: dict) -> dict[str, Any]:
+    """The fields that identify a run (hashed into ``run_id``)."""
+    params = {k: v for k, v in doc.items() if k not in META_KEYS}
+    return {
+        "study": str(doc.get("study", "manual")),
+        "case": "fdm",
+        "variant": str(doc.get("marshaling", "device-pack")),
+        "params": params,
+        "platform": str(doc.get("platform", "local")),
+        "layout": None,
+        "warmup": int(doc.get("warmup", 0)),
+        "repetitions": int(doc.get("repetitions", 1)),
+        "seed": doc.get("seed"),
+    }
+
+
+def _base(ident: dict, ranks: int, started_at: str, config_hash: str) -> dict[str, Any]:
+    return {
+        **{name: None for name in rec.FIELD_TYPES},
+        "run_id": rec.run_id_of(ident),
+        "study": ident["study"],
+        "case": "fdm",
+        "variant": ident["variant"],
+        "params": rec.canonical_json(ident["params"]),
+        "platform": ident["platform"],
+        "ranks": ranks,
+        "rep": 0,
+        "energy_source": "none",
+        "started_at": started_at,
+        "config_hash": config_hash,
+        **rec.provenance(),
+    }
+
+
+def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | None:
+    """Run the spec at ``config_path`` on every rank of ``comm``; rank 0 returns the :class:`Result`.
+
+    Errors in the spec or the setup on any rank are gathered (no rank is left
+    waiting) and become one ``failed`` record. A run whose wavefield becomes
+    non-finite is recorded as failed too.
+    """
+    rank, size = comm.Get_rank(), comm.Get_size()
+    started_at = rec.utc_now()
+    doc: dict = {}
+    spec: FDMSpec | None = None
+    sim: Simulation | None = None
+    error = None
+    try:
+        doc = load_doc(config_path)
+        spec = parse(doc)
+        sim = Simulation(spec, comm)
+    except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
+        error = f"rank {rank}: {exc}" if not isinstance(exc, SpecError) else str(exc)
+    errors = sorted({e for e in comm.allgather(error) if e})
+    ident = run_identity(doc) if isinstance(doc, dict) else run_identity({})
+    base = _base(ident, size, started_at, config_hash)
+    if errors:
+        if rank != 0:
+            return None
+        base.update(status="failed", error="; ".join(errors) if len({e.split(': ', 1)[-1] for e in errors}) > 1 else errors[0])
+        return Result([base], None)
+
+    assert spec is not None and sim is not None
+    sim.warm_up()
+    warmup, reps = int(doc.get("warmup", 0)), int(doc.get("repetitions", 1))
+    if reps < 1 or warmup < 0:
+        raise SpecError("'repetitions' must be >= 1 and 'warmup' >= 0")
+    per_rep = []
+    for r in range(warmup + reps):
+        loop_s = sim.run()
+        if r >= warmup:
+            per_rep.append((loop_s, dict(sim.timers.totals)))
+    traces = sim.gather_traces()
+    finite = bool(np.all(np.isfinite(sim.traces.get() if sim.xp is not np else sim.traces)))
+    finite = all(comm.allgather(finite))
+    gathered = comm.gather(per_rep, root=0)
+    if rank != 0:
+        return None
+
+    step = counts.step_counts(spec.shape, spec.order, spec.pml_width if spec.boundary == "cpml" else 0)
+    base.update(
+        size=spec.points, points=spec.points, steps=spec.steps, order=spec.order,
+        grid=rec.canonical_json({"shape": list(spec.shape), "spacing": spec.spacing}),
+        decomposition=rec.canonical_json(list(sim.dims)), marshaling=spec.marshaling, boundary=spec.boundary_label,
+        flops=step["flops"] * spec.steps, bytes=step["bytes"] * spec.steps,
+        timer_resolution_s=1e-9,
+    )
+    if not finite:
+        base.update(status="failed", error=f"the wavefield became non-finite (dt = {spec.dt:g} s): numerical instability")
+        return Result([base], None)
+    records = []
+    for r in range(reps):
+        loops = [gathered[k][r][0] for k in range(size)]
+        phases = {p: [gathered[k][r][1][p] for k in range(size)] for p in PHASES}
+        row = dict(base)
+        row.update(
+            rep=r, status="ok", time_s=max(loops), phase_times=rec.canonical_json({**phases, "loop": loops}),
+            **{f"time_{p}_s": max(phases[p]) for p in PHASES},
+        )
+        records.append(row)
+    t, mrate = sim.source_time_function()
+    vx, vy, vz = traces
+    seis = {
+        "t": (np.arange(spec.steps) + 0.5) * spec.dt, "vx": vx, "vy": vy, "vz": vz,
+        "moment_rate": mrate, "moment_rate_t": t,
+        "source_position": sim.source_position, "receiver_positions": sim.receiver_positions,
+        "dt": np.float64(spec.dt),
+    }
+    return Result(records, seis)
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_outputs(out_dir: str, result: Result) -> None:
+    """Write ``seismograms.npz`` (when the run succeeded) and ``record.json``, each atomically."""
+    out = Path(out_dir)
+    if result.seismograms is not None:
+        buf = io.BytesIO()
+        np.savez(buf, **result.seismograms)
+        _atomic_bytes(out / "seismograms.npz", buf.getvalue())
+    rec.write_raw(out / "record.json", result.records[0]["run_id"], result.records)
+
+
+def records_json(result: Result) -> str:
+    """The records as JSON text (for logs)."""
+    return json.dumps(result.records, indent=1, default=str)

@@ -1,0 +1,290 @@
+"""Numba kernels of the staggered-grid elastic update: bulk, C-PML boxes, halo packing.
+
+The arithmetic is that of :mod:`sims.fdm.kernels_xp` (the reference); only the
+loop structure differs. Each ``(i, j)`` row is processed through one-dimensional
+views that start two cells before the box, so that every index in the inner
+``k`` loop is the loop variable plus a non-negative constant: Numba then emits
+no negative-index wrap-around and LLVM vectorises the loop (with wrap-around
+checks it stays scalar and runs about 4x slower). All three (six) components of
+a row are updated in one loop so every wavefield row is read from memory once.
+
+Order 2 runs through the same kernels with ``c2 = 0``; the second-neighbour
+rows it then reads are the ones order 4 reads, already in cache.
+"""
+
+from __future__ import annotations
+
+from sims.backends.jit import jit
+
+_OPTS = {"cache": True, "nogil": True, "boundscheck": False, "error_model": "numpy"}
+
+
+@jit(inline="always")
+def _d(a1, a0, b1, b0, c1, c2):
+    """Staggered difference ``c1 (a1 - a0) + c2 (b1 - b0)`` (unscaled by 1/h)."""
+    return c1 * (a1 - a0) + c2 * (b1 - b0)
+
+
+@jit(**_OPTS)
+def velocity_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2):  # noqa: PLR0913
+    """v += dt/(h rho) div(sigma) over the box ``[lo, hi)`` (array indices), no absorbing layer."""
+    n = hi2 - lo2
+    z = lo2 - 2
+    bc = b_c[z:]
+    bf = b_f[z:]
+    for i in range(lo0, hi0):
+        for j in range(lo1, hi1):
+            ux, uy, uz = vx[i, j, z:], vy[i, j, z:], vz[i, j, z:]
+            xx1, xx0, xx2, xxm = sxx[i + 1, j, z:], sxx[i, j, z:], sxx[i + 2, j, z:], sxx[i - 1, j, z:]
+            xy0, xyjm, xyjp, xyjm2 = sxy[i, j, z:], sxy[i, j - 1, z:], sxy[i, j + 1, z:], sxy[i, j - 2, z:]
+            xyim, xyip, xyim2 = sxy[i - 1, j, z:], sxy[i + 1, j, z:], sxy[i - 2, j, z:]
+            yy1, yy0, yy2, yym = syy[i, j + 1, z:], syy[i, j, z:], syy[i, j + 2, z:], syy[i, j - 1, z:]
+            xz0, xzim, xzip, xzim2 = sxz[i, j, z:], sxz[i - 1, j, z:], sxz[i + 1, j, z:], sxz[i - 2, j, z:]
+            yz0, yzjm, yzjp, yzjm2 = syz[i, j, z:], syz[i, j - 1, z:], syz[i, j + 1, z:], syz[i, j - 2, z:]
+            zz = szz[i, j, z:]
+            for k in range(n):
+                q = k + 2
+                ux[q] += bc[q] * (_d(xx1[q], xx0[q], xx2[q], xxm[q], c1, c2)
+                                  + _d(xy0[q], xyjm[q], xyjp[q], xyjm2[q], c1, c2)
+                                  + _d(xz0[q], xz0[q - 1], xz0[q + 1], xz0[q - 2], c1, c2))
+                uy[q] += bc[q] * (_d(xy0[q], xyim[q], xyip[q], xyim2[q], c1, c2)
+                                  + _d(yy1[q], yy0[q], yy2[q], yym[q], c1, c2)
+                                  + _d(yz0[q], yz0[q - 1], yz0[q + 1], yz0[q - 2], c1, c2))
+                uz[q] += bf[q] * (_d(xz0[q], xzim[q], xzip[q], xzim2[q], c1, c2)
+                                  + _d(yz0[q], yzjm[q], yzjp[q], yzjm2[q], c1, c2)
+                                  + _d(zz[q + 1], zz[q], zz[q + 2], zz[q - 1], c1, c2))
+
+
+@jit(**_OPTS)
+def stress_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2):  # noqa: PLR0913
+    """sigma += dt/h C : grad(v) over the box ``[lo, hi)``, no absorbing layer."""
+    n = hi2 - lo2
+    z = lo2 - 2
+    pl, pa, pc, pf = l2m[z:], lam[z:], mu_c[z:], mu_f[z:]
+    for i in range(lo0, hi0):
+        for j in range(lo1, hi1):
+            txx, tyy, tzz, txy, txz, tyz = sxx[i, j, z:], syy[i, j, z:], szz[i, j, z:], sxy[i, j, z:], sxz[i, j, z:], syz[i, j, z:]
+            x0, xim, xip, xim2 = vx[i, j, z:], vx[i - 1, j, z:], vx[i + 1, j, z:], vx[i - 2, j, z:]
+            xjp, xjp2, xjm = vx[i, j + 1, z:], vx[i, j + 2, z:], vx[i, j - 1, z:]
+            y0, yjm, yjp, yjm2 = vy[i, j, z:], vy[i, j - 1, z:], vy[i, j + 1, z:], vy[i, j - 2, z:]
+            yip, yip2, yim = vy[i + 1, j, z:], vy[i + 2, j, z:], vy[i - 1, j, z:]
+            z0, zip_, zip2, zim = vz[i, j, z:], vz[i + 1, j, z:], vz[i + 2, j, z:], vz[i - 1, j, z:]
+            zjp, zjp2, zjm = vz[i, j + 1, z:], vz[i, j + 2, z:], vz[i, j - 1, z:]
+            for k in range(n):
+                q = k + 2
+                exx = _d(x0[q], xim[q], xip[q], xim2[q], c1, c2)
+                eyy = _d(y0[q], yjm[q], yjp[q], yjm2[q], c1, c2)
+                ezz = _d(z0[q], z0[q - 1], z0[q + 1], z0[q - 2], c1, c2)
+                txx[q] += pl[q] * exx + pa[q] * (eyy + ezz)
+                tyy[q] += pl[q] * eyy + pa[q] * (exx + ezz)
+                tzz[q] += pl[q] * ezz + pa[q] * (exx + eyy)
+                txy[q] += pc[q] * (_d(xjp[q], x0[q], xjp2[q], xjm[q], c1, c2)
+                                   + _d(yip[q], y0[q], yip2[q], yim[q], c1, c2))
+                txz[q] += pf[q] * (_d(x0[q + 1], x0[q], x0[q + 2], x0[q - 1], c1, c2)
+                                   + _d(zip_[q], z0[q], zip2[q], zim[q], c1, c2))
+                tyz[q] += pf[q] * (_d(y0[q + 1], y0[q], y0[q + 2], y0[q - 1], c1, c2)
+                                   + _d(zjp[q], z0[q], zjp2[q], zjm[q], c1, c2))
+
+
+@jit(**_OPTS)
+def velocity_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, lo0, hi0, lo1, hi1, lo2, hi2):  # noqa: PLR0913
+    """Order-2 :func:`velocity_box`: only the nearest-neighbour rows, so fewer views per row (about 2x faster)."""
+    n = hi2 - lo2
+    z = lo2 - 1
+    bc = b_c[z:]
+    bf = b_f[z:]
+    for i in range(lo0, hi0):
+        for j in range(lo1, hi1):
+            ux, uy, uz = vx[i, j, z:], vy[i, j, z:], vz[i, j, z:]
+            xx1, xx0 = sxx[i + 1, j, z:], sxx[i, j, z:]
+            xy, xyjm, xyim = sxy[i, j, z:], sxy[i, j - 1, z:], sxy[i - 1, j, z:]
+            xz, xzim = sxz[i, j, z:], sxz[i - 1, j, z:]
+            yz, yzjm = syz[i, j, z:], syz[i, j - 1, z:]
+            yy1, yy0 = syy[i, j + 1, z:], syy[i, j, z:]
+            zz = szz[i, j, z:]
+            for k in range(n):
+                q = k + 1
+                ux[q] += bc[q] * ((xx1[q] - xx0[q]) + (xy[q] - xyjm[q]) + (xz[q] - xz[q - 1]))
+                uy[q] += bc[q] * ((xy[q] - xyim[q]) + (yy1[q] - yy0[q]) + (yz[q] - yz[q - 1]))
+                uz[q] += bf[q] * ((xz[q] - xzim[q]) + (yz[q] - yzjm[q]) + (zz[q + 1] - zz[q]))
+
+
+@jit(**_OPTS)
+def stress_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, lo0, hi0, lo1, hi1, lo2, hi2):  # noqa: PLR0913
+    """Order-2 :func:`stress_box`."""
+    n = hi2 - lo2
+    z = lo2 - 1
+    pl, pa, pc, pf = l2m[z:], lam[z:], mu_c[z:], mu_f[z:]
+    for i in range(lo0, hi0):
+        for j in range(lo1, hi1):
+            txx, tyy, tzz = sxx[i, j, z:], syy[i, j, z:], szz[i, j, z:]
+            txy, txz, tyz = sxy[i, j, z:], sxz[i, j, z:], syz[i, j, z:]
+            x0, xim, xjp = vx[i, j, z:], vx[i - 1, j, z:], vx[i, j + 1, z:]
+            y0, yjm, yip = vy[i, j, z:], vy[i, j - 1, z:], vy[i + 1, j, z:]
+            z0, zip_, zjp = vz[i, j, z:], vz[i + 1, j, z:], vz[i, j + 1, z:]
+            for k in range(n):
+                q = k + 1
+                exx = x0[q] - xim[q]
+                eyy = y0[q] - yjm[q]
+                ezz = z0[q] - z0[q - 1]
+                txx[q] += pl[q] * exx + pa[q] * (eyy + ezz)
+                tyy[q] += pl[q] * eyy + pa[q] * (exx + ezz)
+                tzz[q] += pl[q] * ezz + pa[q] * (exx + eyy)
+                txy[q] += pc[q] * ((xjp[q] - x0[q]) + (yip[q] - y0[q]))
+                txz[q] += pf[q] * ((x0[q + 1] - x0[q]) + (zip_[q] - z0[q]))
+                tyz[q] += pf[q] * ((y0[q + 1] - y0[q]) + (zjp[q] - z0[q]))
+
+
+@jit(**_OPTS)
+def velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2,  # noqa: PLR0913, PLR0915
+                 inx, psx, ox, prx, iny, psy, oy, pry, inz, psz, oz, prz):
+    """Velocity update of a box inside the C-PML of the axes flagged ``in{x,y,z}``.
+
+    The bulk update first, then, per flagged axis, the memory variables
+    ``psi = b psi + a D`` of that axis's three derivatives and ``v += dt/(h rho) psi``
+    (Komatitsch & Martin 2007, eqs. 5-7 with kappa = 1). ``ps?`` are the axis's
+    memory variables ``(3, L0, L1, L2)`` whose element ``[c, 0, 0, 0]`` is at
+    array index ``o?``; ``pr?`` its profiles ``(a_centre, b_centre, a_face, b_face)``
+    along the axis. The rows of a box stay in cache between the passes, so the
+    extra memory traffic is that of the memory variables.
+    """
+    if c2 == 0.0:
+        velocity_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, lo0, hi0, lo1, hi1, lo2, hi2)
+    else:
+        velocity_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2)
+    n = hi2 - lo2
+    z = lo2 - 2
+    bc = b_c[z:]
+    bf = b_f[z:]
+    for i in range(lo0, hi0):
+        for j in range(lo1, hi1):
+            ux, uy, uz = vx[i, j, z:], vy[i, j, z:], vz[i, j, z:]
+            if inx:
+                ac, bb, af, bff = prx[0, i], prx[1, i], prx[2, i], prx[3, i]
+                p0, p1, p2 = psx[0, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[1, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[2, i - ox[0], j - ox[1], lo2 - ox[2]:]
+                xx1, xx0, xx2, xxm = sxx[i + 1, j, z:], sxx[i, j, z:], sxx[i + 2, j, z:], sxx[i - 1, j, z:]
+                xy0, xyim, xyip, xyim2 = sxy[i, j, z:], sxy[i - 1, j, z:], sxy[i + 1, j, z:], sxy[i - 2, j, z:]
+                xz0, xzim, xzip, xzim2 = sxz[i, j, z:], sxz[i - 1, j, z:], sxz[i + 1, j, z:], sxz[i - 2, j, z:]
+                for k in range(n):
+                    q = k + 2
+                    p0[k] = bff * p0[k] + af * _d(xx1[q], xx0[q], xx2[q], xxm[q], c1, c2)
+                    p1[k] = bb * p1[k] + ac * _d(xy0[q], xyim[q], xyip[q], xyim2[q], c1, c2)
+                    p2[k] = bb * p2[k] + ac * _d(xz0[q], xzim[q], xzip[q], xzim2[q], c1, c2)
+                    ux[q] += bc[q] * p0[k]
+                    uy[q] += bc[q] * p1[k]
+                    uz[q] += bf[q] * p2[k]
+            if iny:
+                ac, bb, af, bff = pry[0, j], pry[1, j], pry[2, j], pry[3, j]
+                p0, p1, p2 = psy[0, i - oy[0], j - oy[1], lo2 - oy[2]:], psy[1, i - oy[0], j - oy[1], lo2 - oy[2]:], psy[2, i - oy[0], j - oy[1], lo2 - oy[2]:]
+                xy0, xyjm, xyjp, xyjm2 = sxy[i, j, z:], sxy[i, j - 1, z:], sxy[i, j + 1, z:], sxy[i, j - 2, z:]
+                yy1, yy0, yy2, yym = syy[i, j + 1, z:], syy[i, j, z:], syy[i, j + 2, z:], syy[i, j - 1, z:]
+                yz0, yzjm, yzjp, yzjm2 = syz[i, j, z:], syz[i, j - 1, z:], syz[i, j + 1, z:], syz[i, j - 2, z:]
+                for k in range(n):
+                    q = k + 2
+                    p0[k] = bb * p0[k] + ac * _d(xy0[q], xyjm[q], xyjp[q], xyjm2[q], c1, c2)
+                    p1[k] = bff * p1[k] + af * _d(yy1[q], yy0[q], yy2[q], yym[q], c1, c2)
+                    p2[k] = bb * p2[k] + ac * _d(yz0[q], yzjm[q], yzjp[q], yzjm2[q], c1, c2)
+                    ux[q] += bc[q] * p0[k]
+                    uy[q] += bc[q] * p1[k]
+                    uz[q] += bf[q] * p2[k]
+            if inz:
+                ac, bb, af, bff = prz[0, z:], prz[1, z:], prz[2, z:], prz[3, z:]
+                p0, p1, p2 = psz[0, i - oz[0], j - oz[1], lo2 - oz[2]:], psz[1, i - oz[0], j - oz[1], lo2 - oz[2]:], psz[2, i - oz[0], j - oz[1], lo2 - oz[2]:]
+                xz0, yz0, zz = sxz[i, j, z:], syz[i, j, z:], szz[i, j, z:]
+                for k in range(n):
+                    q = k + 2
+                    p0[k] = bb[q] * p0[k] + ac[q] * _d(xz0[q], xz0[q - 1], xz0[q + 1], xz0[q - 2], c1, c2)
+                    p1[k] = bb[q] * p1[k] + ac[q] * _d(yz0[q], yz0[q - 1], yz0[q + 1], yz0[q - 2], c1, c2)
+                    p2[k] = bff[q] * p2[k] + af[q] * _d(zz[q + 1], zz[q], zz[q + 2], zz[q - 1], c1, c2)
+                    ux[q] += bc[q] * p0[k]
+                    uy[q] += bc[q] * p1[k]
+                    uz[q] += bf[q] * p2[k]
+
+
+@jit(**_OPTS)
+def stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2,  # noqa: PLR0913, PLR0915
+               inx, psx, ox, prx, iny, psy, oy, pry, inz, psz, oz, prz):
+    """Stress update of a box inside the C-PML (see :func:`velocity_pml` for the arguments).
+
+    Per axis the memory variables are those of the normal strain (shared by
+    the three normal stresses) and of the two shear-strain derivatives.
+    """
+    if c2 == 0.0:
+        stress_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, lo0, hi0, lo1, hi1, lo2, hi2)
+    else:
+        stress_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2)
+    n = hi2 - lo2
+    z = lo2 - 2
+    pl, pa, pc, pf = l2m[z:], lam[z:], mu_c[z:], mu_f[z:]
+    for i in range(lo0, hi0):
+        for j in range(lo1, hi1):
+            txx, tyy, tzz = sxx[i, j, z:], syy[i, j, z:], szz[i, j, z:]
+            txy, txz, tyz = sxy[i, j, z:], sxz[i, j, z:], syz[i, j, z:]
+            if inx:
+                ac, bb, af, bff = prx[0, i], prx[1, i], prx[2, i], prx[3, i]
+                p0, p1, p2 = psx[0, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[1, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[2, i - ox[0], j - ox[1], lo2 - ox[2]:]
+                x0, xim, xip, xim2 = vx[i, j, z:], vx[i - 1, j, z:], vx[i + 1, j, z:], vx[i - 2, j, z:]
+                yip, y0, yip2, yim = vy[i + 1, j, z:], vy[i, j, z:], vy[i + 2, j, z:], vy[i - 1, j, z:]
+                zip_, z0, zip2, zim = vz[i + 1, j, z:], vz[i, j, z:], vz[i + 2, j, z:], vz[i - 1, j, z:]
+                for k in range(n):
+                    q = k + 2
+                    p0[k] = bb * p0[k] + ac * _d(x0[q], xim[q], xip[q], xim2[q], c1, c2)
+                    p1[k] = bff * p1[k] + af * _d(yip[q], y0[q], yip2[q], yim[q], c1, c2)
+                    p2[k] = bff * p2[k] + af * _d(zip_[q], z0[q], zip2[q], zim[q], c1, c2)
+                    txx[q] += pl[q] * p0[k]
+                    tyy[q] += pa[q] * p0[k]
+                    tzz[q] += pa[q] * p0[k]
+                    txy[q] += pc[q] * p1[k]
+                    txz[q] += pf[q] * p2[k]
+            if iny:
+                ac, bb, af, bff = pry[0, j], pry[1, j], pry[2, j], pry[3, j]
+                p0, p1, p2 = psy[0, i - oy[0], j - oy[1], lo2 - oy[2]:], psy[1, i - oy[0], j - oy[1], lo2 - oy[2]:], psy[2, i - oy[0], j - oy[1], lo2 - oy[2]:]
+                y0, yjm, yjp, yjm2 = vy[i, j, z:], vy[i, j - 1, z:], vy[i, j + 1, z:], vy[i, j - 2, z:]
+                xjp, x0, xjp2, xjm = vx[i, j + 1, z:], vx[i, j, z:], vx[i, j + 2, z:], vx[i, j - 1, z:]
+                zjp, z0, zjp2, zjm = vz[i, j + 1, z:], vz[i, j, z:], vz[i, j + 2, z:], vz[i, j - 1, z:]
+                for k in range(n):
+                    q = k + 2
+                    p0[k] = bb * p0[k] + ac * _d(y0[q], yjm[q], yjp[q], yjm2[q], c1, c2)
+                    p1[k] = bff * p1[k] + af * _d(xjp[q], x0[q], xjp2[q], xjm[q], c1, c2)
+                    p2[k] = bff * p2[k] + af * _d(zjp[q], z0[q], zjp2[q], zjm[q], c1, c2)
+                    txx[q] += pa[q] * p0[k]
+                    tyy[q] += pl[q] * p0[k]
+                    tzz[q] += pa[q] * p0[k]
+                    txy[q] += pc[q] * p1[k]
+                    tyz[q] += pf[q] * p2[k]
+            if inz:
+                ac, bb, af, bff = prz[0, z:], prz[1, z:], prz[2, z:], prz[3, z:]
+                p0, p1, p2 = psz[0, i - oz[0], j - oz[1], lo2 - oz[2]:], psz[1, i - oz[0], j - oz[1], lo2 - oz[2]:], psz[2, i - oz[0], j - oz[1], lo2 - oz[2]:]
+                x0, y0, z0 = vx[i, j, z:], vy[i, j, z:], vz[i, j, z:]
+                for k in range(n):
+                    q = k + 2
+                    p0[k] = bb[q] * p0[k] + ac[q] * _d(z0[q], z0[q - 1], z0[q + 1], z0[q - 2], c1, c2)
+                    p1[k] = bff[q] * p1[k] + af[q] * _d(x0[q + 1], x0[q], x0[q + 2], x0[q - 1], c1, c2)
+                    p2[k] = bff[q] * p2[k] + af[q] * _d(y0[q + 1], y0[q], y0[q + 2], y0[q - 1], c1, c2)
+                    txx[q] += pa[q] * p0[k]
+                    tyy[q] += pa[q] * p0[k]
+                    tzz[q] += pl[q] * p0[k]
+                    txz[q] += pf[q] * p1[k]
+                    tyz[q] += pf[q] * p2[k]
+
+
+@jit(**_OPTS)
+def pack(field, buf, lo0, hi0, lo1, hi1, lo2, hi2):
+    """Copy the box ``[lo, hi)`` of ``field`` into the contiguous ``buf`` (C order)."""
+    n = 0
+    for i in range(lo0, hi0):
+        for j in range(lo1, hi1):
+            for k in range(lo2, hi2):
+                buf[n] = field[i, j, k]
+                n += 1
+
+
+@jit(**_OPTS)
+def unpack(field, buf, lo0, hi0, lo1, hi1, lo2, hi2):
+    """Copy ``buf`` (C order) into the box ``[lo, hi)`` of ``field``."""
+    n = 0
+    for i in range(lo0, hi0):
+        for j in range(lo1, hi1):
+            for k in range(lo2, hi2):
+                field[i, j, k] = buf[n]
+                n += 1
