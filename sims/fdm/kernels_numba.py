@@ -135,9 +135,30 @@ def stress_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, 
                 tyz[q] += pf[q] * ((y0[q + 1] - y0[q]) + (zjp[q] - z0[q]))
 
 
+@jit(inline="always")
+def _psi_scalar(p, a1, a0, b1, b0, aa, bb, c1, c2, n):
+    """``p = bb p + aa D`` over a row with a profile constant along it (x and y layers)."""
+    for k in range(n):
+        p[k] = bb * p[k] + aa * (c1 * (a1[k] - a0[k]) + c2 * (b1[k] - b0[k]))
+
+
+@jit(inline="always")
+def _psi_vector(p, a1, a0, b1, b0, aa, bb, c1, c2, n):
+    """``p = bb p + aa D`` over a row with a profile varying along it (z layers)."""
+    for k in range(n):
+        p[k] = bb[k] * p[k] + aa[k] * (c1 * (a1[k] - a0[k]) + c2 * (b1[k] - b0[k]))
+
+
+@jit(inline="always")
+def _add(t, w, p, n):
+    """``t += w p`` over a row."""
+    for k in range(n):
+        t[k] += w[k] * p[k]
+
+
 @jit(**_OPTS)
-def velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2,  # noqa: PLR0913, PLR0915
-                 inx, psx, ox, prx, iny, psy, oy, pry, inz, psz, oz, prz):
+def velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2,  # noqa: PLR0913
+                 inx, psx, ox, prx, iny, psy, oy, pry, zlo, pszl, ozl, zl0, zl1, zhi, pszh, ozh, zh0, zh1, prz):
     """Velocity update of a box inside the C-PML of the axes flagged ``in{x,y,z}``.
 
     The bulk update first, then, per flagged axis, the memory variables
@@ -146,64 +167,59 @@ def velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0
     memory variables ``(3, L0, L1, L2)`` whose element ``[c, 0, 0, 0]`` is at
     array index ``o?``; ``pr?`` its profiles ``(a_centre, b_centre, a_face, b_face)``
     along the axis. The rows of a box stay in cache between the passes, so the
-    extra memory traffic is that of the memory variables.
+    extra memory traffic is that of the memory variables. Each pass over a row
+    writes one array, which keeps LLVM's aliasing checks few enough to vectorise.
     """
     if c2 == 0.0:
         velocity_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, lo0, hi0, lo1, hi1, lo2, hi2)
     else:
         velocity_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2)
     n = hi2 - lo2
-    z = lo2 - 2
-    bc = b_c[z:]
-    bf = b_f[z:]
+    z = lo2
+    bc, bf = b_c[z:], b_f[z:]
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
             ux, uy, uz = vx[i, j, z:], vy[i, j, z:], vz[i, j, z:]
             if inx:
-                ac, bb, af, bff = prx[0, i], prx[1, i], prx[2, i], prx[3, i]
                 p0, p1, p2 = psx[0, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[1, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[2, i - ox[0], j - ox[1], lo2 - ox[2]:]
-                xx1, xx0, xx2, xxm = sxx[i + 1, j, z:], sxx[i, j, z:], sxx[i + 2, j, z:], sxx[i - 1, j, z:]
-                xy0, xyim, xyip, xyim2 = sxy[i, j, z:], sxy[i - 1, j, z:], sxy[i + 1, j, z:], sxy[i - 2, j, z:]
-                xz0, xzim, xzip, xzim2 = sxz[i, j, z:], sxz[i - 1, j, z:], sxz[i + 1, j, z:], sxz[i - 2, j, z:]
-                for k in range(n):
-                    q = k + 2
-                    p0[k] = bff * p0[k] + af * _d(xx1[q], xx0[q], xx2[q], xxm[q], c1, c2)
-                    p1[k] = bb * p1[k] + ac * _d(xy0[q], xyim[q], xyip[q], xyim2[q], c1, c2)
-                    p2[k] = bb * p2[k] + ac * _d(xz0[q], xzim[q], xzip[q], xzim2[q], c1, c2)
-                    ux[q] += bc[q] * p0[k]
-                    uy[q] += bc[q] * p1[k]
-                    uz[q] += bf[q] * p2[k]
+                _psi_scalar(p0, sxx[i + 1, j, z:], sxx[i, j, z:], sxx[i + 2, j, z:], sxx[i - 1, j, z:], prx[2, i], prx[3, i], c1, c2, n)
+                _psi_scalar(p1, sxy[i, j, z:], sxy[i - 1, j, z:], sxy[i + 1, j, z:], sxy[i - 2, j, z:], prx[0, i], prx[1, i], c1, c2, n)
+                _psi_scalar(p2, sxz[i, j, z:], sxz[i - 1, j, z:], sxz[i + 1, j, z:], sxz[i - 2, j, z:], prx[0, i], prx[1, i], c1, c2, n)
+                _add(ux, bc, p0, n)
+                _add(uy, bc, p1, n)
+                _add(uz, bf, p2, n)
             if iny:
-                ac, bb, af, bff = pry[0, j], pry[1, j], pry[2, j], pry[3, j]
                 p0, p1, p2 = psy[0, i - oy[0], j - oy[1], lo2 - oy[2]:], psy[1, i - oy[0], j - oy[1], lo2 - oy[2]:], psy[2, i - oy[0], j - oy[1], lo2 - oy[2]:]
-                xy0, xyjm, xyjp, xyjm2 = sxy[i, j, z:], sxy[i, j - 1, z:], sxy[i, j + 1, z:], sxy[i, j - 2, z:]
-                yy1, yy0, yy2, yym = syy[i, j + 1, z:], syy[i, j, z:], syy[i, j + 2, z:], syy[i, j - 1, z:]
-                yz0, yzjm, yzjp, yzjm2 = syz[i, j, z:], syz[i, j - 1, z:], syz[i, j + 1, z:], syz[i, j - 2, z:]
-                for k in range(n):
+                _psi_scalar(p0, sxy[i, j, z:], sxy[i, j - 1, z:], sxy[i, j + 1, z:], sxy[i, j - 2, z:], pry[0, j], pry[1, j], c1, c2, n)
+                _psi_scalar(p1, syy[i, j + 1, z:], syy[i, j, z:], syy[i, j + 2, z:], syy[i, j - 1, z:], pry[2, j], pry[3, j], c1, c2, n)
+                _psi_scalar(p2, syz[i, j, z:], syz[i, j - 1, z:], syz[i, j + 1, z:], syz[i, j - 2, z:], pry[0, j], pry[1, j], c1, c2, n)
+                _add(ux, bc, p0, n)
+                _add(uy, bc, p1, n)
+                _add(uz, bf, p2, n)
+            for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
+                if not on:
+                    continue
+                m = z1 - z0
+                p0, p1, p2 = psz[0, i - oz[0], j - oz[1], z0 - oz[2]:], psz[1, i - oz[0], j - oz[1], z0 - oz[2]:], psz[2, i - oz[0], j - oz[1], z0 - oz[2]:]
+                # one fused loop: the layer is a few cells long, too short to pay for a vectorised loop per array
+                zb = z0 - 2
+                xz, yz, zz = sxz[i, j, zb:], syz[i, j, zb:], szz[i, j, zb:]
+                ux, uy, uz = vx[i, j, zb:], vy[i, j, zb:], vz[i, j, zb:]
+                ac, bb, af, bff = prz[0, zb:], prz[1, zb:], prz[2, zb:], prz[3, zb:]
+                wc, wf = b_c[zb:], b_f[zb:]
+                for k in range(m):
                     q = k + 2
-                    p0[k] = bb * p0[k] + ac * _d(xy0[q], xyjm[q], xyjp[q], xyjm2[q], c1, c2)
-                    p1[k] = bff * p1[k] + af * _d(yy1[q], yy0[q], yy2[q], yym[q], c1, c2)
-                    p2[k] = bb * p2[k] + ac * _d(yz0[q], yzjm[q], yzjp[q], yzjm2[q], c1, c2)
-                    ux[q] += bc[q] * p0[k]
-                    uy[q] += bc[q] * p1[k]
-                    uz[q] += bf[q] * p2[k]
-            if inz:
-                ac, bb, af, bff = prz[0, z:], prz[1, z:], prz[2, z:], prz[3, z:]
-                p0, p1, p2 = psz[0, i - oz[0], j - oz[1], lo2 - oz[2]:], psz[1, i - oz[0], j - oz[1], lo2 - oz[2]:], psz[2, i - oz[0], j - oz[1], lo2 - oz[2]:]
-                xz0, yz0, zz = sxz[i, j, z:], syz[i, j, z:], szz[i, j, z:]
-                for k in range(n):
-                    q = k + 2
-                    p0[k] = bb[q] * p0[k] + ac[q] * _d(xz0[q], xz0[q - 1], xz0[q + 1], xz0[q - 2], c1, c2)
-                    p1[k] = bb[q] * p1[k] + ac[q] * _d(yz0[q], yz0[q - 1], yz0[q + 1], yz0[q - 2], c1, c2)
+                    p0[k] = bb[q] * p0[k] + ac[q] * _d(xz[q], xz[q - 1], xz[q + 1], xz[q - 2], c1, c2)
+                    p1[k] = bb[q] * p1[k] + ac[q] * _d(yz[q], yz[q - 1], yz[q + 1], yz[q - 2], c1, c2)
                     p2[k] = bff[q] * p2[k] + af[q] * _d(zz[q + 1], zz[q], zz[q + 2], zz[q - 1], c1, c2)
-                    ux[q] += bc[q] * p0[k]
-                    uy[q] += bc[q] * p1[k]
-                    uz[q] += bf[q] * p2[k]
+                    ux[q] += wc[q] * p0[k]
+                    uy[q] += wc[q] * p1[k]
+                    uz[q] += wf[q] * p2[k]
 
 
 @jit(**_OPTS)
-def stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2,  # noqa: PLR0913, PLR0915
-               inx, psx, ox, prx, iny, psy, oy, pry, inz, psz, oz, prz):
+def stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2,  # noqa: PLR0913
+               inx, psx, ox, prx, iny, psy, oy, pry, zlo, pszl, ozl, zl0, zl1, zhi, pszh, ozh, zh0, zh1, prz):
     """Stress update of a box inside the C-PML (see :func:`velocity_pml` for the arguments).
 
     Per axis the memory variables are those of the normal strain (shared by
@@ -214,58 +230,52 @@ def stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c
     else:
         stress_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2)
     n = hi2 - lo2
-    z = lo2 - 2
+    z = lo2
     pl, pa, pc, pf = l2m[z:], lam[z:], mu_c[z:], mu_f[z:]
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
             txx, tyy, tzz = sxx[i, j, z:], syy[i, j, z:], szz[i, j, z:]
             txy, txz, tyz = sxy[i, j, z:], sxz[i, j, z:], syz[i, j, z:]
             if inx:
-                ac, bb, af, bff = prx[0, i], prx[1, i], prx[2, i], prx[3, i]
                 p0, p1, p2 = psx[0, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[1, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[2, i - ox[0], j - ox[1], lo2 - ox[2]:]
-                x0, xim, xip, xim2 = vx[i, j, z:], vx[i - 1, j, z:], vx[i + 1, j, z:], vx[i - 2, j, z:]
-                yip, y0, yip2, yim = vy[i + 1, j, z:], vy[i, j, z:], vy[i + 2, j, z:], vy[i - 1, j, z:]
-                zip_, z0, zip2, zim = vz[i + 1, j, z:], vz[i, j, z:], vz[i + 2, j, z:], vz[i - 1, j, z:]
-                for k in range(n):
-                    q = k + 2
-                    p0[k] = bb * p0[k] + ac * _d(x0[q], xim[q], xip[q], xim2[q], c1, c2)
-                    p1[k] = bff * p1[k] + af * _d(yip[q], y0[q], yip2[q], yim[q], c1, c2)
-                    p2[k] = bff * p2[k] + af * _d(zip_[q], z0[q], zip2[q], zim[q], c1, c2)
-                    txx[q] += pl[q] * p0[k]
-                    tyy[q] += pa[q] * p0[k]
-                    tzz[q] += pa[q] * p0[k]
-                    txy[q] += pc[q] * p1[k]
-                    txz[q] += pf[q] * p2[k]
+                _psi_scalar(p0, vx[i, j, z:], vx[i - 1, j, z:], vx[i + 1, j, z:], vx[i - 2, j, z:], prx[0, i], prx[1, i], c1, c2, n)
+                _psi_scalar(p1, vy[i + 1, j, z:], vy[i, j, z:], vy[i + 2, j, z:], vy[i - 1, j, z:], prx[2, i], prx[3, i], c1, c2, n)
+                _psi_scalar(p2, vz[i + 1, j, z:], vz[i, j, z:], vz[i + 2, j, z:], vz[i - 1, j, z:], prx[2, i], prx[3, i], c1, c2, n)
+                _add(txx, pl, p0, n)
+                _add(tyy, pa, p0, n)
+                _add(tzz, pa, p0, n)
+                _add(txy, pc, p1, n)
+                _add(txz, pf, p2, n)
             if iny:
-                ac, bb, af, bff = pry[0, j], pry[1, j], pry[2, j], pry[3, j]
                 p0, p1, p2 = psy[0, i - oy[0], j - oy[1], lo2 - oy[2]:], psy[1, i - oy[0], j - oy[1], lo2 - oy[2]:], psy[2, i - oy[0], j - oy[1], lo2 - oy[2]:]
-                y0, yjm, yjp, yjm2 = vy[i, j, z:], vy[i, j - 1, z:], vy[i, j + 1, z:], vy[i, j - 2, z:]
-                xjp, x0, xjp2, xjm = vx[i, j + 1, z:], vx[i, j, z:], vx[i, j + 2, z:], vx[i, j - 1, z:]
-                zjp, z0, zjp2, zjm = vz[i, j + 1, z:], vz[i, j, z:], vz[i, j + 2, z:], vz[i, j - 1, z:]
-                for k in range(n):
+                _psi_scalar(p0, vy[i, j, z:], vy[i, j - 1, z:], vy[i, j + 1, z:], vy[i, j - 2, z:], pry[0, j], pry[1, j], c1, c2, n)
+                _psi_scalar(p1, vx[i, j + 1, z:], vx[i, j, z:], vx[i, j + 2, z:], vx[i, j - 1, z:], pry[2, j], pry[3, j], c1, c2, n)
+                _psi_scalar(p2, vz[i, j + 1, z:], vz[i, j, z:], vz[i, j + 2, z:], vz[i, j - 1, z:], pry[2, j], pry[3, j], c1, c2, n)
+                _add(txx, pa, p0, n)
+                _add(tyy, pl, p0, n)
+                _add(tzz, pa, p0, n)
+                _add(txy, pc, p1, n)
+                _add(tyz, pf, p2, n)
+            for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
+                if not on:
+                    continue
+                m = z1 - z0
+                p0, p1, p2 = psz[0, i - oz[0], j - oz[1], z0 - oz[2]:], psz[1, i - oz[0], j - oz[1], z0 - oz[2]:], psz[2, i - oz[0], j - oz[1], z0 - oz[2]:]
+                zb = z0 - 2
+                x0, y0, zr = vx[i, j, zb:], vy[i, j, zb:], vz[i, j, zb:]
+                txx, tyy, tzz, txz, tyz = sxx[i, j, zb:], syy[i, j, zb:], szz[i, j, zb:], sxz[i, j, zb:], syz[i, j, zb:]
+                ac, bb, af, bff = prz[0, zb:], prz[1, zb:], prz[2, zb:], prz[3, zb:]
+                wl, wa, wf = l2m[zb:], lam[zb:], mu_f[zb:]
+                for k in range(m):
                     q = k + 2
-                    p0[k] = bb * p0[k] + ac * _d(y0[q], yjm[q], yjp[q], yjm2[q], c1, c2)
-                    p1[k] = bff * p1[k] + af * _d(xjp[q], x0[q], xjp2[q], xjm[q], c1, c2)
-                    p2[k] = bff * p2[k] + af * _d(zjp[q], z0[q], zjp2[q], zjm[q], c1, c2)
-                    txx[q] += pa[q] * p0[k]
-                    tyy[q] += pl[q] * p0[k]
-                    tzz[q] += pa[q] * p0[k]
-                    txy[q] += pc[q] * p1[k]
-                    tyz[q] += pf[q] * p2[k]
-            if inz:
-                ac, bb, af, bff = prz[0, z:], prz[1, z:], prz[2, z:], prz[3, z:]
-                p0, p1, p2 = psz[0, i - oz[0], j - oz[1], lo2 - oz[2]:], psz[1, i - oz[0], j - oz[1], lo2 - oz[2]:], psz[2, i - oz[0], j - oz[1], lo2 - oz[2]:]
-                x0, y0, z0 = vx[i, j, z:], vy[i, j, z:], vz[i, j, z:]
-                for k in range(n):
-                    q = k + 2
-                    p0[k] = bb[q] * p0[k] + ac[q] * _d(z0[q], z0[q - 1], z0[q + 1], z0[q - 2], c1, c2)
+                    p0[k] = bb[q] * p0[k] + ac[q] * _d(zr[q], zr[q - 1], zr[q + 1], zr[q - 2], c1, c2)
                     p1[k] = bff[q] * p1[k] + af[q] * _d(x0[q + 1], x0[q], x0[q + 2], x0[q - 1], c1, c2)
                     p2[k] = bff[q] * p2[k] + af[q] * _d(y0[q + 1], y0[q], y0[q + 2], y0[q - 1], c1, c2)
-                    txx[q] += pa[q] * p0[k]
-                    tyy[q] += pa[q] * p0[k]
-                    tzz[q] += pl[q] * p0[k]
-                    txz[q] += pf[q] * p1[k]
-                    tyz[q] += pf[q] * p2[k]
+                    txx[q] += wa[q] * p0[k]
+                    tyy[q] += wa[q] * p0[k]
+                    tzz[q] += wl[q] * p0[k]
+                    txz[q] += wf[q] * p1[k]
+                    tyz[q] += wf[q] * p2[k]
 
 
 @jit(**_OPTS)
