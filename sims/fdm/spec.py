@@ -18,7 +18,7 @@ from .source import Source
 BACKENDS = ("numpy", "numba", "cupy")
 MARSHALING = ("host-staging", "device-pack", "gpu-aware")
 TOP_KEYS = {"grid", "time", "medium", "source", "receivers", "boundary", "order", "backend", "decomposition",
-            "marshaling", "free_surface", "study", "platform", "repetitions", "warmup", "rep", "seed", "name"}
+            "marshaling", "study", "platform", "repetitions", "warmup", "rep", "seed", "name"}
 
 
 class SpecError(ValueError):
@@ -42,7 +42,6 @@ class FDMSpec:
     backend: str
     decomposition: Any  # "auto" or (px, py, pz)
     marshaling: str
-    free_surface: bool
     ppw: float
     dt_from_cfl: bool
     raw: dict = field(repr=False, default_factory=dict)
@@ -157,7 +156,6 @@ def parse(doc: dict) -> FDMSpec:
             raise SpecError(f"'boundary.width' must be a positive number of cells, got {width!r}")
         if 2 * width >= min(shape):
             raise SpecError(f"'boundary.width' {width} leaves no interior in grid {list(shape)}")
-    free_surface = bool(doc.get("free_surface", False))
 
     tdoc = _need(doc, "time", "spec")
     steps = tdoc.get("steps") if isinstance(tdoc, dict) else None
@@ -182,4 +180,4 @@ def parse(doc: dict) -> FDMSpec:
             "reduce 'grid.spacing' or 'source.f0'"
         )
     return FDMSpec(shape, h, dt, steps, medium, source, receivers, kind, width, order, backend,  # type: ignore[arg-type]
-                   decomposition, marshaling, free_surface, ppw, from_cfl, dict(doc))
+                   decomposition, marshaling, ppw, from_cfl, dict(doc))

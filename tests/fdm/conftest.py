@@ -1,0 +1,46 @@
+"""Helpers for the FDM tests: build run specs and run them in this process (one rank) or under mpiexec."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import yaml
+
+
+def base_spec(**over) -> dict:
+    """A small, quick, valid run spec; keyword arguments replace top-level keys."""
+    doc = {
+        "grid": {"shape": [24, 22, 20], "spacing": 10.0},
+        "time": {"steps": 30},
+        "medium": {"layers": [{"top": 0.0, "vp": 3000.0, "vs": 1700.0, "rho": 2400.0},
+                              {"top": 105.0, "vp": 3600.0, "vs": 2000.0, "rho": 2600.0}]},
+        "source": {"kind": "explosive", "position": [115.0, 105.0, 95.0], "f0": 6.0, "moment": 1.0e15},
+        "receivers": [[135.0, 105.0, 95.0], [60.0, 150.0, 40.0], [200.0, 30.0, 170.0]],
+        "boundary": {"kind": "cpml", "width": 4},
+        "order": 2,
+        "backend": "numba",
+    }
+    doc.update(copy.deepcopy(over))
+    return doc
+
+
+@pytest.fixture
+def run_local(tmp_path):
+    """Run a spec mapping on one rank in this process; return (seismograms, records)."""
+    from mpi4py import MPI
+
+    from sims.fdm.driver import execute
+
+    counter = [0]
+
+    def run(doc: dict):
+        counter[0] += 1
+        path = tmp_path / f"spec{counter[0]}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        result = execute(MPI.COMM_SELF, str(path))
+        assert result.records[0]["status"] == "ok", result.records[0]["error"]
+        return {k: np.asarray(v) for k, v in result.seismograms.items()}, result.records
+
+    return run
