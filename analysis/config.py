@@ -209,4 +209,49 @@ def study_matrix(config: Mapping[str, Any]) -> list[dict[str, Any]]:
                     }
                     spec["run_id"] = run_id_of(spec)
                     runs.append(spec)
+    runs.extend(fdm_runs(config))
     return runs
+
+
+def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The FDM runs of the study: scale x order x marshaling design x decomposition.
+
+    Each spec carries ``fdm_doc``, the run spec handed to ``python -m sims.fdm run``,
+    and the identity fields the FDM driver hashes, so the workflow's ``run_id``
+    is the one the driver writes into its records.
+    """
+    from sims.fdm.driver import run_identity
+
+    fdm = config["cases"].get("fdm") or {}
+    if not fdm.get("enabled"):
+        return []
+    platform = fdm.get("platform") or config["platforms"][0]["name"]
+    if platform not in platform_layouts(config):
+        raise ConfigError(f"cases.fdm.platform: {platform!r} is not one of the configured platforms")
+    h = float(fdm["spacing"])
+    out = []
+    for n, scale in enumerate(fdm["scales"]):
+        shape = [int(x) for x in scale["shape"]]
+        extent = [s * h for s in shape]
+        source = dict(fdm["source"], position=[f * e for f, e in zip(fdm["position_fraction"], extent, strict=True)])
+        receivers = [[f * e for f, e in zip(r, extent, strict=True)] for r in fdm["receivers_fraction"]]
+        for order in fdm["orders"]:
+            for decomposition in scale.get("decompositions", ["auto"]):
+                for design in fdm["marshaling"]:
+                    doc = {
+                        "study": config["study"], "platform": platform, "ranks": int(scale["ranks"]),
+                        "warmup": config["runs"]["warmup"], "repetitions": config["runs"]["repetitions"],
+                        "grid": {"shape": shape, "spacing": h}, "time": {"steps": int(fdm["steps"])},
+                        "medium": fdm["medium"], "source": source, "receivers": receivers,
+                        "boundary": fdm["boundary"], "order": int(order), "backend": fdm["backend"],
+                        "decomposition": decomposition, "marshaling": design,
+                    }
+                    try:
+                        from sims.fdm.spec import SpecError, parse
+
+                        parse(doc)
+                    except SpecError as exc:
+                        raise ConfigError(f"cases.fdm.scales[{n}] (order {order}): {exc}") from None
+                    ident = run_identity(doc)
+                    out.append({**ident, "run_id": run_id_of(ident), "ranks": int(scale["ranks"]), "fdm_doc": doc})
+    return out

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from analysis import metrics
+from analysis import metrics, validate_fdm
 from analysis.models import hetero
 from analysis.schema import PARTITION_SCHEMA
 
@@ -210,6 +210,7 @@ def validate(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     platforms = load_platforms(platforms_dir)
+    fdm_params = validate_fdm.load_platform_params(platforms_dir)
     addr = scheduler_address(address)
     with Client(addr) if addr else Client() as client:
         log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers)")
@@ -218,17 +219,29 @@ def validate(
         )
         if studies:
             ddf = ddf[ddf["study"].isin(list(studies))]
+        failed = ddf.shuffle("run_id").map_partitions(failed_runs, meta=failed_runs(ddf._meta))
+        fdm_ddf = ddf[ddf["case"] == "fdm"]
+        fdm_reduced = fdm_ddf.shuffle("run_id").map_partitions(
+            validate_fdm.reduce_fdm, meta=validate_fdm.reduce_fdm(fdm_ddf._meta))
+        fdm_joined = fdm_reduced.merge(fdm_params, on=["platform", "backend"], how="inner")
+        fdm_predicted = fdm_joined.map_partitions(validate_fdm.predict_fdm, meta=validate_fdm.predict_fdm(fdm_joined._meta))
         ddf = ddf[ddf["case"] == "sa"]
         by_run = ddf.shuffle("run_id")
         reduced = by_run.map_partitions(reduce_repetitions, meta=reduce_repetitions(ddf._meta))
         joined = reduced.merge(platforms, on="platform", how="inner")
         predicted = joined.map_partitions(predict_sa, meta=predict_sa(joined._meta))
-        failed = by_run.map_partitions(failed_runs, meta=failed_runs(ddf._meta))
-        runs_pdf, failed_pdf, n_records, n_reduced = dask.compute(predicted, failed, ddf.shape[0], reduced.shape[0])
+        runs_pdf, failed_pdf, n_records, n_reduced, fdm_pdf, n_fdm = dask.compute(
+            predicted, failed, ddf.shape[0], reduced.shape[0], fdm_predicted, fdm_reduced.shape[0])
     runs_pdf = runs_pdf.sort_values(["study", "case", "platform", "size", "variant"]).reset_index(drop=True)
     if n_reduced != len(runs_pdf):
         log(f"[hetval validate] warning: {n_reduced - len(runs_pdf)} ok runs have no characterised platform file")
     fidelity = score_groups(runs_pdf)
+    fdm_pdf = fdm_pdf.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling"]).reset_index(drop=True)
+    if n_fdm != len(fdm_pdf):
+        log(f"[hetval validate] warning: {n_fdm - len(fdm_pdf)} ok FDM runs have no characterised platform/backend")
+    fdm_fidelity = validate_fdm.score_fdm(fdm_pdf)
+    _write_parquet_atomic(fdm_pdf, out_dir / "fdm_runs.parquet")
+    _write_parquet_atomic(fdm_fidelity, out_dir / "fdm_fidelity.parquet")
     _write_parquet_atomic(runs_pdf, out_dir / "runs.parquet")
     _write_parquet_atomic(fidelity, out_dir / "fidelity.parquet")
     _write_parquet_atomic(failed_pdf.sort_values("run_id").reset_index(drop=True), out_dir / "failed.parquet")
@@ -237,6 +250,8 @@ def validate(
         "runs_ok": int(len(runs_pdf)),
         "runs_failed": int(len(failed_pdf)),
         "groups": int(len(fidelity)),
+        "fdm_runs_ok": int(len(fdm_pdf)),
+        "fdm_groups": int(len(fdm_fidelity)),
         "platforms": sorted(platforms["platform"].tolist()),
         "studies": sorted(runs_pdf["study"].astype(str).unique().tolist()),
     }
@@ -244,7 +259,7 @@ def validate(
     tmp.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     os.replace(tmp, out_dir / "summary.json")
     log(
-        f"[hetval validate] {summary['runs_ok']} ok runs, {summary['runs_failed']} failed, "
-        f"{summary['groups']} fidelity groups -> {out_dir}"
+        f"[hetval validate] {summary['runs_ok']} ok SA runs, {summary['fdm_runs_ok']} ok FDM runs, "
+        f"{summary['runs_failed']} failed, {summary['groups'] + summary['fdm_groups']} fidelity groups -> {out_dir}"
     )
     return summary

@@ -103,6 +103,12 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         if role == target:
             mine["t_b"], mine["t_f"] = t_b, t_f
     mine["t_b_shared"] = run("triad", set(ROLES))
+    from sims.bench import pingpong
+
+    if rank == 0:
+        print(f"[hetval characterize] {spec['platform']}: MPI ping-pong host <-> accel, "
+              f"{len(pingpong.SIZES)} sizes {pingpong.SIZES[0]} B .. {pingpong.SIZES[-1]} B", flush=True)
+    pp = pingpong.pingpong(comm, repetitions=reps)
     gathered = comm.gather(mine, root=0)
     if rank != 0:
         return None
@@ -137,6 +143,23 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "versions": rec.versions(),
         "energy": "not measured: no energy meter was found (e_f, e_b, p_s are null)",
         "processors": processors,
+        "network": _network(pp),
+    }
+
+
+def _network(samples: dict[int, list[float]]) -> dict[str, Any]:
+    """The interconnect between the two ranks (here: MPI over shared memory) from the ping-pong fit."""
+    from sims.bench import pingpong
+
+    f = pingpong.fit(samples)
+    return {
+        "latency": {"value": f["latency_s"], "unit": "s", "obtained": "measured",
+                    "method": "MPI ping-pong host <-> accel, median one-way time, least-squares T(m) = L + m t_net"},
+        "t_net": {"value": f["t_net"], "unit": "s/byte", "obtained": "measured", "method": "same fit (slope)",
+                  "rate_median": 1.0 / f["t_net"] if f["t_net"] > 0 else None},
+        "r2": f["r2"],
+        "residuals_s": f["residuals_s"],
+        "samples_s": f["samples_s"],
     }
 
 

@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="run one simulation")
     run.add_argument("--config", required=True, help="the run spec (YAML)")
     run.add_argument("--out", required=True, help="output directory (created)")
+    run.add_argument("--raw-record", default=None,
+                     help="also write the records to this path (the workflow's results/raw/<study>/<run_id>.json)")
     run.add_argument("--record-failures", action="store_true",
                      help="exit 0 after recording a failed run (the workflow's mode)")
     run.add_argument("--config-hash", default=os.environ.get("HETVAL_CONFIG_HASH", "unknown"),
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if comm.Get_rank() != 0:
         return 0
-    write_outputs(args.out, result)
+    write_outputs(args.out, result, args.raw_record)
     first = result.records[0]
     if first["status"] != "ok":
         print(f"[hetval fdm] FAILED: {first['error']}", file=sys.stderr, flush=True)

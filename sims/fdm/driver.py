@@ -105,6 +105,8 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
     try:
         doc = load_doc(config_path)
         spec = parse(doc)
+        if doc.get("ranks") is not None and int(doc["ranks"]) != size:
+            raise SpecError(f"'ranks' is {doc['ranks']} but the job has {size} MPI ranks (mpiexec -n {doc['ranks']})")
         sim = Simulation(spec, comm)
     except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
         error = f"rank {rank}: {exc}" if not isinstance(exc, SpecError) else str(exc)
@@ -180,14 +182,21 @@ def _atomic_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def write_outputs(out_dir: str, result: Result) -> None:
-    """Write ``seismograms.npz`` (when the run succeeded) and ``record.json``, each atomically."""
+def write_outputs(out_dir: str, result: Result, raw_record: str | None = None) -> None:
+    """Write ``seismograms.npz`` (removed when the run failed) and ``record.json``, each atomically.
+
+    ``raw_record`` is a second place for the records (the workflow's raw-record path).
+    """
     out = Path(out_dir)
     if result.seismograms is not None:
         buf = io.BytesIO()
         np.savez(buf, **result.seismograms)
         _atomic_bytes(out / "seismograms.npz", buf.getvalue())
+    else:
+        (out / "seismograms.npz").unlink(missing_ok=True)  # never leave an older run's traces beside a failure
     rec.write_raw(out / "record.json", result.records[0]["run_id"], result.records)
+    if raw_record:
+        rec.write_raw(raw_record, result.records[0]["run_id"], result.records)
 
 
 def records_json(result: Result) -> str:

@@ -18,7 +18,7 @@ from .source import Source
 BACKENDS = ("numpy", "numba", "cupy")
 MARSHALING = ("host-staging", "device-pack", "gpu-aware")
 TOP_KEYS = {"grid", "time", "medium", "source", "receivers", "boundary", "order", "backend", "decomposition",
-            "marshaling", "study", "platform", "repetitions", "warmup", "rep", "seed", "name"}
+            "marshaling", "ranks", "study", "platform", "repetitions", "warmup", "rep", "seed", "name"}
 
 
 class SpecError(ValueError):

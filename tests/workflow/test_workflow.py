@@ -46,7 +46,8 @@ def test_dry_run_default_study(env, tmp_path):
     assert out.returncode == 0, out.stderr
     counts = job_counts(out.stdout)
     assert counts["characterize_platform"] == 1
-    assert counts["simulate_run"] == 2 * (5 + 11)  # two sizes x (five WPs and an 11-point alpha sweep)
+    # SA: two sizes x (five WPs and an 11-point alpha sweep); FDM: three designs x (1 + 3 + 1) scale/decompositions
+    assert counts["simulate_run"] == 2 * (5 + 11) + 3 * 5
     assert counts["gather_runs"] == counts["validate_models"] == counts["report_validation"] == 1
     assert not (tmp_path / "results").exists()
 
@@ -82,8 +83,12 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert pq.read_schema(part).remove_metadata().equals(FILE_SCHEMA)
     table = read_runs(results / "runs")
     assert table.schema.equals(RUN_SCHEMA)
-    assert table.num_rows == 8 * 3
+    assert table.num_rows == 8 * 3 + 4 * 3  # SA: 8 runs x 3 reps; FDM: 2 scales x 2 designs x 3 reps
     assert set(table["status"].to_pylist()) == {"ok"}
+    fdm = pq.read_table(results / "validation" / "fdm_runs.parquet").to_pandas()
+    assert len(fdm) == 4 and sorted(fdm["ranks"]) == [1, 1, 2, 2]
+    assert fdm["time_predicted_s"].notna().all() and (fdm["tightness"] > 0).all()
+    assert (tmp_path / "results" / "fdm" / "tiny").is_dir()
     assert all(v is None for v in table["energy_j"].to_pylist())  # no meter here: null, never estimated
 
     runs = pq.read_table(results / "validation" / "runs.parquet").to_pandas()
@@ -97,6 +102,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     html = (report / "index.html").read_text()
     pngs = sorted(p.name for p in report.glob("*.png"))
     assert any(p.startswith("roofline-") for p in pngs) and any(p.startswith("alpha-") for p in pngs)
+    assert any(p.startswith("fdm-scaling-") for p in pngs) and any(p.startswith("fdm-phases-") for p in pngs)
     assert all(p in html for p in pngs)
     platform = results / "platforms" / "cpu-pair-numpy-numba.yaml"
     assert platform.exists()
@@ -114,7 +120,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     redo = snakemake(tiny, env, tmp_path)
     assert redo.returncode == 0, redo.stderr[-3000:]
     df = read_runs(results / "runs").to_pandas()
-    assert len(df) == 24 and not df.duplicated(["run_id", "rep"]).any()
+    assert len(df) == 36 and not df.duplicated(["run_id", "rep"]).any()
 
     # A truncated raw record is quarantined with its reason, counted, and redone next time.
     victim = raw[1]

@@ -1,6 +1,7 @@
 # Config validation, the study matrix and the input functions every rule uses.
 import json
 import os
+import shlex
 import sys
 
 sys.path.insert(0, workflow.basedir)
@@ -42,8 +43,32 @@ def get_run(wildcards):
 
 
 def get_run_spec(wildcards):
-    """The run spec as JSON text (quoted into the shell with :q)."""
-    return json.dumps({k: v for k, v in get_run(wildcards).items() if k != "run_id"}, sort_keys=True)
+    """The run spec as JSON text (quoted into the shell with :q); for FDM runs the sims.fdm run spec."""
+    spec = get_run(wildcards)
+    if spec["case"] == "fdm":
+        return json.dumps(spec["fdm_doc"], sort_keys=True)
+    return json.dumps({k: v for k, v in spec.items() if k != "run_id"}, sort_keys=True)
+
+
+def get_run_tasks(wildcards):
+    """MPI ranks of the run: 2 (host, accel) for SA, the scale's ranks for FDM."""
+    return int(get_run(wildcards).get("ranks", 2))
+
+
+def get_run_command(wildcards, output, resources):
+    """The MPI launch of one run, by case (``resources.mpi`` is the launcher, e.g. mpiexec or srun)."""
+    spec = get_run(wildcards)
+    if spec["case"] == "fdm":
+        out = f"results/fdm/{wildcards.study}/{wildcards.run_id}"
+        return (
+            f"mkdir -p {out} && printf '%s\\n' {shlex.quote(get_run_spec(wildcards))} > {out}/spec.yaml && "
+            f"{resources.mpi} -n {get_run_tasks(wildcards)} python -m mpi4py -m sims.fdm run --config {out}/spec.yaml"
+            f" --out {out} --raw-record {shlex.quote(output.record)} --record-failures"
+        )
+    return (
+        f"{resources.mpi} -n {get_run_tasks(wildcards)} python -m mpi4py -m sims.run --spec {shlex.quote(get_run_spec(wildcards))}"
+        f" --platform-file={shlex.quote(get_platform_file_arg(wildcards))} --out {shlex.quote(output.record)}"
+    )
 
 
 def get_run_inputs(wildcards):

@@ -1,4 +1,6 @@
 # One MPI job per run; each writes its raw record (ok or failed) atomically.
+# SA runs: sims.run on the platform's two ranks; FDM runs: sims.fdm on the scale's ranks,
+# seismograms and spec under results/fdm/<study>/<run_id>/.
 
 
 rule simulate_run:
@@ -9,15 +11,13 @@ rule simulate_run:
     log:
         "logs/simulate/{study}/{run_id}.log",
     params:
-        spec=get_run_spec,
-        platform_file=get_platform_file_arg,
-    threads: 2
+        command=get_run_command,
+    # one thread per rank, at least 2: a multi-rank job never shares the cores with another
+    threads: lambda wildcards: max(2, get_run_tasks(wildcards))
     conda:
         "../envs/hetval.yaml"
     resources:
-        tasks=2,
+        tasks=get_run_tasks,
         mpi="mpiexec",
     shell:
-        "{resources.mpi} -n {resources.tasks} python -m mpi4py -m sims.run"
-        " --spec {params.spec:q} --platform-file={params.platform_file:q}"
-        " --out {output.record:q} 2>&1 | tee {log:q}"
+        "{params.command} 2>&1 | tee {log:q}"

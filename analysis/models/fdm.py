@@ -1,0 +1,134 @@
+"""Performance model of the FDM-seismology code: per-rank stencil, halo exchange and host<->device time.
+
+Per time step and rank ``r`` (Panwar 2014, ch. 4's decomposition of an FDM
+step into computation and the data movement of each marshaling design; the
+compute term is the roofline of Williams et al.)::
+
+    T_compute(r) = max(B(r) t_b, F(r) t_f) * oversubscription
+    T_pack(r)    = T_unpack(r) = 2 H(r) t_b          (read the face, write the buffer)
+    T_halo(r)    = sum over exchanges and split axes of (L + h_axis(r) t_net)
+    T_h2d(r)     = host-staging: 2 x the exchanged fields' bytes t_pcie
+                   device-pack:  2 H(r) t_pcie
+                   gpu-aware:    0  (also 0 on CPU backends: nothing lives on a device)
+
+``B``, ``F`` are the step's compulsory bytes and flops on the rank's block
+(:mod:`sims.fdm.counts`), ``H`` the halo bytes it sends per step, ``L`` and
+``t_net`` the ping-pong latency and inverse bandwidth. The run's predicted
+time is ``steps x max_r sum`` of the terms, the slowest rank setting the pace
+as the measured ``time_s`` does. When several ranks share the cores of a
+node, ``t_b`` is the bandwidth each core gets while all stream at once
+(the platform's ``t_b_shared``) and ranks beyond the core count time-share
+(``oversubscription = ranks / cores``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: float32 wavefields exchanged after the velocity and after the stress update
+EXCHANGED_FIELDS = (3, 6)
+MARSHALING = ("host-staging", "device-pack", "gpu-aware")
+
+
+@dataclass(frozen=True)
+class RankGeometry:
+    """Per-rank quantities of one decomposed grid, as arrays over ranks."""
+
+    points: np.ndarray  # owned cells
+    padded_points: np.ndarray  # cells including two ghost layers per side
+    pml_axis_points: np.ndarray  # owned cells inside the layer of an axis, summed over axes
+    face_points: np.ndarray  # (ranks, 3): cells of one ghost layer normal to each axis
+    neighbours: np.ndarray  # (ranks, 3): neighbours along each axis (0, 1 or 2)
+
+
+def _split(n: int, parts: int) -> list[tuple[int, int]]:
+    base, extra = divmod(n, parts)
+    out, start = [], 0
+    for p in range(parts):
+        stop = start + base + (1 if p < extra else 0)
+        out.append((start, stop))
+        start = stop
+    return out
+
+
+def rank_geometry(shape, dims, pml_width: int = 0) -> RankGeometry:
+    """The blocks of a ``dims`` decomposition of ``shape`` (as :mod:`sims.fdm.decomp` cuts them)."""
+    shape = [int(s) for s in shape]
+    dims = [int(d) for d in dims]
+    if len(shape) != 3 or len(dims) != 3 or min(dims) < 1 or any(d > n for d, n in zip(dims, shape, strict=True)):
+        raise ValueError(f"cannot decompose grid {shape} over process grid {dims}")
+    parts = [_split(shape[a], dims[a]) for a in range(3)]
+    pts, padded, pml, faces, nbrs = [], [], [], [], []
+    for cx in range(dims[0]):
+        for cy in range(dims[1]):
+            for cz in range(dims[2]):
+                rng = (parts[0][cx], parts[1][cy], parts[2][cz])
+                n = [e - s for s, e in rng]
+                pts.append(n[0] * n[1] * n[2])
+                padded.append(math.prod(m + 4 for m in n))
+                inside = 0
+                if pml_width:
+                    for a in range(3):
+                        s, e = rng[a]
+                        layer = max(0, min(e, pml_width) - s) + max(0, e - max(s, shape[a] - pml_width))
+                        inside += min(layer, n[a]) * math.prod(n[b] for b in range(3) if b != a)
+                pml.append(inside)
+                faces.append([n[1] * n[2], n[0] * n[2], n[0] * n[1]])
+                c = (cx, cy, cz)
+                nbrs.append([(c[a] > 0) + (c[a] < dims[a] - 1) for a in range(3)])
+    return RankGeometry(np.array(pts, float), np.array(padded, float), np.array(pml, float),
+                        np.array(faces, float), np.array(nbrs, float))
+
+
+def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float, t_b: float, latency: float,
+              t_net: float, t_pcie: float | None = None, on_device: bool = False, cores: int | None = None) -> dict[str, np.ndarray]:
+    """Predicted seconds per step for every rank: ``compute``, ``pack``, ``unpack``, ``halo``, ``h2d``, ``total``.
+
+    ``t_b`` is the per-core inverse bandwidth that applies with all ranks of the
+    node streaming; ``cores`` the cores they share (None: one per rank).
+    """
+    from sims.fdm import counts
+
+    if order not in counts.FLOPS_VELOCITY:
+        raise ValueError(f"order must be 2 or 4, got {order!r}")
+    if marshaling not in MARSHALING:
+        raise ValueError(f"marshaling must be one of {', '.join(MARSHALING)}, got {marshaling!r}")
+    for name, v in (("t_f", t_f), ("t_b", t_b), ("latency", latency), ("t_net", t_net)):
+        if not (v >= 0 and math.isfinite(v)):
+            raise ValueError(f"{name} must be a finite non-negative number, got {v!r}")
+    g = geometry
+    ranks = len(g.points)
+    over = max(1.0, ranks / cores) if cores else 1.0
+    nbytes = g.points * counts.BYTES_BULK + g.pml_axis_points * counts.BYTES_PML_AXIS
+    flops = g.points * counts.flops_per_point(order) + g.pml_axis_points * counts.FLOPS_PML_AXIS[order]
+    compute = np.maximum(nbytes * t_b, flops * t_f) * over
+    w = order // 2
+    fields = sum(EXCHANGED_FIELDS)
+    sent = 4.0 * w * fields * np.sum(g.face_points * g.neighbours, axis=1)  # bytes sent per step
+    pack = 2.0 * sent * t_b * over
+    unpack = pack.copy()
+    halo = np.zeros(ranks)
+    for nf in EXCHANGED_FIELDS:
+        per_axis = 4.0 * w * nf * g.face_points  # one direction; both directions overlap
+        halo += np.sum(np.where(g.neighbours > 0, latency + per_axis * t_net, 0.0), axis=1)
+    h2d = np.zeros(ranks)
+    if on_device:
+        if t_pcie is None:
+            raise ValueError("a device run needs t_pcie (host<->device s/byte)")
+        exchanging = np.sum(g.neighbours, axis=1) > 0
+        if marshaling == "host-staging":
+            h2d = np.where(exchanging, 2.0 * 4.0 * fields * g.padded_points * t_pcie, 0.0)
+        elif marshaling == "device-pack":
+            h2d = 2.0 * sent * t_pcie
+    total = compute + pack + unpack + halo + h2d
+    return {"compute": compute, "pack": pack, "unpack": unpack, "halo": halo, "h2d": h2d, "total": total}
+
+
+def run_time(shape, dims, order: int, steps: int, marshaling: str, pml_width: int = 0, **params) -> dict[str, float]:
+    """Predicted run time (s) and its parts on the slowest rank: ``steps x max over ranks``."""
+    parts = step_time(rank_geometry(shape, dims, pml_width), order, marshaling, **params)
+    slowest = int(np.argmax(parts["total"]))
+    return {k: float(v[slowest]) * steps for k, v in parts.items()}

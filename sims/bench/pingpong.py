@@ -1,0 +1,62 @@
+"""MPI ping-pong between ranks 0 and 1: one-way message time against size, fitted as latency + size / bandwidth."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+#: message sizes in bytes, 8 B to 4 MiB (the halo faces of the FDM studies fall inside)
+SIZES = tuple(8 * 4**k for k in range(0, 10))
+
+
+def pingpong(comm: Any, sizes=SIZES, repetitions: int = 7, round_trips: int = 20) -> dict[int, list[float]] | None:
+    """One-way times (s) per message size between ranks 0 and 1, ``repetitions`` samples each (rank 0 returns them).
+
+    Each sample is the mean over ``round_trips`` blocking send/receive round
+    trips halved; one untimed round trip per size comes first. Other ranks
+    only take part in the barriers.
+    """
+    rank = comm.Get_rank()
+    out: dict[int, list[float]] = {}
+    for size in sizes:
+        buf = np.zeros(max(size // 4, 1), dtype=np.float32)
+        samples = []
+        for rep in range(repetitions + 1):
+            comm.Barrier()
+            t0 = time.perf_counter()
+            for _ in range(round_trips):
+                if rank == 0:
+                    comm.Send(buf, dest=1, tag=7)
+                    comm.Recv(buf, source=1, tag=7)
+                elif rank == 1:
+                    comm.Recv(buf, source=0, tag=7)
+                    comm.Send(buf, dest=0, tag=7)
+            dt = (time.perf_counter() - t0) / (2 * round_trips)
+            if rep > 0:
+                samples.append(dt)
+        out[int(buf.nbytes)] = samples
+    return out if rank == 0 else None
+
+
+def fit(samples: dict[int, list[float]]) -> dict[str, Any]:
+    """Least-squares fit of the median one-way time ``T(m) = L + m t_net`` over sizes ``m``.
+
+    Returns the latency ``L`` (s), ``t_net`` (s/byte), R² of the fit, the
+    residuals per size and the samples behind it.
+    """
+    m = np.array(sorted(samples), dtype=float)
+    t = np.array([statistics.median(samples[int(k)]) for k in m])
+    slope, intercept = np.polyfit(m, t, 1)
+    pred = intercept + slope * m
+    ss_res = float(np.sum((t - pred) ** 2))
+    ss_tot = float(np.sum((t - t.mean()) ** 2))
+    return {
+        "latency_s": float(max(intercept, 0.0)),
+        "t_net": float(slope),
+        "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else None,
+        "residuals_s": {int(k): float(r) for k, r in zip(m, t - pred, strict=True)},
+        "samples_s": {int(k): [float(x) for x in v] for k, v in samples.items()},
+    }
