@@ -42,10 +42,3 @@ def step_counts(shape, order: int, pml_width: int) -> dict[str, int]:
         "bytes": points * BYTES_BULK + pml_axis_points * BYTES_PML_AXIS,
     }
 
-
-def halo_bytes(block_n, dims_active, order: int, nfields: int) -> int:
-    """Bytes one rank sends per exchange of ``nfields`` float32 fields (faces toward each existing neighbour)."""
-    w = order // 2
-    nx, ny, nz = block_n
-    faces = (ny * nz, nx * nz, nx * ny)
-    return sum(4 * nfields * w * faces[a] * dims_active[a] for a in range(3))

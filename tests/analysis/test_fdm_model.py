@@ -1,0 +1,97 @@
+"""The FDM performance model and the FDM part of the validation job."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import validate_fdm
+from analysis.models import fdm
+from sims.fdm import counts
+
+PARAMS = {"t_f": 1e-11, "t_b": 1e-10, "latency": 5e-6, "t_net": 2e-10}
+
+
+def test_geometry_covers_the_grid_and_counts_the_layer():
+    shape, dims = (30, 20, 10), (3, 2, 1)
+    g = fdm.rank_geometry(shape, dims, pml_width=4)
+    assert g.points.sum() == 30 * 20 * 10
+    assert g.pml_axis_points.sum() == counts.step_counts(shape, 2, 4)["pml_axis_points"]
+    # corner ranks have one neighbour per split axis, the middle x rank two
+    assert sorted(g.neighbours[:, 0].tolist()) == [1, 1, 1, 1, 2, 2]
+    assert (g.neighbours[:, 2] == 0).all()
+    with pytest.raises(ValueError, match="cannot decompose"):
+        fdm.rank_geometry((4, 4, 4), (5, 1, 1))
+
+
+def test_one_rank_is_the_roofline_of_the_step():
+    g = fdm.rank_geometry((40, 40, 40), (1, 1, 1))
+    t = fdm.step_time(g, 2, "device-pack", **PARAMS)
+    nbytes = 40**3 * counts.BYTES_BULK
+    assert t["compute"][0] == pytest.approx(max(nbytes * PARAMS["t_b"], 40**3 * counts.flops_per_point(2) * PARAMS["t_f"]))
+    assert t["halo"][0] == t["pack"][0] == t["h2d"][0] == 0.0
+    assert t["total"][0] == pytest.approx(t["compute"][0])
+
+
+def test_halo_is_latency_plus_bytes_per_split_axis():
+    g = fdm.rank_geometry((40, 30, 20), (2, 1, 1))
+    t = fdm.step_time(g, 4, "gpu-aware", **PARAMS)
+    face = 30 * 20
+    expected = sum(PARAMS["latency"] + 4 * 2 * nf * face * PARAMS["t_net"] for nf in fdm.EXCHANGED_FIELDS)
+    assert np.allclose(t["halo"], expected)
+    assert np.allclose(t["pack"], 2 * 4 * 2 * 9 * face * PARAMS["t_b"])
+
+
+def test_designs_differ_only_on_a_device():
+    g = fdm.rank_geometry((32, 32, 32), (2, 1, 1))
+    cpu = [fdm.step_time(g, 2, m, **PARAMS)["total"][0] for m in fdm.MARSHALING]
+    assert cpu[0] == cpu[1] == cpu[2]
+    gpu = {m: fdm.step_time(g, 2, m, **PARAMS, on_device=True, t_pcie=1e-10)["h2d"][0] for m in fdm.MARSHALING}
+    assert gpu["host-staging"] > gpu["device-pack"] > gpu["gpu-aware"] == 0.0
+    with pytest.raises(ValueError, match="t_pcie"):
+        fdm.step_time(g, 2, "device-pack", **PARAMS, on_device=True)
+
+
+def test_oversubscription_and_bad_input():
+    g = fdm.rank_geometry((32, 32, 32), (4, 1, 1))
+    shared = fdm.step_time(g, 2, "device-pack", **PARAMS, cores=2)["compute"]
+    alone = fdm.step_time(g, 2, "device-pack", **PARAMS, cores=4)["compute"]
+    assert np.allclose(shared, 2 * alone)
+    with pytest.raises(ValueError, match="marshaling"):
+        fdm.step_time(g, 2, "pigeon", **PARAMS)
+    with pytest.raises(ValueError, match="t_b"):
+        fdm.step_time(g, 2, "device-pack", **{**PARAMS, "t_b": -1.0})
+    r = fdm.run_time((32, 32, 32), (4, 1, 1), 2, 10, "device-pack", **PARAMS)
+    assert r["total"] == pytest.approx(10 * fdm.step_time(g, 2, "device-pack", **PARAMS)["total"].max())
+
+
+def _records(design: str, dims, times, run_id: str) -> list[dict]:
+    params = json.dumps({"backend": "numba", "order": 2})
+    return [{
+        "run_id": run_id, "study": "s", "case": "fdm", "variant": design, "platform": "p", "ranks": int(np.prod(dims)),
+        "status": "ok", "grid": json.dumps({"shape": [32, 32, 32], "spacing": 10.0}), "order": 2,
+        "boundary": "cpml(4)", "decomposition": json.dumps(list(dims)), "marshaling": design, "steps": 10,
+        "points": 32**3, "params": params, "time_s": t, "rep": k,
+        **{f"time_{p}_s": t / 6 for p in validate_fdm.PHASES},
+    } for k, t in enumerate(times)]
+
+
+def test_validation_reduces_predicts_and_scores():
+    rows = (_records("device-pack", (2, 1, 1), [1.0, 1.2, 1.1], "a") + _records("host-staging", (2, 1, 1), [2.0, 2.1, 2.2], "b")
+            + _records("device-pack", (1, 2, 1), [1.5, 1.5, 1.6], "c"))
+    reduced = validate_fdm.reduce_fdm(pd.DataFrame(rows))
+    assert list(reduced["run_id"]) == ["a", "b", "c"] and list(reduced["n_reps"]) == [3, 3, 3]
+    assert reduced.loc[0, "time_median_s"] == pytest.approx(1.1)
+    params = pd.DataFrame([{"platform": "p", "backend": "numba", "t_f": 1e-11, "t_b": 1e-10, "t_b_shared": 2e-10,
+                            "latency": 5e-6, "t_net": 2e-10, "cores": 2.0}]).astype({"platform": "string", "backend": "string"})
+    pred = validate_fdm.predict_fdm(reduced.merge(params, on=["platform", "backend"]))
+    assert pred["time_predicted_s"].notna().all()
+    assert np.allclose(pred["tightness"], pred["time_predicted_s"] / pred["time_median_s"])
+    fid = validate_fdm.score_fdm(pred)
+    assert set(fid["axis"]) == {"marshaling", "decomposition"}
+    marsh = fid[fid["axis"] == "marshaling"].iloc[0]
+    assert marsh["best_measured"] == "device-pack" and marsh["n_alternatives"] == 2
+    assert marsh["best_predicted"] == "device-pack, host-staging"  # a CPU backend: the model ties the designs
