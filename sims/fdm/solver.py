@@ -94,6 +94,9 @@ class Simulation:
                 raise ValueError(f"decomposition {list(self.dims)} leaves {self.block.n[a]} cells on axis "
                                  f"{'xyz'[a]} of a rank, fewer than the {width} halo layers order {spec.order} needs")
         self.xp = _array_module(spec.backend)
+        if spec.backend == "cupy" and hasattr(self.xp.cuda, "runtime"):
+            # one GPU per rank, round robin over the node's devices
+            self.xp.cuda.Device(comm.Get_rank() % self.xp.cuda.runtime.getDeviceCount()).use()
         self.use_numba = spec.backend == "numba"
         self.c1, self.c2 = (1.0, 0.0) if spec.order == 2 else C4
         self.timers = Timers()
