@@ -196,25 +196,29 @@ def velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0
                 _add(ux, bc, p0, n)
                 _add(uy, bc, p1, n)
                 _add(uz, bf, p2, n)
-            for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
-                if not on:
-                    continue
-                m = z1 - z0
-                p0, p1, p2 = psz[0, i - oz[0], j - oz[1], z0 - oz[2]:], psz[1, i - oz[0], j - oz[1], z0 - oz[2]:], psz[2, i - oz[0], j - oz[1], z0 - oz[2]:]
-                # one fused loop: the layer is a few cells long, too short to pay for a vectorised loop per array
-                zb = z0 - 2
-                xz, yz, zz = sxz[i, j, zb:], syz[i, j, zb:], szz[i, j, zb:]
-                ux, uy, uz = vx[i, j, zb:], vy[i, j, zb:], vz[i, j, zb:]
-                ac, bb, af, bff = prz[0, zb:], prz[1, zb:], prz[2, zb:], prz[3, zb:]
-                wc, wf = b_c[zb:], b_f[zb:]
-                for k in range(m):
-                    q = k + 2
-                    p0[k] = bb[q] * p0[k] + ac[q] * _d(xz[q], xz[q - 1], xz[q + 1], xz[q - 2], c1, c2)
-                    p1[k] = bb[q] * p1[k] + ac[q] * _d(yz[q], yz[q - 1], yz[q + 1], yz[q - 2], c1, c2)
-                    p2[k] = bff[q] * p2[k] + af[q] * _d(zz[q + 1], zz[q], zz[q + 2], zz[q - 1], c1, c2)
-                    ux[q] += wc[q] * p0[k]
-                    uy[q] += wc[q] * p1[k]
-                    uz[q] += wf[q] * p2[k]
+    # the z layers: a few cells at both ends of every row, too short for a loop per row; one pass per
+    # (i, k) plane of the layer with j innermost instead (scalar, but no per-row overhead)
+    for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
+        if not on:
+            continue
+        for i in range(lo0, hi0):
+            for q in range(z0, z1):
+                ac, bb, af, bff, wc, wf = prz[0, q], prz[1, q], prz[2, q], prz[3, q], b_c[q], b_f[q]
+                ii, kk = i - oz[0], q - oz[2]
+                for j in range(lo1, hi1):
+                    jj = j - oz[1]
+                    d0 = _d(sxz[i, j, q], sxz[i, j, q - 1], sxz[i, j, q + 1], sxz[i, j, q - 2], c1, c2)
+                    d1 = _d(syz[i, j, q], syz[i, j, q - 1], syz[i, j, q + 1], syz[i, j, q - 2], c1, c2)
+                    d2 = _d(szz[i, j, q + 1], szz[i, j, q], szz[i, j, q + 2], szz[i, j, q - 1], c1, c2)
+                    p0 = bb * psz[0, ii, jj, kk] + ac * d0
+                    p1 = bb * psz[1, ii, jj, kk] + ac * d1
+                    p2 = bff * psz[2, ii, jj, kk] + af * d2
+                    psz[0, ii, jj, kk] = p0
+                    psz[1, ii, jj, kk] = p1
+                    psz[2, ii, jj, kk] = p2
+                    vx[i, j, q] += wc * p0
+                    vy[i, j, q] += wc * p1
+                    vz[i, j, q] += wf * p2
 
 
 @jit(**_OPTS)
@@ -256,26 +260,30 @@ def stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c
                 _add(tzz, pa, p0, n)
                 _add(txy, pc, p1, n)
                 _add(tyz, pf, p2, n)
-            for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
-                if not on:
-                    continue
-                m = z1 - z0
-                p0, p1, p2 = psz[0, i - oz[0], j - oz[1], z0 - oz[2]:], psz[1, i - oz[0], j - oz[1], z0 - oz[2]:], psz[2, i - oz[0], j - oz[1], z0 - oz[2]:]
-                zb = z0 - 2
-                x0, y0, zr = vx[i, j, zb:], vy[i, j, zb:], vz[i, j, zb:]
-                txx, tyy, tzz, txz, tyz = sxx[i, j, zb:], syy[i, j, zb:], szz[i, j, zb:], sxz[i, j, zb:], syz[i, j, zb:]
-                ac, bb, af, bff = prz[0, zb:], prz[1, zb:], prz[2, zb:], prz[3, zb:]
-                wl, wa, wf = l2m[zb:], lam[zb:], mu_f[zb:]
-                for k in range(m):
-                    q = k + 2
-                    p0[k] = bb[q] * p0[k] + ac[q] * _d(zr[q], zr[q - 1], zr[q + 1], zr[q - 2], c1, c2)
-                    p1[k] = bff[q] * p1[k] + af[q] * _d(x0[q + 1], x0[q], x0[q + 2], x0[q - 1], c1, c2)
-                    p2[k] = bff[q] * p2[k] + af[q] * _d(y0[q + 1], y0[q], y0[q + 2], y0[q - 1], c1, c2)
-                    txx[q] += wa[q] * p0[k]
-                    tyy[q] += wa[q] * p0[k]
-                    tzz[q] += wl[q] * p0[k]
-                    txz[q] += wf[q] * p1[k]
-                    tyz[q] += wf[q] * p2[k]
+    for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
+        if not on:
+            continue
+        for i in range(lo0, hi0):
+            for q in range(z0, z1):
+                ac, bb, af, bff = prz[0, q], prz[1, q], prz[2, q], prz[3, q]
+                wl, wa, wf = l2m[q], lam[q], mu_f[q]
+                ii, kk = i - oz[0], q - oz[2]
+                for j in range(lo1, hi1):
+                    jj = j - oz[1]
+                    d0 = _d(vz[i, j, q], vz[i, j, q - 1], vz[i, j, q + 1], vz[i, j, q - 2], c1, c2)
+                    d1 = _d(vx[i, j, q + 1], vx[i, j, q], vx[i, j, q + 2], vx[i, j, q - 1], c1, c2)
+                    d2 = _d(vy[i, j, q + 1], vy[i, j, q], vy[i, j, q + 2], vy[i, j, q - 1], c1, c2)
+                    p0 = bb * psz[0, ii, jj, kk] + ac * d0
+                    p1 = bff * psz[1, ii, jj, kk] + af * d1
+                    p2 = bff * psz[2, ii, jj, kk] + af * d2
+                    psz[0, ii, jj, kk] = p0
+                    psz[1, ii, jj, kk] = p1
+                    psz[2, ii, jj, kk] = p2
+                    sxx[i, j, q] += wa * p0
+                    syy[i, j, q] += wa * p0
+                    szz[i, j, q] += wl * p0
+                    sxz[i, j, q] += wf * p1
+                    syz[i, j, q] += wf * p2
 
 
 @jit(**_OPTS)
