@@ -5,8 +5,11 @@ loop structure differs. Each ``(i, j)`` row is processed through one-dimensional
 views that start two cells before the box, so that every index in the inner
 ``k`` loop is the loop variable plus a non-negative constant: Numba then emits
 no negative-index wrap-around and LLVM vectorises the loop (with wrap-around
-checks it stays scalar and runs about 4x slower). All three (six) components of
-a row are updated in one loop so every wavefield row is read from memory once.
+checks it stays scalar and runs about 4x slower). The components of a row are
+updated in as few loops as LLVM still vectorises (one for the velocities; one,
+or for order 4 four, for the stresses) while the row stays in cache, so every
+wavefield row is read from memory once. Too many arrays written in one loop
+need too many runtime aliasing checks and LLVM leaves the loop scalar.
 
 Order 2 runs through the same kernels with ``c2 = 0``; the second-neighbour
 rows it then reads are the ones order 4 reads, already in cache.
@@ -57,7 +60,12 @@ def velocity_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0
 
 @jit(**_OPTS)
 def stress_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2):  # noqa: PLR0913
-    """sigma += dt/h C : grad(v) over the box ``[lo, hi)``, no absorbing layer."""
+    """sigma += dt/h C : grad(v) over the box ``[lo, hi)``, no absorbing layer.
+
+    One loop per row for the normal stresses and one per shear stress: with all
+    six in one loop LLVM does not vectorise it (too many aliasing checks), and
+    the rows are still read from memory once.
+    """
     n = hi2 - lo2
     z = lo2 - 2
     pl, pa, pc, pf = l2m[z:], lam[z:], mu_c[z:], mu_f[z:]
@@ -78,12 +86,15 @@ def stress_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c
                 txx[q] += pl[q] * exx + pa[q] * (eyy + ezz)
                 tyy[q] += pl[q] * eyy + pa[q] * (exx + ezz)
                 tzz[q] += pl[q] * ezz + pa[q] * (exx + eyy)
-                txy[q] += pc[q] * (_d(xjp[q], x0[q], xjp2[q], xjm[q], c1, c2)
-                                   + _d(yip[q], y0[q], yip2[q], yim[q], c1, c2))
-                txz[q] += pf[q] * (_d(x0[q + 1], x0[q], x0[q + 2], x0[q - 1], c1, c2)
-                                   + _d(zip_[q], z0[q], zip2[q], zim[q], c1, c2))
-                tyz[q] += pf[q] * (_d(y0[q + 1], y0[q], y0[q + 2], y0[q - 1], c1, c2)
-                                   + _d(zjp[q], z0[q], zjp2[q], zjm[q], c1, c2))
+            for k in range(n):
+                q = k + 2
+                txy[q] += pc[q] * (_d(xjp[q], x0[q], xjp2[q], xjm[q], c1, c2) + _d(yip[q], y0[q], yip2[q], yim[q], c1, c2))
+            for k in range(n):
+                q = k + 2
+                txz[q] += pf[q] * (_d(x0[q + 1], x0[q], x0[q + 2], x0[q - 1], c1, c2) + _d(zip_[q], z0[q], zip2[q], zim[q], c1, c2))
+            for k in range(n):
+                q = k + 2
+                tyz[q] += pf[q] * (_d(y0[q + 1], y0[q], y0[q + 2], y0[q - 1], c1, c2) + _d(zjp[q], z0[q], zjp2[q], zjm[q], c1, c2))
 
 
 @jit(**_OPTS)
@@ -306,3 +317,4 @@ def unpack(field, buf, lo0, hi0, lo1, hi1, lo2, hi2):
             for k in range(lo2, hi2):
                 field[i, j, k] = buf[n]
                 n += 1
+
