@@ -244,6 +244,7 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
                         "grid": {"shape": shape, "spacing": h}, "time": {"steps": int(fdm["steps"])},
                         "medium": fdm["medium"], "source": source, "receivers": receivers,
                         "boundary": fdm["boundary"], "order": int(order), "backend": fdm["backend"],
+                        "free_surface": bool(fdm["free_surface"]),
                         "decomposition": decomposition, "marshaling": design,
                     }
                     try:

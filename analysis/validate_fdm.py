@@ -66,7 +66,7 @@ def load_platform_params(platforms_dir: str | Path) -> pd.DataFrame:
 
 
 def _pml_width(boundary: str) -> int:
-    m = re.fullmatch(r"cpml\((\d+)\)", str(boundary))
+    m = re.match(r"cpml\((\d+)\)", str(boundary))
     return int(m.group(1)) if m else 0
 
 
@@ -108,6 +108,7 @@ def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
         sharing = min(int(r.ranks), int(r.cores)) > 1
         pred = fdm.run_time(
             grid["shape"], dims, int(r.order), int(r.steps), str(r.marshaling), _pml_width(r.boundary),
+            free_surface=str(r.boundary).endswith("+free-surface"),
             t_f=r.t_f, t_b=r.t_b_shared if sharing else r.t_b, latency=r.latency, t_net=r.t_net,
             on_device=str(r.backend) == "cupy", t_pcie=None, cores=int(r.cores),
         )

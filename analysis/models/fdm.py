@@ -54,8 +54,11 @@ def _split(n: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
-def rank_geometry(shape, dims, pml_width: int = 0) -> RankGeometry:
-    """The blocks of a ``dims`` decomposition of ``shape`` (as :mod:`sims.fdm.decomp` cuts them)."""
+def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False) -> RankGeometry:
+    """The blocks of a ``dims`` decomposition of ``shape`` (as :mod:`sims.fdm.decomp` cuts them).
+
+    With a free surface the top (low z) face has no absorbing layer.
+    """
     shape = [int(s) for s in shape]
     dims = [int(d) for d in dims]
     if len(shape) != 3 or len(dims) != 3 or min(dims) < 1 or any(d > n for d, n in zip(dims, shape, strict=True)):
@@ -73,7 +76,8 @@ def rank_geometry(shape, dims, pml_width: int = 0) -> RankGeometry:
                 if pml_width:
                     for a in range(3):
                         s, e = rng[a]
-                        layer = max(0, min(e, pml_width) - s) + max(0, e - max(s, shape[a] - pml_width))
+                        low = 0 if (a == 2 and free_surface) else max(0, min(e, pml_width) - s)
+                        layer = low + max(0, e - max(s, shape[a] - pml_width))
                         inside += min(layer, n[a]) * math.prod(n[b] for b in range(3) if b != a)
                 pml.append(inside)
                 faces.append([n[1] * n[2], n[0] * n[2], n[0] * n[1]])
@@ -127,8 +131,9 @@ def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float
     return {"compute": compute, "pack": pack, "unpack": unpack, "halo": halo, "h2d": h2d, "total": total}
 
 
-def run_time(shape, dims, order: int, steps: int, marshaling: str, pml_width: int = 0, **params) -> dict[str, float]:
+def run_time(shape, dims, order: int, steps: int, marshaling: str, pml_width: int = 0, free_surface: bool = False,
+             **params) -> dict[str, float]:
     """Predicted run time (s) and its parts on the slowest rank: ``steps x max over ranks``."""
-    parts = step_time(rank_geometry(shape, dims, pml_width), order, marshaling, **params)
+    parts = step_time(rank_geometry(shape, dims, pml_width, free_surface), order, marshaling, **params)
     slowest = int(np.argmax(parts["total"]))
     return {k: float(v[slowest]) * steps for k, v in parts.items()}

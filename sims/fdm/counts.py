@@ -26,15 +26,19 @@ def flops_per_point(order: int) -> int:
     return FLOPS_VELOCITY[order] + FLOPS_STRESS[order]
 
 
-def step_counts(shape, order: int, pml_width: int) -> dict[str, int]:
-    """Flops and compulsory bytes of one step over the whole grid, and the point-axis count inside the C-PML."""
+def step_counts(shape, order: int, pml_width: int, free_surface: bool = False) -> dict[str, int]:
+    """Flops and compulsory bytes of one step over the whole grid, and the point-axis count inside the C-PML.
+
+    With a free surface the top (low z) face has no absorbing layer.
+    """
     nx, ny, nz = (int(s) for s in shape)
     points = nx * ny * nz
     pml_axis_points = 0
     if pml_width:
         # points inside the layer of each axis, summed over the axes (corners count once per axis)
-        for n, m in ((nx, ny * nz), (ny, nx * nz), (nz, nx * ny)):
-            pml_axis_points += min(2 * pml_width, n) * m
+        for a, (n, m) in enumerate(((nx, ny * nz), (ny, nx * nz), (nz, nx * ny))):
+            sides = 1 if (a == 2 and free_surface) else 2
+            pml_axis_points += min(sides * pml_width, n) * m
     return {
         "points": points,
         "pml_axis_points": pml_axis_points,

@@ -136,7 +136,7 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
     if rank != 0:
         return None
 
-    step = counts.step_counts(spec.shape, spec.order, spec.pml_width if spec.boundary == "cpml" else 0)
+    step = counts.step_counts(spec.shape, spec.order, spec.pml_width if spec.boundary == "cpml" else 0, spec.free_surface)
     base.update(
         size=spec.points, points=spec.points, steps=spec.steps, order=spec.order,
         grid=rec.canonical_json({"shape": list(spec.shape), "spacing": spec.spacing}),

@@ -106,6 +106,11 @@ class Simulation:
         self.profiles = {k: xp.asarray(v[b.start[2]:b.stop[2] + 2 * HALO]) for k, v in prof.items()}
         self._host_profiles = {k: v[b.start[2]:b.stop[2] + 2 * HALO] for k, v in prof.items()}
         self._setup_boxes()
+        # the free surface lies on the top row of cell centres (depth h/2), where the normal stresses live
+        self.surface = spec.free_surface and self.block.start[2] == 0
+        if self.surface:
+            ratio = self._host_profiles["lam"][HALO] / self._host_profiles["l2m"][HALO]
+            self._lam_over_l2m = float(ratio)
         self.halo = Halo(self, MPI)
         self._setup_source()
         self._setup_receivers()
@@ -118,7 +123,12 @@ class Simulation:
         self.pml_profiles = []
         for a in range(3):
             n = spec.shape[a]
-            cuts = [(0, w, 0), (w, n - w, None), (n - w, n, 1)] if w else [(0, n, None)]
+            if not w:
+                cuts = [(0, n, None)]
+            elif a == 2 and spec.free_surface:  # no absorbing layer under the free surface
+                cuts = [(0, n - w, None), (n - w, n, 1)]
+            else:
+                cuts = [(0, w, 0), (w, n - w, None), (n - w, n, 1)]
             axis_parts = []
             for s, e, side in cuts:
                 lo, hi = max(s, b.start[a]), min(e, b.stop[a])
@@ -247,6 +257,42 @@ class Simulation:
             f = self.fields[name].ravel()
             self.traces[:, a, it] = 0.5 * (f[self._rec_idx_xp[:, a, 0]] + f[self._rec_idx_xp[:, a, 1]])
 
+    def _surface_velocity(self) -> None:
+        """Velocities above the free surface (ghost rows), so that the stress update there has szz = 0.
+
+        Levander (1988) / Graves (1996): at the surface row the vertical strain
+        follows from szz = 0, ``ezz = -lam / (lam + 2 mu) (exx + eyy)``; the ghost
+        ``vz`` above the surface is set so that the vertical difference equals it
+        (for order 4 the second ghost row continues it linearly so the
+        fourth-order difference equals it too); horizontal velocities are
+        mirrored about the surface.
+        """
+        F, H, n = self.fields, HALO, self.block.n
+        o = (slice(H, H + n[0]), slice(H, H + n[1]))
+        xs = lambda d: slice(H + d, H + d + n[0])  # noqa: E731
+        ys = lambda d: slice(H + d, H + d + n[1])  # noqa: E731
+        vx, vy, vz = F["vx"], F["vy"], F["vz"]
+        dvx = vx[o[0], o[1], H] - vx[xs(-1), o[1], H]
+        dvy = vy[o[0], o[1], H] - vy[o[0], ys(-1), H]
+        if self.c2 != 0.0:
+            dvx = self.c1 * dvx + self.c2 * (vx[xs(1), o[1], H] - vx[xs(-2), o[1], H])
+            dvy = self.c1 * dvy + self.c2 * (vy[o[0], ys(1), H] - vy[o[0], ys(-2), H])
+        vz[o[0], o[1], H - 1] = vz[o[0], o[1], H] + np.float32(self._lam_over_l2m) * (dvx + dvy)
+        vz[o[0], o[1], H - 2] = vz[o[0], o[1], H + 1] - 3 * (vz[o[0], o[1], H] - vz[o[0], o[1], H - 1])
+        for v in (vx, vy):
+            v[:, :, H - 1] = v[:, :, H + 1]
+            v[:, :, H - 2] = v[:, :, H + 2]
+
+    def _surface_stress(self) -> None:
+        """Stress imaging (Levander 1988): szz = 0 on the surface row, szz, sxz, syz odd about it above."""
+        F, H = self.fields, HALO
+        F["szz"][:, :, H] = 0
+        F["szz"][:, :, H - 1] = -F["szz"][:, :, H + 1]
+        F["szz"][:, :, H - 2] = -F["szz"][:, :, H + 2]
+        for name in ("sxz", "syz"):
+            F[name][:, :, H - 1] = -F[name][:, :, H]
+            F[name][:, :, H - 2] = -F[name][:, :, H + 1]
+
     def _inject(self, value: float) -> None:
         for name, loc, scale in self._src_targets:
             self.fields[name][loc] += np.float32(value * scale)
@@ -305,9 +351,13 @@ class Simulation:
         _sync(xp)
         tm.add("velocity", time.perf_counter() - t0)
         self.halo.exchange(VELOCITY)
+        if self.surface:
+            self._surface_velocity()
         self._sample(it)
         t0 = time.perf_counter()
         self._stress(it)
+        if self.surface:
+            self._surface_stress()
         _sync(xp)
         tm.add("stress", time.perf_counter() - t0)
         self.halo.exchange(STRESS)

@@ -18,7 +18,7 @@ from .source import Source
 BACKENDS = ("numpy", "numba", "cupy")
 MARSHALING = ("host-staging", "device-pack", "gpu-aware")
 TOP_KEYS = {"grid", "time", "medium", "source", "receivers", "boundary", "order", "backend", "decomposition",
-            "marshaling", "ranks", "study", "platform", "repetitions", "warmup", "rep", "seed", "name"}
+            "marshaling", "free_surface", "ranks", "study", "platform", "repetitions", "warmup", "rep", "seed", "name"}
 
 
 class SpecError(ValueError):
@@ -42,6 +42,7 @@ class FDMSpec:
     backend: str
     decomposition: Any  # "auto" or (px, py, pz)
     marshaling: str
+    free_surface: bool
     ppw: float
     dt_from_cfl: bool
     raw: dict = field(repr=False, default_factory=dict)
@@ -54,7 +55,8 @@ class FDMSpec:
     @property
     def boundary_label(self) -> str:
         """``none`` or ``cpml(<width>)`` (the record's ``boundary`` column)."""
-        return "none" if self.boundary == "none" else f"cpml({self.pml_width})"
+        label = "none" if self.boundary == "none" else f"cpml({self.pml_width})"
+        return label + "+free-surface" if self.free_surface else label
 
 
 def _need(doc: dict, key: str, where: str) -> Any:
@@ -157,6 +159,12 @@ def parse(doc: dict) -> FDMSpec:
         if 2 * width >= min(shape):
             raise SpecError(f"'boundary.width' {width} leaves no interior in grid {list(shape)}")
 
+    free_surface = doc.get("free_surface", False)
+    if not isinstance(free_surface, bool):
+        raise SpecError(f"'free_surface' must be true or false, got {free_surface!r}")
+    if free_surface and 2 * width >= shape[2] + width:
+        raise SpecError(f"'boundary.width' {width} leaves no interior under the free surface in grid {list(shape)}")
+
     tdoc = _need(doc, "time", "spec")
     steps = tdoc.get("steps") if isinstance(tdoc, dict) else None
     if not isinstance(steps, int) or steps < 1:
@@ -180,4 +188,4 @@ def parse(doc: dict) -> FDMSpec:
             "reduce 'grid.spacing' or 'source.f0'"
         )
     return FDMSpec(shape, h, dt, steps, medium, source, receivers, kind, width, order, backend,  # type: ignore[arg-type]
-                   decomposition, marshaling, ppw, from_cfl, dict(doc))
+                   decomposition, marshaling, free_surface, ppw, from_cfl, dict(doc))

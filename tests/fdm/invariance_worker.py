@@ -24,6 +24,7 @@ def configs():
         yield f"explosive-o{order}", base_spec(order=order)
         yield f"force-o{order}", base_spec(order=order, source=force)
     yield "explosive-o2-none-numpy", base_spec(boundary={"kind": "none"}, backend="numpy", marshaling="host-staging")
+    yield "force-o4-free-surface", base_spec(order=4, source=force, free_surface=True)
 
 
 def main(out: str) -> None:

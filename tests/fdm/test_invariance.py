@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import run_mpi
 
 WORKER = str(Path(__file__).with_name("invariance_worker.py"))
-NAMES = ("explosive-o2", "force-o2", "explosive-o4", "force-o4", "explosive-o2-none-numpy")
+NAMES = ("explosive-o2", "force-o2", "explosive-o4", "force-o4", "explosive-o2-none-numpy", "force-o4-free-surface")
 
 
 @pytest.fixture(scope="module")

@@ -86,3 +86,30 @@ def test_cpml_reflection_below_one_percent(run_local):
     print(f"C-PML ({width} cells): reflected / incident = {reflected / incident:.4f} (reference {big}^3, {steps} steps)")
     assert reflected > 0  # the layer is there and does something
     assert reflected <= 0.01 * incident, reflected / incident
+
+
+def test_free_surface_doubles_a_normally_incident_p_wave(run_local):
+    """Vertical velocity at the free surface above an explosion is twice that of the same wave in a full space.
+
+    The reference puts the same source-receiver pair deep inside a taller grid;
+    at normal incidence the surface amplification of a P wave is 2.
+    """
+    f0, order, depth, width, n = 10.0, 4, 40, 10, 56
+    nz, up = depth + width + 12, 40
+    c = (n // 2 + 0.5) * H
+    dt = 0.9 * H / (ALPHA * 3**0.5 * (9 / 8 + 1 / 24))
+    steps = int((2.4 / f0 + depth * H / ALPHA + 0.05) / dt)
+
+    def run(shape_z, z_src, z_rec, surface):
+        src = {"kind": "explosive", "position": [c, c, z_src], "f0": f0, "moment": 1.0e15}
+        doc = base_spec(grid={"shape": [n, n, shape_z], "spacing": H}, time={"steps": steps}, medium=HOMOGENEOUS,
+                        order=order, source=src, receivers=[[c, c, z_rec]], boundary={"kind": "cpml", "width": width},
+                        free_surface=surface)
+        return run_local(doc)
+
+    surf, records = run(nz, (depth + 0.5) * H, 0.5 * H, True)
+    full, _ = run(nz + up, (depth + up + 0.5) * H, (up + 0.5) * H, False)
+    assert records[0]["boundary"] == f"cpml({width})+free-surface"
+    ratio = np.abs(surf["vz"][0]).max() / np.abs(full["vz"][0]).max()
+    print(f"free surface: vertical amplification at normal incidence {ratio:.4f} (theory 2)")
+    assert abs(ratio - 2.0) <= 0.1, ratio

@@ -38,6 +38,7 @@ def test_defaults_and_cfl_dt():
         ({"decomposition": [2, 2]}, "'decomposition'"),
         ({"medium": {"homogeneous": {"vp": 1000.0, "vs": 900.0, "rho": 2000.0}}}, "'medium'.*sqrt"),
         ({"colour": "blue"}, "unknown key"),
+        ({"free_surface": "yes"}, "'free_surface'"),
     ],
 )
 def test_bad_specs_name_the_key(change, message):
