@@ -14,8 +14,8 @@ from sims.fdm.driver import execute
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import base_spec  # noqa: E402
 
-#: process grid per rank count: every axis gets split by some run
-DECOMPOSITIONS = {1: [1, 1, 1], 2: [1, 1, 2], 3: "auto", 4: [1, 2, 2]}
+#: process grid per rank count: every axis is split by some run; 3 ranks cut y (22 cells) unevenly (8, 7, 7)
+DECOMPOSITIONS = {1: [1, 1, 1], 2: [1, 1, 2], 3: [1, 3, 1], 4: [2, 2, 1]}
 
 
 def configs():
