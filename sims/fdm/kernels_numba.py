@@ -185,15 +185,16 @@ def velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0
     extra memory traffic is that of the memory variables. Each pass over a row
     writes one array, which keeps LLVM's aliasing checks few enough to vectorise.
     """
-    if c2 == 0.0:
-        velocity_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, lo0, hi0, lo1, hi1, lo2, hi2)
-    else:
-        velocity_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2)
     n = hi2 - lo2
     z = lo2
     bc, bf = b_c[z:], b_f[z:]
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
+            # the bulk update of this row, then its corrections while the row is in cache
+            if c2 == 0.0:
+                velocity_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, i, i + 1, j, j + 1, lo2, hi2)
+            else:
+                velocity_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, i, i + 1, j, j + 1, lo2, hi2)
             ux, uy, uz = vx[i, j, z:], vy[i, j, z:], vz[i, j, z:]
             if inx:
                 p0, p1, p2 = psx[0, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[1, i - ox[0], j - ox[1], lo2 - ox[2]:], psx[2, i - ox[0], j - ox[1], lo2 - ox[2]:]
@@ -211,12 +212,12 @@ def velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0
                 _add(ux, bc, p0, n)
                 _add(uy, bc, p1, n)
                 _add(uz, bf, p2, n)
-    # the z layers: a few cells at both ends of every row, too short for a loop per row; one pass per
-    # (i, k) plane of the layer with j innermost instead (scalar, but no per-row overhead)
-    for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
-        if not on:
-            continue
-        for i in range(lo0, hi0):
+        # the z layers: a few cells at both ends of every row, too short for a loop per row; one pass
+        # per (i, k) line of the layer with j innermost instead (scalar, but no per-row overhead),
+        # while the x plane is still in cache
+        for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
+            if not on:
+                continue
             for q in range(z0, z1):
                 ac, bb, af, bff, wc, wf = prz[0, q], prz[1, q], prz[2, q], prz[3, q], b_c[q], b_f[q]
                 ii, kk = i - oz[0], q - oz[2]
@@ -244,15 +245,15 @@ def stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c
     Per axis the memory variables are those of the normal strain (shared by
     the three normal stresses) and of the two shear-strain derivatives.
     """
-    if c2 == 0.0:
-        stress_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, lo0, hi0, lo1, hi1, lo2, hi2)
-    else:
-        stress_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2)
     n = hi2 - lo2
     z = lo2
     pl, pa, pc, pf = l2m[z:], lam[z:], mu_c[z:], mu_f[z:]
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
+            if c2 == 0.0:
+                stress_box2(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, i, i + 1, j, j + 1, lo2, hi2)
+            else:
+                stress_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, i, i + 1, j, j + 1, lo2, hi2)
             txx, tyy, tzz = sxx[i, j, z:], syy[i, j, z:], szz[i, j, z:]
             txy, txz, tyz = sxy[i, j, z:], sxz[i, j, z:], syz[i, j, z:]
             if inx:
@@ -275,10 +276,9 @@ def stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c
                 _add(tzz, pa, p0, n)
                 _add(txy, pc, p1, n)
                 _add(tyz, pf, p2, n)
-    for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
-        if not on:
-            continue
-        for i in range(lo0, hi0):
+        for on, psz, oz, z0, z1 in ((zlo, pszl, ozl, zl0, zl1), (zhi, pszh, ozh, zh0, zh1)):
+            if not on:
+                continue
             for q in range(z0, z1):
                 ac, bb, af, bff = prz[0, q], prz[1, q], prz[2, q], prz[3, q]
                 wl, wa, wf = l2m[q], lam[q], mu_f[q]
