@@ -44,16 +44,6 @@ class RankGeometry:
     neighbours: np.ndarray  # (ranks, 3): neighbours along each axis (0, 1 or 2)
 
 
-def _split(n: int, parts: int) -> list[tuple[int, int]]:
-    base, extra = divmod(n, parts)
-    out, start = [], 0
-    for p in range(parts):
-        stop = start + base + (1 if p < extra else 0)
-        out.append((start, stop))
-        start = stop
-    return out
-
-
 def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False) -> RankGeometry:
     """The blocks of a ``dims`` decomposition of ``shape`` (as :mod:`sims.fdm.decomp` cuts them).
 
@@ -63,7 +53,9 @@ def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False) -
     dims = [int(d) for d in dims]
     if len(shape) != 3 or len(dims) != 3 or min(dims) < 1 or any(d > n for d, n in zip(dims, shape, strict=True)):
         raise ValueError(f"cannot decompose grid {shape} over process grid {dims}")
-    parts = [_split(shape[a], dims[a]) for a in range(3)]
+    from sims.fdm.decomp import split
+
+    parts = [split(shape[a], dims[a]) for a in range(3)]
     pts, padded, pml, faces, nbrs = [], [], [], [], []
     for cx in range(dims[0]):
         for cy in range(dims[1]):
