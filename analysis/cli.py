@@ -59,10 +59,19 @@ def cmd_gather(args: argparse.Namespace) -> int:
     return 0
 
 
+def _published_dir(arg: str | None):
+    if arg is None:
+        from analysis.published import PUBLISHED_DIR
+
+        return PUBLISHED_DIR
+    return arg or None
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from analysis.validate import validate
 
-    validate(args.runs, args.platforms, args.out, studies=args.study or None, address=args.scheduler or None)
+    validate(args.runs, args.platforms, args.out, studies=args.study or None, address=args.scheduler or None,
+             published_dir=_published_dir(args.published))
     return 0
 
 
@@ -105,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/validation")
     p.add_argument("--study", action="append", help="restrict to this study (repeatable); default all")
     p.add_argument("--scheduler", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or local)")
+    p.add_argument("--published", default=None,
+                   help="directory of the published platform catalogs whose papers' claims are recomputed "
+                        "(default: the repository's config/platforms/published; '' to skip)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("report", help="HTML report with figures, and a plain-text summary")

@@ -897,7 +897,7 @@ def _fidelity_lines(fidelity: pd.DataFrame | None) -> list[str]:
 
 
 def summary_text(inputs: Inputs, title: str, report_path: Path, notes: Sequence[str],
-                 fdm_lines: Sequence[str] = ()) -> str:
+                 extra_lines: Sequence[str] = ()) -> str:
     """The plain-text summary printed by :func:`main` and written to ``summary.txt``."""
     n = counts(inputs)
     lines = [
@@ -910,8 +910,8 @@ def summary_text(inputs: Inputs, title: str, report_path: Path, notes: Sequence[
     lines += ["", "inputs:", *(f"  {line}" for line in _input_lines(inputs))]
     lines += ["", "tightness per group (median [min–max]):", *_tightness_lines(inputs.runs.frame)]
     lines += ["", "ranking fidelity per group and axis:", *_fidelity_lines(inputs.fidelity.frame)]
-    if fdm_lines:
-        lines += ["", *fdm_lines]
+    if extra_lines:
+        lines += ["", *extra_lines]
     if notes:
         lines += ["", "notes:", *(f"  {note}" for note in notes)]
     lines += ["", f"report: {report_path}"]
@@ -1036,7 +1036,7 @@ def _quarantine_html(inputs: Inputs) -> str:
 
 
 def render_html(
-    inputs: Inputs, title: str, figures: dict[str, list[FigureEntry]], notes: Sequence[str], fdm_html: str = ""
+    inputs: Inputs, title: str, figures: dict[str, list[FigureEntry]], notes: Sequence[str], extra_html: str = ""
 ) -> str:
     """The complete, self-contained page (figures referenced by relative path)."""
     when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -1053,7 +1053,7 @@ def render_html(
         "<h2>Tightness per run</h2>" + _figures_html(figures["tightness"], "No tightness data to show."),
         "<h2>Alpha sweeps</h2>" + _figures_html(figures["alpha"], "No alpha-sweep runs to show."),
         "<h2>Ranking fidelity</h2>" + _fidelity_html(inputs.fidelity),
-        fdm_html,
+        extra_html,
         '<h2 id="failed">Failed runs</h2>' + _failed_html(inputs.failed),
         '<h2 id="quarantine">Quarantined records</h2>' + _quarantine_html(inputs),
     ]
@@ -1122,13 +1122,14 @@ def build_report(
     out.mkdir(parents=True, exist_ok=True)
     inputs = load_inputs(Path(validation_dir), Path(platforms_dir), Path(quarantine_dir))
     figures, notes = make_figures(inputs, out)
-    from analysis import report_fdm
+    from analysis import report_fdm, report_published
 
     fdm_html, fdm_lines, fdm_files = report_fdm.section(Path(validation_dir), out)
+    pub_html, pub_lines = report_published.section(Path(validation_dir))
     index = out / "index.html"
-    text = summary_text(inputs, title, index, notes, fdm_lines)
+    text = summary_text(inputs, title, index, notes, [*fdm_lines, "", *pub_lines])
     atomic_write_bytes(out / "summary.txt", text.encode())
-    atomic_write_bytes(index, render_html(inputs, title, figures, notes, fdm_html).encode())
+    atomic_write_bytes(index, render_html(inputs, title, figures, notes, fdm_html + "\n" + pub_html).encode())
     _prune_stale_figures(out, {e.file for entries in figures.values() for e in entries} | set(fdm_files))
     return text
 

@@ -201,6 +201,7 @@ def validate(
     studies: Sequence[str] | None = None,
     address: str | None = None,
     log: Any = print,
+    published_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run the validation job on a Dask cluster and write ``runs``/``fidelity``/``failed`` Parquet + summary."""
     import dask
@@ -242,6 +243,16 @@ def validate(
     fdm_fidelity = validate_fdm.score_fdm(fdm_pdf)
     _write_parquet_atomic(fdm_pdf, out_dir / "fdm_runs.parquet")
     _write_parquet_atomic(fdm_fidelity, out_dir / "fdm_fidelity.parquet")
+    published = pd.DataFrame(columns=["paper", "where", "platform", "quantity", "unit", "published", "ours",
+                                      "reproduced", "inputs", "note"])
+    if published_dir:
+        from analysis import published as pub
+
+        published = pd.DataFrame(pub.evaluate(Path(published_dir)), columns=published.columns)
+        log(f"[hetval validate] published claims: {int(published['reproduced'].sum())} of {len(published)} "
+            f"reproduced from the papers' own inputs")
+    _write_parquet_atomic(published.astype({c: "string" for c in published.columns if c != "reproduced"})
+                          .astype({"reproduced": "bool"}), out_dir / "published.parquet")
     _write_parquet_atomic(runs_pdf, out_dir / "runs.parquet")
     _write_parquet_atomic(fidelity, out_dir / "fidelity.parquet")
     _write_parquet_atomic(failed_pdf.sort_values("run_id").reset_index(drop=True), out_dir / "failed.parquet")
@@ -252,6 +263,8 @@ def validate(
         "groups": int(len(fidelity)),
         "fdm_runs_ok": int(len(fdm_pdf)),
         "fdm_groups": int(len(fdm_fidelity)),
+        "published_claims": int(len(published)),
+        "published_reproduced": int(published["reproduced"].sum()) if len(published) else 0,
         "platforms": sorted(platforms["platform"].tolist()),
         "studies": sorted(runs_pdf["study"].astype(str).unique().tolist()),
     }

@@ -89,6 +89,8 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert len(fdm) == 4 and sorted(fdm["ranks"]) == [1, 1, 2, 2]
     assert fdm["time_predicted_s"].notna().all() and (fdm["tightness"] > 0).all()
     assert (tmp_path / "results" / "fdm" / "tiny").is_dir()
+    claims = pq.read_table(results / "validation" / "published.parquet").to_pandas()
+    assert len(claims) == 57 and claims["reproduced"].sum() == 35  # the papers' own numbers, recomputed
     assert all(v is None for v in table["energy_j"].to_pylist())  # no meter here: null, never estimated
 
     runs = pq.read_table(results / "validation" / "runs.parquet").to_pandas()
@@ -103,6 +105,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     pngs = sorted(p.name for p in report.glob("*.png"))
     assert any(p.startswith("roofline-") for p in pngs) and any(p.startswith("alpha-") for p in pngs)
     assert any(p.startswith("fdm-scaling-") for p in pngs) and any(p.startswith("fdm-phases-") for p in pngs)
+    assert "Published studies" in html and "perdome-2015: 8 of 10 reproduced" in html
     assert all(p in html for p in pngs)
     platform = results / "platforms" / "cpu-pair-numpy-numba.yaml"
     assert platform.exists()

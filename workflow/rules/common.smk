@@ -24,6 +24,11 @@ except ConfigError as exc:
 STUDY = config["study"]
 RUNS = {spec["run_id"]: spec for spec in study_matrix(config)}
 PLATFORMS = sorted(platform_layouts(config))
+# the papers' machine tables whose published claims the validation job recomputes
+PUBLISHED_DIR = os.path.join(workflow.basedir, "config", "platforms", "published")
+PUBLISHED_CATALOGS = sorted(
+    os.path.join(PUBLISHED_DIR, f) for f in os.listdir(PUBLISHED_DIR) if f.endswith(".yaml")
+)
 # Provenance only: handed to the runner through the environment so that editing an
 # unrelated config key never changes a rule's params (which would re-run every run).
 os.environ.update(HETVAL_CONFIG_HASH=config_hash(config))
