@@ -365,9 +365,24 @@ def platform_rows(platforms: Sequence[PlatformFile]) -> list[list[str]]:
                     _energy_cell(proc.get("e_f"), "J/flop"),
                     _energy_cell(proc.get("e_b"), "J/B"),
                     _energy_cell(proc.get("p_s"), "W"),
+                    _sweep_fit_cell(proc.get("roofline_fit")),
                 ]
             )
     return rows
+
+
+def _sweep_fit_cell(fit: Any) -> str:
+    """The intensity sweep's fitted roofline: rates, balance, R², flagged when the fit is poor."""
+    if not isinstance(fit, dict):
+        return _NA
+    try:
+        f_rate, b_rate = 1.0 / float(fit["t_f"]["value"]), 1.0 / float(fit["t_b"]["value"])
+        r2 = float(fit["r2"])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return _NA
+    text = (f"{f_rate / _GIGA:.3g} GFLOP/s, {b_rate / _GIGA:.3g} GB/s, balance {f_rate / b_rate:.3g} flop/B, "
+            f"R²={r2:.3f} over {len(fit.get('samples') or [])} intensities")
+    return ("POOR FIT: " + text) if fit.get("poor_fit") else text
 
 
 def _proc_order(name: str) -> tuple[int, str]:
@@ -449,6 +464,12 @@ def roofline_figure(plat: PlatformFile, side: str, runs: pd.DataFrame | None) ->
     fig = _new_figure()
     ax = fig.add_subplot()
     _draw_ceiling(ax, t_f, t_b, proc)
+    fit = proc.get("roofline_fit")
+    if isinstance(fit, dict) and fit.get("samples"):
+        sweep_i = [float(s["intensity"]) for s in fit["samples"]]
+        sweep_p = [float(s["flops"]) / float(s["time_median_s"]) / _GIGA for s in fit["samples"]]
+        ax.plot(sweep_i, sweep_p, "s", color="0.45", ms=4, zorder=2,
+                label=_mpl_text(f"intensity sweep (fit R²={float(fit['r2']):.3f})"))
     points = _roofline_points(runs, plat.name, side)
     if points is not None and len(points):
         order = sorted(
@@ -991,12 +1012,22 @@ def _platform_html(inputs: Inputs) -> str:
         "e_f",
         "e_b",
         "p_s",
+        "intensity-sweep roofline fit",
     ]
     parts = [html_table(header, platform_rows(inputs.platforms))] if inputs.platforms else []
     parts += [_missing_note(p) for p in inputs.platform_problems]
+    for plat in inputs.platforms:
+        for name, proc in plat.data.get("processors", {}).items():
+            fit = proc.get("roofline_fit") if isinstance(proc, dict) else None
+            if isinstance(fit, dict) and fit.get("poor_fit"):
+                parts.append(f'<p class="alert">{html.escape(plat.name)}/{html.escape(str(name))}: the roofline '
+                             f"fitted to the intensity sweep is poor (R²={fit.get('r2')}): its t_f/t_b do not "
+                             "describe this processor's kernels well.</p>")
     parts.append(
         '<p class="what">What this shows: the machine parameters the models use, as rates; the '
-        "balance t_b/t_f is the ridge intensity (flop/byte) above which a processor is compute-bound.</p>"
+        "balance t_b/t_f is the ridge intensity (flop/byte) above which a processor is compute-bound. The last "
+        "column is the roofline least-squares fitted to a stream kernel swept over 2.4 decades of intensity "
+        "(its points are the grey squares in the roofline figures).</p>"
     )
     return "".join(parts)
 

@@ -103,6 +103,25 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         if role == target:
             mine["t_b"], mine["t_f"] = t_b, t_f
     mine["t_b_shared"] = run("triad", set(ROLES))
+    from sims.bench import sweep
+
+    sweep_state = sweep.setup(backend, n_triad, seed=7 + rank)
+
+    def run_sweep(k: int, target: str) -> list[float] | None:
+        def work() -> None:
+            if role == target:
+                sweep.run(backend, sweep_state, k)
+
+        m = measure(comm, work, backend.synchronize, 1, reps, factor)
+        return [r.own_s for r in m.repetitions] if role == target else None
+
+    for target in ROLES:
+        if rank == 0:
+            print(f"[hetval characterize] {spec['platform']}: intensity sweep on {target}, "
+                  f"{sweep.KS[0] / 4:g}..{sweep.KS[-1] / 4:g} flop/byte ({len(sweep.KS)} points)", flush=True)
+        times = {k: run_sweep(k, target) for k in sweep.KS}
+        if role == target:
+            mine["sweep"] = times
     from sims.bench import pingpong
 
     if rank == 0:
@@ -126,6 +145,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                 f"STREAM triad a=b+s*c, float32, 12 B/element counted, {n_triad} elements, other processor idle",
                 warmup,
             ),
+            "roofline_fit": _roofline_fit(data["sweep"], n_triad),
             "t_b_shared": _parameter(
                 data["t_b_shared"], "s/byte",
                 "STREAM triad as t_b, both processors streaming at the same time (informational)", warmup,
@@ -144,6 +164,29 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "energy": "not measured: no energy meter was found (e_f, e_b, p_s are null)",
         "processors": processors,
         "network": _network(pp),
+    }
+
+
+def _roofline_fit(times: dict[int, list[float]], n: int) -> dict[str, Any]:
+    """The intensity sweep's samples and the roofline fitted to them (t_f, t_b with R², residuals)."""
+    from sims.bench import sweep
+
+    ks = sorted(times)
+    flops = [2 * k * n for k in ks]
+    nbytes = [sweep.BYTES_PER_ELEMENT * n for _ in ks]
+    med = [statistics.median(times[k]) for k in ks]
+    f = sweep.fit_roofline(flops, nbytes, med)
+    return {
+        "t_f": {"value": f["t_f"], "unit": "s/flop", "obtained": "fitted", "rate": 1.0 / f["t_f"]},
+        "t_b": {"value": f["t_b"], "unit": "s/byte", "obtained": "fitted", "rate": 1.0 / f["t_b"]},
+        "balance": f["t_b"] / f["t_f"],
+        "r2": f["r2"],
+        "poor_fit": bool(f["poor_fit"]),
+        "method": (f"least squares T = max(N_f t_f, N_b t_b) over a float32 stream with k FMAs per element "
+                   f"(8 B, 2k flops), k = {ks[0]}..{ks[-1]}, {n} elements; R² of log T"),
+        "samples": [{"k": k, "intensity": 2 * k / sweep.BYTES_PER_ELEMENT, "flops": fl, "bytes": b,
+                     "time_median_s": t, "times_s": times[k], "relative_residual": res}
+                    for k, fl, b, t, res in zip(ks, flops, nbytes, med, f["relative_residuals"], strict=True)],
     }
 
 

@@ -94,4 +94,9 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
             assert q["value"] == pytest.approx(1 / q["rate_median"])
             assert q["rate_spread"]["min"] <= q["rate_median"] <= q["rate_spread"]["max"]
         assert p["e_f"] is None and p["p_s"] is None
+        fit = p["roofline_fit"]  # the intensity sweep: 2.4 decades, fitted roofline with its samples
+        assert len(fit["samples"]) == 9 and fit["samples"][-1]["intensity"] / fit["samples"][0]["intensity"] >= 100
+        assert 0.0 < fit["r2"] <= 1.0 and fit["t_f"]["obtained"] == "fitted"
+    net = doc["network"]  # MPI ping-pong between the two ranks
+    assert net["latency"]["value"] > 0 and net["t_net"]["value"] > 0 and len(net["samples_s"]) == 10
     assert "[hetval characterize] pair host (numpy)" in proc.stdout

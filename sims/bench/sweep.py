@@ -1,0 +1,148 @@
+"""Operational-intensity sweep: a streaming kernel whose flops per byte are a parameter, and the roofline fit.
+
+Per element the kernel reads one float32, applies ``k`` FMAs ``v = v * x + y``
+and writes the result: ``2 k`` flops and 8 bytes (STREAM counting, no
+write-allocate), intensity ``k / 4`` flop/byte. The input is processed in
+L1-sized blocks so the FMAs never add memory traffic; the arrays span at least
+twice the last-level cache. Sweeping ``k`` over :data:`KS` covers intensities
+from 0.25 to 64 flop/byte (2.4 decades), through the machine's balance point.
+
+:func:`fit_roofline` fits ``T = max(N_f t_f, N_b t_b)`` (Williams et al.'s
+roofline as a time) to the measured times by least squares and returns the
+fit with its R², residuals and the samples behind it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sims.backends.jit import jit
+
+#: FMAs per element of the sweep (intensity k / 4 flop/byte)
+KS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+BYTES_PER_ELEMENT = 8
+BLOCK = 2048  # elements per in-cache block (8 KiB)
+#: an R² below this flags the fit in the platform file and the report
+POOR_R2 = 0.9
+
+
+@jit(cache=True, fastmath={"contract"})
+def _sweep_nb(a, out, x, y, k, block):  # pragma: no cover - compiled
+    n = a.shape[0]
+    buf = np.empty(block, dtype=np.float32)
+    for s in range(0, n, block):
+        m = min(block, n - s)
+        # views, so every index is the loop variable: no negative-index wrap-around, vectorised loops
+        src = a[s:s + m]
+        dst = out[s:s + m]
+        for i in range(m):
+            buf[i] = src[i]
+        if k < 8:
+            for _ in range(k):
+                for i in range(m):
+                    buf[i] = buf[i] * x + y
+        else:
+            # eight FMAs per load/store of the block, the i loop vectorised: compute-bound
+            for _ in range(k // 8):
+                for i in range(m):
+                    v = buf[i]
+                    v = v * x + y
+                    v = v * x + y
+                    v = v * x + y
+                    v = v * x + y
+                    v = v * x + y
+                    v = v * x + y
+                    v = v * x + y
+                    v = v * x + y
+                    buf[i] = v
+        for i in range(m):
+            dst[i] = buf[i]
+
+
+def setup(backend: Any, n: int, seed: int) -> dict[str, Any]:
+    """Input and output arrays of ``n`` float32 elements and the FMA constants (fixed point stays normal)."""
+    if n < BLOCK:
+        raise ValueError(f"sweep size must be at least {BLOCK} elements, got {n}")
+    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    return {
+        "a": backend.uniform(int(n), 0.5, 1.5, seed=int(seed) * 4 + 5),
+        "out": backend.zeros(int(n), dtype=np.float32),
+        "x": np.float32(rng.uniform(0.90, 0.99)),
+        "y": np.float32(rng.uniform(0.01, 0.10)),
+        "n": int(n),
+    }
+
+
+def counts(state: dict[str, Any], k: int) -> tuple[int, int]:
+    """(flops, bytes) of one :func:`run` with ``k`` FMAs per element."""
+    return 2 * k * state["n"], BYTES_PER_ELEMENT * state["n"]
+
+
+def run(backend: Any, state: dict[str, Any], k: int) -> None:
+    """One pass of the sweep kernel with ``k`` FMAs per element."""
+    a, out, x, y = state["a"], state["out"], state["x"], state["y"]
+    if backend.name == "numba":
+        _sweep_nb(a, out, x, y, int(k), BLOCK)
+        return
+    xp = backend.xp
+    if backend.name == "cupy" and getattr(backend, "native", False):
+        kern = xp.ElementwiseKernel("float32 a, float32 x, float32 y, int64 k", "float32 o",
+                                    "float v = a; for (long long t = 0; t < k; ++t) { v = fmaf(v, x, y); } o = v;",
+                                    "hetval_sweep")
+        kern(a, x, y, int(k), out)
+        return
+    # NumPy: block by block, k multiply+add ufunc passes on an in-cache block
+    block = 65536
+    buf = xp.empty(block, dtype=np.float32)
+    n = state["n"]
+    for s in range(0, n, block):
+        m = min(block, n - s)
+        b = buf[:m]
+        b[...] = a[s:s + m]
+        for _ in range(k):
+            xp.multiply(b, x, out=b)
+            xp.add(b, y, out=b)
+        out[s:s + m] = b
+
+
+def fit_roofline(flops, nbytes, times) -> dict[str, Any]:
+    """Least-squares ``t_f``, ``t_b`` of ``T = max(F t_f, B t_b)`` over the samples.
+
+    Each sample is assigned to the term that bounds it under the current
+    estimates and each term is refitted through the origin on its samples
+    (relative residuals, so large and small times weigh alike), until the
+    assignment is stable. R² is that of ``log T``.
+    """
+    F = np.asarray(flops, dtype=float)
+    B = np.asarray(nbytes, dtype=float)
+    T = np.asarray(times, dtype=float)
+    if not (F.shape == B.shape == T.shape) or F.size < 3 or np.any(T <= 0):
+        raise ValueError("fit_roofline needs at least 3 samples of positive flops, bytes and times")
+    t_b, t_f = float(np.median(T / B)), float(np.median(T / F))
+    assign = None
+    for _ in range(50):
+        compute = F * t_f >= B * t_b
+        if assign is not None and np.array_equal(compute, assign):
+            break
+        assign = compute
+        # minimise sum ((c X - T) / T)^2 for each group: c = sum(X/T) / sum((X/T)^2)
+        for group, X in ((compute, F), (~compute, B)):
+            if group.any():
+                r = X[group] / T[group]
+                c = float(np.sum(r) / np.sum(r * r))
+                if X is F:
+                    t_f = c
+                else:
+                    t_b = c
+    pred = np.maximum(F * t_f, B * t_b)
+    lt, lp = np.log(T), np.log(pred)
+    ss_res = float(np.sum((lt - lp) ** 2))
+    ss_tot = float(np.sum((lt - lt.mean()) ** 2))
+    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else None
+    return {
+        "t_f": t_f, "t_b": t_b, "r2": r2, "poor_fit": r2 is None or r2 < POOR_R2,
+        "relative_residuals": ((T - pred) / pred).tolist(),
+        "compute_bound": (F * t_f >= B * t_b).tolist(),
+    }

@@ -1,0 +1,52 @@
+"""The intensity-sweep kernel, the roofline fit and the ping-pong fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sims.backends import get_backend
+from sims.bench import pingpong, sweep
+
+
+@pytest.mark.parametrize("k", [1, 3, 8, 24])
+def test_sweep_kernel_computes_k_fmas_per_element(k):
+    ref = None
+    for name in ("numpy", "numba"):
+        be = get_backend(name)
+        st = sweep.setup(be, 5000, seed=3)
+        sweep.run(be, st, k)
+        expect = np.asarray(st["a"], dtype=np.float64)
+        for _ in range(k):
+            expect = expect * float(st["x"]) + float(st["y"])
+        assert np.allclose(st["out"], expect, rtol=1e-5)
+        ref = st["out"] if ref is None else ref
+        assert np.allclose(st["out"], ref, rtol=1e-6)
+        assert sweep.counts(st, k) == (2 * k * 5000, 8 * 5000)
+
+
+def test_roofline_fit_recovers_known_coefficients_from_noisy_samples():
+    rng = np.random.default_rng(42)
+    t_f, t_b = 1.0 / 50e9, 1.0 / 20e9
+    n = 1e7
+    flops = np.array([2 * k * n for k in sweep.KS])
+    nbytes = np.full(len(sweep.KS), 8 * n)
+    times = np.maximum(flops * t_f, nbytes * t_b) * rng.normal(1.0, 0.03, len(flops))
+    fit = sweep.fit_roofline(flops, nbytes, times)
+    assert fit["t_f"] == pytest.approx(t_f, rel=0.05) and fit["t_b"] == pytest.approx(t_b, rel=0.05)
+    assert fit["r2"] > 0.99 and not fit["poor_fit"]
+    # a kernel that is no roofline at all: flagged
+    bad = sweep.fit_roofline(flops, nbytes, rng.uniform(0.1, 1.0, len(flops)))
+    assert bad["poor_fit"]
+    with pytest.raises(ValueError, match="at least 3 samples"):
+        sweep.fit_roofline([1.0], [1.0], [1.0])
+
+
+def test_pingpong_fit():
+    rng = np.random.default_rng(1)
+    latency, t_net = 3e-6, 1 / 5e9
+    samples = {m: list(latency + m * t_net + rng.normal(0, 1e-8, 5)) for m in pingpong.SIZES}
+    fit = pingpong.fit(samples)
+    assert fit["latency_s"] == pytest.approx(latency, rel=0.05)
+    assert fit["t_net"] == pytest.approx(t_net, rel=0.02)
+    assert fit["r2"] > 0.999 and set(fit["residuals_s"]) == set(pingpong.SIZES)
