@@ -122,6 +122,31 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         times = {k: run_sweep(k, target) for k in sweep.KS}
         if role == target:
             mine["sweep"] = times
+    from sims.bench import ops
+
+    op_state = {dt: ops.setup(dt, n_triad, seed=11 + rank) for dt in ops.DTYPES}
+    op_backend = "numba" if backend.name == "numba" else "numpy"
+
+    for target in ROLES:
+        if rank == 0:
+            print(f"[hetval characterize] {spec['platform']}: per-operation benchmarks on {target} "
+                  f"({', '.join(ops.OPS)} x {', '.join(ops.DTYPES)}, {len(ops.N_OPS)} operation counts)", flush=True)
+        rows = []
+        for op in ops.OPS:
+            for dt in ops.DTYPES:
+                for n_ops in ops.N_OPS:
+                    def work(op=op, dt=dt, n_ops=n_ops, target=target) -> None:
+                        if role == target and backend.name != "cupy":
+                            ops.run(op_state[dt], op, n_ops, op_backend)
+
+                    m = measure(comm, work, backend.synchronize, 1, reps, factor)
+                    if role == target:
+                        elements = ops.BLOCK * ops.PASSES
+                        rows += [{"op": op, "dtype": dt, "n_ops": n_ops, "elements": elements,
+                                  "ops": elements * n_ops, "bytes": ops.bytes_of(op_state[dt], op, n_ops),
+                                  "time_s": r.own_s} for r in m.repetitions]
+        if role == target:
+            mine["operations"] = rows if backend.name != "cupy" else []
     from sims.bench import pingpong
 
     if rank == 0:
@@ -146,6 +171,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                 warmup,
             ),
             "roofline_fit": _roofline_fit(data["sweep"], n_triad),
+            "operations": _operations(data["operations"], p["backend"]),
             "t_b_shared": _parameter(
                 data["t_b_shared"], "s/byte",
                 "STREAM triad as t_b, both processors streaming at the same time (informational)", warmup,
@@ -164,6 +190,22 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "energy": "not measured: no energy meter was found (e_f, e_b, p_s are null)",
         "processors": processors,
         "network": _network(pp),
+    }
+
+
+def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
+    """Per-operation samples and, per op/dtype, the least-squares cost ``tau`` (s per element-operation)."""
+    from sims.bench import ops
+
+    if not rows:
+        return {"note": f"per-operation benchmarks are not implemented for the {backend} backend", "fits": {},
+                "samples": []}
+    return {
+        "method": (f"{ops.BLOCK}-element in-cache block x {ops.PASSES} passes, n_ops = {list(ops.N_OPS)} "
+                   "operations per element and pass; random = gathers from an array beyond the LLC; "
+                   "least squares T = tau * ops + c per op/dtype"),
+        "fits": ops.summarize(rows),
+        "samples": rows,
     }
 
 

@@ -50,3 +50,33 @@ def test_pingpong_fit():
     assert fit["latency_s"] == pytest.approx(latency, rel=0.05)
     assert fit["t_net"] == pytest.approx(t_net, rel=0.02)
     assert fit["r2"] > 0.999 and set(fit["residuals_s"]) == set(pingpong.SIZES)
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "fma", "divide", "random"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_per_operation_kernels_agree_across_backends(op, dtype):
+    from sims.bench import ops
+
+    out = {}
+    for backend in ("numba", "numpy"):
+        st = ops.setup(dtype, 100_000, seed=5)
+        assert ops.run(st, op, 2, backend) == ops.BLOCK * ops.PASSES * 2
+        out[backend] = st["buf"].astype(np.float64)
+        assert np.all(np.isfinite(out[backend]))
+    assert np.allclose(out["numba"], out["numpy"], rtol=1e-3 if dtype == "float32" else 1e-9)
+
+
+def test_per_operation_fit_recovers_the_cost():
+    from sims.bench import ops
+
+    rng = np.random.default_rng(3)
+    tau, overhead = 2.5e-10, 1e-4
+    rows = [{"op": "add", "dtype": "float32", "n_ops": n, "ops": 1_000_000 * n,
+             "time_s": overhead + tau * 1_000_000 * n * rng.normal(1, 0.01)} for n in ops.N_OPS for _ in range(5)]
+    f = ops.fit(rows)
+    assert f["tau"] == pytest.approx(tau, rel=0.03) and f["intercept_s"] == pytest.approx(overhead, rel=0.3)
+    assert f["r2"] > 0.99
+    summary = ops.summarize(rows)
+    assert set(summary) == {"add/float32"} and sorted(summary["add/float32"]["median_time_s"]) == list(ops.N_OPS)
+    with pytest.raises(ValueError, match="two or more"):
+        ops.fit(rows[:1])

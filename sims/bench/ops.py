@@ -1,0 +1,137 @@
+"""Parametrised per-operation microbenchmarks (Kannan et al.): time against the number of operations.
+
+For each operation (``add``, ``mul``, ``fma``, ``divide``, ``random``) and data
+type (float32, float64) the kernel applies ``n_ops`` operations to every
+element of an in-cache block, so that the measured time grows linearly with
+the operation count and the slope is the operation's cost ``tau_op`` (s per
+element-operation, as a compiled loop achieves it: vectorised where the
+compiler vectorises). ``random`` is the random-access load: ``n_ops`` gathers
+per element from an array several times the last-level cache.
+
+:func:`samples` returns the rows ``processor, op, dtype, n_ops, elements,
+ops, bytes, time_s`` (one per repetition) that the per-operation model's
+least-squares fit takes; :func:`fit` is that fit for one (op, dtype):
+``T = tau_op * ops + c`` with R², residuals and the samples.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import numpy as np
+
+from sims.backends.jit import jit
+
+OPS = ("add", "mul", "fma", "divide", "random")
+DTYPES = ("float32", "float64")
+N_OPS = (1, 2, 4, 8, 16)
+BLOCK = 4096  # elements of the in-cache block
+PASSES = 256  # times the block is processed per measured call
+OP_CODES = {name: n for n, name in enumerate(OPS)}
+
+
+@jit(cache=True, error_model="numpy")  # numpy semantics for x/0: no check that would stop vectorisation
+def _ops_nb(buf, table, idx, code, n_ops, passes, c, d):  # pragma: no cover - compiled
+    m = buf.shape[0]
+    for _ in range(passes):
+        if code == 0:
+            for _j in range(n_ops):
+                for i in range(m):
+                    buf[i] = buf[i] + c
+        elif code == 1:
+            for _j in range(n_ops):
+                for i in range(m):
+                    buf[i] = buf[i] * c
+        elif code == 2:
+            for _j in range(n_ops):
+                for i in range(m):
+                    buf[i] = buf[i] * c + d
+        elif code == 3:
+            for _j in range(n_ops):
+                for i in range(m):
+                    buf[i] = d / buf[i]
+        else:
+            for j in range(n_ops):
+                for i in range(m):
+                    buf[i] = buf[i] + table[idx[(i + j * m) % idx.shape[0]]]
+
+
+def setup(dtype: str, table_elements: int, seed: int) -> dict[str, Any]:
+    """The block, the random-access table (``table_elements`` long) and its random indices."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    return {
+        "buf": rng.uniform(0.5, 1.5, BLOCK).astype(dt),
+        "table": rng.uniform(-1e-3, 1e-3, int(table_elements)).astype(dt),
+        "idx": rng.integers(0, int(table_elements), BLOCK * max(N_OPS)).astype(np.int64),
+        # add: tiny step; mul: 1 + tiny; fma: contraction to a fixed point; divide: v -> d / v oscillates, bounded
+        "c": {"add": 1e-7, "mul": 1.0 + 1e-7, "fma": 0.97, "divide": 1.0, "random": 0.0},
+        "d": {"add": 0.0, "mul": 0.0, "fma": 0.03, "divide": 1.1, "random": 0.0},
+        "dtype": dt,
+    }
+
+
+def run(state: dict[str, Any], op: str, n_ops: int, backend: str = "numba") -> int:
+    """One measured call on ``backend`` (``numba`` or ``numpy``); returns the element-operations executed."""
+    dt = state["dtype"]
+    c, d = dt.type(state["c"][op]), dt.type(state["d"][op])
+    if backend == "numba":
+        _ops_nb(state["buf"], state["table"], state["idx"], OP_CODES[op], int(n_ops), PASSES, c, d)
+    elif backend == "numpy":
+        buf, table, idx = state["buf"], state["table"], state["idx"]
+        gathered = np.empty_like(buf)
+        for _ in range(PASSES):
+            for j in range(int(n_ops)):
+                if op == "add":
+                    np.add(buf, c, out=buf)
+                elif op == "mul":
+                    np.multiply(buf, c, out=buf)
+                elif op == "fma":
+                    np.multiply(buf, c, out=buf)
+                    np.add(buf, d, out=buf)
+                elif op == "divide":
+                    np.divide(d, buf, out=buf)
+                else:
+                    np.take(table, idx[j * BLOCK:(j + 1) * BLOCK], out=gathered)
+                    np.add(buf, gathered, out=buf)
+    else:
+        raise ValueError(f"per-operation benchmarks run on numba or numpy, not {backend!r}")
+    return BLOCK * PASSES * int(n_ops)
+
+
+def bytes_of(state: dict[str, Any], op: str, n_ops: int) -> int:
+    """Main-memory bytes of one call as counted: only the random-access loads leave the cache."""
+    return BLOCK * PASSES * int(n_ops) * state["dtype"].itemsize if op == "random" else 0
+
+
+def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Least squares ``T = tau * ops + c`` over the rows of one (op, dtype): tau, intercept, R², residuals."""
+    ops = np.array([r["ops"] for r in rows], dtype=float)
+    t = np.array([r["time_s"] for r in rows], dtype=float)
+    if len(set(ops)) < 2:
+        raise ValueError("the per-operation fit needs samples at two or more operation counts")
+    A = np.vstack([ops, np.ones_like(ops)]).T
+    (tau, c), *_ = np.linalg.lstsq(A, t, rcond=None)
+    pred = A @ np.array([tau, c])
+    ss_res = float(np.sum((t - pred) ** 2))
+    ss_tot = float(np.sum((t - t.mean()) ** 2))
+    return {"tau": float(tau), "intercept_s": float(c), "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else None,
+            "residuals_s": (t - pred).tolist(), "n_samples": len(rows)}
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per ``op/dtype``: the fit and the median time per operation count."""
+    out = {}
+    for op in OPS:
+        for dtype in DTYPES:
+            sel = [r for r in rows if r["op"] == op and r["dtype"] == dtype]
+            if not sel:
+                continue
+            f = fit(sel)
+            f["median_time_s"] = {int(n): statistics.median(r["time_s"] for r in sel if r["n_ops"] == n)
+                                  for n in sorted({r["n_ops"] for r in sel})}
+            out[f"{op}/{dtype}"] = f
+    return out
