@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
-from analysis.models import hetero
+from analysis.models import hetero, peach
 
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "config" / "platforms" / "published"
-PERDOME, PEAPAW = "perdome-2015", "peapaw-2017"
+PERDOME, PEAPAW, PEACH = "perdome-2015", "peapaw-2017", "peach-2014"
 
 # Essential WP parameters (I, I_C, I_G): PerDome Table 2 and PeaPaw §6.3.
 WPS = {
@@ -43,7 +43,7 @@ def load_catalog(name: str, directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ValueError(f"published platform catalog {path}: {exc.strerror}") from None
-    for key in ("paper", "processors", "platforms"):
+    for key in ("paper", "table"):
         if key not in (doc or {}):
             raise ValueError(f"{path}: missing key '{key}'")
     return doc
@@ -156,6 +156,57 @@ def _static(platform: str) -> Callable[[dict], float]:
     return f
 
 
+def _peach_system(cats: dict, system: str) -> dict[str, float]:
+    sys_ = cats[PEACH]["systems"][system]
+    v = {k: float(sys_[k]["value"]) for k in sys_}
+    return {"R_C": v["R_C"], "R_G": v["R_G"], "P0": v["P0_C"] + v["P0_M"] + v["P0_G"], "Pd_C": v["Pd_C"],
+            "Pd_G": v["Pd_G"], "P_OH": v["P_OH"]}
+
+
+def _peach_best(system: str, objective: str) -> Callable[[dict], int]:
+    """Table VI: the optimal split as the paper prints it, the GPU share in whole percent."""
+    def f(cats: dict) -> int:
+        a, _, _ = peach.best_alpha(objective, **_peach_system(cats, system))
+        return round(100 * a)
+    return f
+
+
+def _peach_dvfs(f_c: float, f_g: float, objective: str, which: int) -> Callable[[dict], float]:
+    """Table VII: best split on a 2 % grid at (f_C, f_G) from the §VII-A fits; ``which``: 0 alpha %, 1 R, 2 eta."""
+    def f(cats: dict) -> float:
+        d = cats[PEACH]["dvfs"]
+        lin = lambda k, x: d[k]["slope"] * x + d[k]["intercept"]  # noqa: E731
+        p0 = float(cats[PEACH]["systems"]["System-I"]["P0_C"]["value"]) + float(
+            cats[PEACH]["systems"]["System-I"]["P0_M"]["value"]) + float(d["P0_G"]["value"])
+        out = peach.best_alpha(objective, lin("R_C", f_c), lin("R_G", f_g), p0, lin("Pd_C", f_c), lin("Pd_G", f_g),
+                               float(d["P_OH"]["value"]), step=0.02)
+        return float(round(100 * out[0])) if which == 0 else float(out[which])
+    return f
+
+
+# PEACH Table VII: rows f_C (GHz), columns f_G (MHz); per cell (alpha %, R GFLOP/s, eta GFLOP/s/W),
+# best performance then best energy efficiency.
+PEACH_TABLE_VII = {
+    2.6: [((78, 1336, 2.58), (100, 1052, 3.23)), ((78, 1275, 2.56), (100, 994, 3.18)),
+          ((76, 1225, 2.47), (100, 955, 3.15)), ((76, 1206, 2.48), (100, 916, 3.11))],
+    2.4: [((80, 1316, 2.69), (100, 1052, 3.23)), ((80, 1243, 2.66), (100, 994, 3.18)),
+          ((78, 1225, 2.60), (100, 955, 3.15)), ((78, 1175, 2.58), (100, 916, 3.11))],
+    2.2: [((82, 1284, 2.80), (100, 1052, 3.23)), ((80, 1243, 2.72), (100, 994, 3.18)),
+          ((80, 1194, 2.70), (100, 955, 3.15)), ((80, 1145, 2.68), (100, 916, 3.11))],
+    2.0: [((82, 1264, 2.85), (100, 1052, 3.23)), ((82, 1212, 2.84), (100, 994, 3.18)),
+          ((82, 1165, 2.82), (100, 955, 3.15)), ((80, 1138, 2.75), (100, 916, 3.11))],
+    1.8: [((84, 1253, 3.00), (100, 1052, 3.23)), ((84, 1184, 2.96), (100, 994, 3.18)),
+          ((82, 1141, 2.88), (100, 955, 3.15)), ((82, 1118, 2.89), (100, 916, 3.11))],
+    1.6: [((86, 1224, 3.13), (100, 1052, 3.23)), ((86, 1156, 3.09), (100, 994, 3.18)),
+          ((84, 1137, 3.05), (100, 955, 3.15)), ((84, 1091, 3.02), (100, 916, 3.11))],
+    1.4: [((88, 1196, 3.27), (88, 1196, 3.27)), ((86, 1151, 3.23), (86, 1151, 3.23)),
+          ((86, 1111, 3.20), (86, 1111, 3.20)), ((86, 1066, 3.17), (86, 1066, 3.17))],
+    1.2: [((90, 1169, 3.42), (90, 1169, 3.42)), ((88, 1130, 3.41), (88, 1130, 3.41)),
+          ((88, 1086, 3.37), (88, 1086, 3.37)), ((88, 1041, 3.33), (88, 1041, 3.33))],
+}
+PEACH_FG = (705, 666, 640, 614)
+
+
 def claims() -> list[Claim]:
     """Every published claim hetval recomputes."""
     out: list[Claim] = []
@@ -215,12 +266,32 @@ def claims() -> list[Claim]:
         out.append(Claim(PEAPAW, where, platform, f"{case} CP vs DP, estimated {metric.replace('_', ' ')}", "fraction",
                          pub, _relative(PEAPAW, metric, case, "CP", "DP", platform), _points(0.015),
                          "PeaPaw Table IV, §6.3"))
+    # PEACH Table VI: optimal distributions from Table V (eq. 13 and eq. 15, continuous, in whole percent)
+    for system, perf, eff in (("System-I", 78, 100), ("System-II", 51, 51)):
+        out.append(Claim(PEACH, "Table VI", system, "best-performance GPU share (eq. 13)", "%", perf,
+                         _peach_best(system, "performance"), _equal, "PEACH Table V"))
+        out.append(Claim(PEACH, "Table VI", system, "best-energy GPU share (eq. 15)", "%", eff,
+                         _peach_best(system, "energy"), _equal, "PEACH Table V"))
+    # PEACH Table VII: the DVFS-coupled optima from the §VII-A linear fits
+    for f_c, cells in PEACH_TABLE_VII.items():
+        for f_g, (perf, eff) in zip(PEACH_FG, cells, strict=True):
+            where = f"Table VII ({f_c} GHz, {f_g} MHz)"
+            for objective, cell in (("performance", perf), ("energy", eff)):
+                tag = "best performance" if objective == "performance" else "best efficiency"
+                out += [
+                    Claim(PEACH, where, "System-I", f"{tag}: GPU share", "%", cell[0],
+                          _peach_dvfs(f_c, f_g, objective, 0), _equal, "PEACH §VII-A fits", "2 % grid"),
+                    Claim(PEACH, where, "System-I", f"{tag}: rate", "GFLOP/s", cell[1],
+                          _peach_dvfs(f_c, f_g, objective, 1), _within(0.01), "PEACH §VII-A fits"),
+                    Claim(PEACH, where, "System-I", f"{tag}: efficiency", "GFLOP/s/W", cell[2],
+                          _peach_dvfs(f_c, f_g, objective, 2), _within(0.01), "PEACH §VII-A fits"),
+                ]
     return out
 
 
 def evaluate(directory: Path = PUBLISHED_DIR) -> list[dict[str, Any]]:
     """Recompute every claim: rows of paper, where, platform, quantity, unit, published, ours, reproduced, inputs, note."""
-    cats = {name: load_catalog(name, directory) for name in (PERDOME, PEAPAW)}
+    cats = {name: load_catalog(name, directory) for name in (PERDOME, PEAPAW, PEACH)}
     rows = []
     for c in claims():
         ours = c.compute(cats)

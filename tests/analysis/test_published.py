@@ -24,6 +24,7 @@ def _row(table, paper, where, platform, quantity, inputs=None):
 
 
 def test_catalogs_carry_provenance():
+    assert published.load_catalog(published.PEACH)["systems"]["System-I"]["R_G"]["value"] == 1052.4
     for name in (published.PERDOME, published.PEAPAW):
         cat = published.load_catalog(name)
         for proc in cat["processors"].values():
@@ -62,11 +63,19 @@ def test_totals(table):
     counts = table.groupby("paper")["reproduced"].agg(["sum", "count"])
     assert counts.loc["perdome-2015"].tolist() == [8, 10]
     assert counts.loc["peapaw-2017"].tolist() == [27, 47]
+    assert counts.loc["peach-2014"].tolist() == [196, 196]  # Tables VI and VII, every cell
+
+
+def test_peach_table_vii_corner_cells(table):
+    best = _row(table, "peach-2014", "Table VII (2.6 GHz, 705 MHz)", "System-I", "best performance: rate")
+    assert best["published"] == "1336" and best["ours"] == "1340" and best["reproduced"]
+    eff = _row(table, "peach-2014", "Table VII (1.2 GHz, 705 MHz)", "System-I", "best efficiency: GPU share")
+    assert eff["published"] == "90" and eff["reproduced"]
 
 
 def test_bad_catalog_names_the_key(tmp_path):
     (tmp_path / "perdome-2015.yaml").write_text(yaml.safe_dump({"paper": "x", "processors": {}}))
-    with pytest.raises(ValueError, match="missing key 'platforms'"):
+    with pytest.raises(ValueError, match="missing key 'table'"):
         published.load_catalog("perdome-2015", tmp_path)
     with pytest.raises(ValueError, match="No such file"):
         published.load_catalog("nothing", tmp_path)

@@ -90,7 +90,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert fdm["time_predicted_s"].notna().all() and (fdm["tightness"] > 0).all()
     assert (tmp_path / "results" / "fdm" / "tiny").is_dir()
     claims = pq.read_table(results / "validation" / "published.parquet").to_pandas()
-    assert len(claims) == 57 and claims["reproduced"].sum() == 35  # the papers' own numbers, recomputed
+    assert len(claims) == 253 and claims["reproduced"].sum() == 231  # the papers' own numbers, recomputed
     assert all(v is None for v in table["energy_j"].to_pylist())  # no meter here: null, never estimated
 
     runs = pq.read_table(results / "validation" / "runs.parquet").to_pandas()
