@@ -1,5 +1,10 @@
-"""Analytical performance and energy models of CPU+accelerator machines, one module per model family."""
+"""Analytical performance and energy models of CPU+accelerator machines, one module per model family.
 
-from analysis.models import hetero, roofline
+``roofline`` (Williams et al.; energy roofline of Choi et al.), ``hetero`` (PerDome / PeaPaw),
+``peach`` (PEACH), ``perop`` (Kannan et al.'s per-operation model), ``threecomp`` (Panwar's
+three-component bound), ``fdm`` (the FDM-seismology scaling model).
+"""
 
-__all__ = ["hetero", "roofline"]
+from analysis.models import fdm, hetero, peach, perop, roofline, threecomp
+
+__all__ = ["fdm", "hetero", "peach", "perop", "roofline", "threecomp"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["attainable", "time"]
+__all__ = ["attainable", "energy", "energy_efficiency", "time"]
 
 
 def _checked(name: str, value: ArrayLike, *, strictly_positive: bool) -> NDArray[np.float64]:
@@ -124,3 +124,27 @@ def time(
     tb = _checked("t_b", t_b, strictly_positive=True)
     result = np.maximum(nf * tf, nb * tb)
     return result[()] if result.ndim == 0 else result
+
+
+def energy(N_f: ArrayLike, N_b: ArrayLike, e_f: ArrayLike, e_b: ArrayLike, p_s: ArrayLike, t_f: ArrayLike,
+           t_b: ArrayLike) -> NDArray[np.float64] | np.float64:
+    """Energy roofline (Choi et al. 2013): ``E = e_f N_f + e_b N_b + p_s max(t_f N_f, t_b N_b)`` (J).
+
+    Dynamic energy per flop and per byte plus static power over the roofline
+    time. All arguments ``>= 0`` (``t_f``, ``t_b`` ``> 0``); they broadcast.
+    """
+    nf = _checked("N_f", N_f, strictly_positive=False)
+    nb = _checked("N_b", N_b, strictly_positive=False)
+    ef = _checked("e_f", e_f, strictly_positive=False)
+    eb = _checked("e_b", e_b, strictly_positive=False)
+    ps = _checked("p_s", p_s, strictly_positive=False)
+    tf = _checked("t_f", t_f, strictly_positive=True)
+    tb = _checked("t_b", t_b, strictly_positive=True)
+    return ef * nf + eb * nb + ps * np.maximum(tf * nf, tb * nb)
+
+
+def energy_efficiency(I: ArrayLike, e_f: ArrayLike, e_b: ArrayLike, p_s: ArrayLike, t_f: ArrayLike,  # noqa: E741
+                      t_b: ArrayLike) -> NDArray[np.float64] | np.float64:
+    """Flops per joule at intensity ``I`` under the energy roofline: ``1 / (e_f + e_b / I + p_s max(t_f, t_b / I))``."""
+    i = _checked("I", I, strictly_positive=True)
+    return 1.0 / energy(1.0, 1.0 / i, e_f, e_b, p_s, t_f, t_b)
