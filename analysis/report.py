@@ -1153,14 +1153,16 @@ def build_report(
     out.mkdir(parents=True, exist_ok=True)
     inputs = load_inputs(Path(validation_dir), Path(platforms_dir), Path(quarantine_dir))
     figures, notes = make_figures(inputs, out)
-    from analysis import report_fdm, report_published
+    from analysis import report_fdm, report_guidelines, report_published
 
     fdm_html, fdm_lines, fdm_files = report_fdm.section(Path(validation_dir), out)
     pub_html, pub_lines = report_published.section(Path(validation_dir))
+    guide_html, guide_lines = report_guidelines.section(inputs.platforms, Path(validation_dir))
     index = out / "index.html"
-    text = summary_text(inputs, title, index, notes, [*fdm_lines, "", *pub_lines])
+    text = summary_text(inputs, title, index, notes, [*guide_lines, "", *fdm_lines, "", *pub_lines])
     atomic_write_bytes(out / "summary.txt", text.encode())
-    atomic_write_bytes(index, render_html(inputs, title, figures, notes, fdm_html + "\n" + pub_html).encode())
+    extra = "\n".join((guide_html, fdm_html, pub_html))
+    atomic_write_bytes(index, render_html(inputs, title, figures, notes, extra).encode())
     _prune_stale_figures(out, {e.file for entries in figures.values() for e in entries} | set(fdm_files))
     return text
 

@@ -56,6 +56,7 @@ __all__ = [
     "energy_category",
     "energy_efficiency",
     "gradient_energies",
+    "guideline_followed",
     "pdp_fraction_host",
     "performance",
     "performance_category",
@@ -703,3 +704,25 @@ def energy_category(host: Processor, accel: Processor) -> tuple[str, str]:
     )
     name = next((n for n, hit in rules if hit), "Workload-dependent")
     return name, _E_PAW_GUIDELINES[name]
+
+
+def guideline_followed(category: str, I: float, I_C: float, I_G: float) -> bool | None:  # noqa: E741
+    """Whether a workload partition with intensities ``(I, I_C, I_G)`` is what a P-Paw guideline prescribes (§5.1).
+
+    * ``CPU_DP-GPU_DP``: p-DP (``I == I_C == I_G``).
+    * ``CPU_MEM-GPU_COMP``: a code split with the higher-intensity part on the
+      accelerator (``I_C < I < I_G``, both parts used).
+    * ``CPU_COMP-GPU_MEM``: a code split with the higher-intensity part on the
+      host (``I_G < I < I_C``, both parts used).
+
+    Returns None for a category without a partitioning guideline here (the
+    E-Paw categories, whose guidelines need energy parameters).
+    """
+    i, c, g = (float(x) for x in (I, I_C, I_G))
+    if category == "CPU_DP-GPU_DP":
+        return bool(math.isclose(c, i, rel_tol=RTOL) and math.isclose(g, i, rel_tol=RTOL))
+    if category == "CPU_MEM-GPU_COMP":
+        return bool(0 < c < i < g)
+    if category == "CPU_COMP-GPU_MEM":
+        return bool(0 < g < i < c)
+    return None

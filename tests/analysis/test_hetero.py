@@ -536,3 +536,12 @@ def test_intensity_form_equals_count_form(host, accel, n_bC, n_bG, I_C, I_G) -> 
     assume(abs(I_C - I) > 1e-6 * I and abs(I_G - I) > 1e-6 * I)
     expected = hetero.performance_counts(n_fC, n_bC, n_fG, n_bG, host, accel)
     assert hetero.performance(I, I_C, I_G, host, accel) == pytest.approx(expected, rel=1e-6)
+
+
+def test_guideline_followed() -> None:
+    assert hetero.guideline_followed("CPU_MEM-GPU_COMP", 1.7, 0.1, 2.0)  # PerDome's SA CP: PowAdd on the GPU
+    assert not hetero.guideline_followed("CPU_MEM-GPU_COMP", 1.7, 1.7, 1.7)  # p-DP is not a code split
+    assert hetero.guideline_followed("CPU_COMP-GPU_MEM", 1.7, 2.0, 0.1)
+    assert not hetero.guideline_followed("CPU_COMP-GPU_MEM", 1.7, 1.7, 0.0)  # CPU-only
+    assert hetero.guideline_followed("CPU_DP-GPU_DP", 1.7, 1.7, 1.7)
+    assert hetero.guideline_followed("Race-to-halt", 1.7, 1.7, 1.7) is None

@@ -1,0 +1,34 @@
+"""The report's partitioning-guideline section."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis import report_guidelines
+from analysis.report import PlatformFile
+
+
+def _proc(t_f, t_b):
+    return {"t_f": {"value": t_f}, "t_b": {"value": t_b}, "e_f": None, "e_b": None, "p_s": None}
+
+
+def test_category_and_guideline_check(tmp_path):
+    plat = PlatformFile("pair", "x.yaml", {"processors": {"host": _proc(1e-10, 1e-10), "accel": _proc(1e-11, 5e-11)}})
+    runs = pd.DataFrame([
+        {"platform": "pair", "study": "s", "size": 10, "variant": "p-DP", "axis_wp": True, "time_median_s": 1.0,
+         "intensity": 2.0, "intensity_host": 2.0, "intensity_accel": 2.0},
+        {"platform": "pair", "study": "s", "size": 10, "variant": "CP", "axis_wp": True, "time_median_s": 0.5,
+         "intensity": 2.0, "intensity_host": 0.1, "intensity_accel": 8.0},
+        {"platform": "pair", "study": "s", "size": 10, "variant": "DP(0.5)", "axis_wp": False, "time_median_s": 0.1,
+         "intensity": 2.0, "intensity_host": 2.0, "intensity_accel": 2.0},
+    ])
+    runs.to_parquet(tmp_path / "runs.parquet")
+    html, lines = report_guidelines.section([plat], tmp_path)
+    # BL_C = 1 < BL_G = 5: CPU_MEM-GPU_COMP; CP puts the high-intensity part on the accelerator and is fastest
+    assert "CPU_MEM-GPU_COMP" in html and "no energy meter" in html
+    assert lines[1].endswith("measured best CP; guideline WPs CP; follows: yes")
+
+
+def test_no_platform():
+    html, lines = report_guidelines.section([], "/nonexistent")
+    assert "No characterised platform" in html and lines
