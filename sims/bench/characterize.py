@@ -106,13 +106,23 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     from sims.bench import sweep
 
     sweep_state = sweep.setup(backend, n_triad, seed=7 + rank)
+    from sims.meters import open_meter, total_joules
+
+    meter = open_meter("auto") if rank == 0 else None
+    metered = comm.bcast(meter is not None and meter.source != "none", root=0)
+    energies: dict[str, dict[int, list[float]]] = {r: {} for r in ROLES}
 
     def run_sweep(k: int, target: str) -> list[float] | None:
         def work() -> None:
             if role == target:
                 sweep.run(backend, sweep_state, k)
 
-        m = measure(comm, work, backend.synchronize, 1, reps, factor)
+        m = measure(comm, work, backend.synchronize, 1, reps, factor,
+                    meter_read=meter.read if (metered and rank == 0) else None)
+        if metered and rank == 0:
+            # the meter covers the node: the idle processor's static power is in every sample
+            energies[target][k] = [total_joules(meter.energy_between(r.meter_before, r.meter_after))
+                                   for r in m.repetitions]
         return [r.own_s for r in m.repetitions] if role == target else None
 
     for target in ROLES:
@@ -156,6 +166,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     gathered = comm.gather(mine, root=0)
     if rank != 0:
         return None
+    energy_fits = {r: _energy_fit(gathered[i]["sweep"], energies[r], n_triad, meter.source) if metered else None
+                   for i, r in enumerate(ROLES)}
 
     processors = {}
     for r, data in zip(ROLES, gathered, strict=True):
@@ -176,9 +188,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                 data["t_b_shared"], "s/byte",
                 "STREAM triad as t_b, both processors streaming at the same time (informational)", warmup,
             ),
-            "e_f": None,
-            "e_b": None,
-            "p_s": None,
+            **_energy_parameters(energy_fits[r]),
         }
     return {
         "platform": spec["platform"],
@@ -187,9 +197,44 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "measured_at": rec.utc_now(),
         "hostname": rec.provenance()["hostname"],
         "versions": rec.versions(),
-        "energy": "not measured: no energy meter was found (e_f, e_b, p_s are null)",
+        "energy": ("not measured: no energy meter was found (e_f, e_b, p_s are null)" if not metered else
+                   f"fitted from the intensity sweep's {meter.source} readings (Choi et al.): E = e_f N_f + e_b N_b "
+                   "+ p_s T; the meter covers the node, so p_s includes the idle processor's static power"),
         "processors": processors,
         "network": _network(pp),
+    }
+
+
+def _energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n: int, source: str) -> dict[str, Any] | None:
+    """Choi et al.'s regression of the sweep's measured energy on flops, bytes and time."""
+    from sims.bench import sweep
+
+    F, B, T, E = [], [], [], []
+    for k, ts in sorted(times.items()):
+        for t, e in zip(ts, joules.get(k, []), strict=False):
+            if e is not None:
+                F.append(2 * k * n)
+                B.append(sweep.BYTES_PER_ELEMENT * n)
+                T.append(t)
+                E.append(e)
+    if len(E) < 4:
+        return None
+    fit = sweep.fit_energy(F, B, T, E)
+    fit["source"] = source
+    fit["samples"] = [{"flops": f, "bytes": b, "time_s": t, "energy_j": e} for f, b, t, e in zip(F, B, T, E, strict=True)]
+    return fit
+
+
+def _energy_parameters(fit: dict[str, Any] | None) -> dict[str, Any]:
+    if fit is None:
+        return {"e_f": None, "e_b": None, "p_s": None}
+    common = {"obtained": "fitted", "method": f"least squares E = e_f N_f + e_b N_b + p_s T on the intensity sweep "
+              f"({fit['source']})", "r2": fit["r2"], "unphysical": fit["unphysical"]}
+    return {
+        "e_f": {"value": fit["e_f"], "unit": "J/flop", **common},
+        "e_b": {"value": fit["e_b"], "unit": "J/byte", **common},
+        "p_s": {"value": fit["p_s"], "unit": "W", **common},
+        "energy_fit": {k: fit[k] for k in ("r2", "residuals_j", "samples", "unphysical")},
     }
 
 

@@ -146,3 +146,22 @@ def fit_roofline(flops, nbytes, times) -> dict[str, Any]:
         "relative_residuals": ((T - pred) / pred).tolist(),
         "compute_bound": (F * t_f >= B * t_b).tolist(),
     }
+
+
+def fit_energy(flops, nbytes, times, energies) -> dict[str, Any]:
+    """Least-squares ``E = e_f N_f + e_b N_b + p_s T`` (Choi et al. 2013) over measured samples.
+
+    Returns ``e_f`` (J/flop), ``e_b`` (J/byte), ``p_s`` (W), R² and residuals;
+    ``unphysical`` is set when a coefficient comes out negative (the samples do
+    not separate the terms), and the fit is then flagged, not clipped.
+    """
+    F, B, T, E = (np.asarray(x, dtype=float) for x in (flops, nbytes, times, energies))
+    if not (F.shape == B.shape == T.shape == E.shape) or F.size < 4:
+        raise ValueError("fit_energy needs at least 4 samples of flops, bytes, time and energy")
+    A = np.column_stack([F, B, T])
+    coef, *_ = np.linalg.lstsq(A, E, rcond=None)
+    pred = A @ coef
+    ss_tot = float(np.sum((E - E.mean()) ** 2))
+    r2 = 1.0 - float(np.sum((E - pred) ** 2)) / ss_tot if ss_tot > 0 else None
+    return {"e_f": float(coef[0]), "e_b": float(coef[1]), "p_s": float(coef[2]), "r2": r2,
+            "unphysical": bool(np.any(coef < 0)), "residuals_j": (E - pred).tolist()}

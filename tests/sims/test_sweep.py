@@ -80,3 +80,30 @@ def test_per_operation_fit_recovers_the_cost():
     assert set(summary) == {"add/float32"} and sorted(summary["add/float32"]["median_time_s"]) == list(ops.N_OPS)
     with pytest.raises(ValueError, match="two or more"):
         ops.fit(rows[:1])
+
+
+def test_energy_fit_recovers_choi_coefficients():
+    rng = np.random.default_rng(7)
+    e_f, e_b, p_s = 50e-12, 400e-12, 25.0
+    n = 1e7
+    flops = np.array([2 * k * n for k in sweep.KS for _ in range(3)])
+    nbytes = np.full(flops.shape, 8 * n)
+    times = np.maximum(flops / 60e9, nbytes / 15e9) * rng.normal(1, 0.02, flops.size)
+    energy = (e_f * flops + e_b * nbytes + p_s * times) * rng.normal(1, 0.002, flops.size)
+    fit = sweep.fit_energy(flops, nbytes, times, energy)
+    assert fit["e_f"] == pytest.approx(e_f, rel=0.1) and fit["p_s"] == pytest.approx(p_s, rel=0.05)
+    assert fit["r2"] > 0.99 and not fit["unphysical"]
+    with pytest.raises(ValueError, match="at least 4"):
+        sweep.fit_energy([1.0], [1.0], [1.0], [1.0])
+
+
+def test_characterisation_energy_parameters_from_metered_sweep():
+    from sims.bench.characterize import _energy_fit, _energy_parameters
+
+    n = 1_000_000
+    times = {k: [max(2 * k * n / 50e9, 8 * n / 10e9)] * 3 for k in sweep.KS}
+    joules = {k: [60e-12 * 2 * k * n + 300e-12 * 8 * n + 20.0 * t for t in ts] for k, ts in times.items()}
+    params = _energy_parameters(_energy_fit(times, joules, n, "rapl"))
+    assert params["e_f"]["value"] == pytest.approx(60e-12, rel=1e-3) and params["e_f"]["obtained"] == "fitted"
+    assert params["p_s"]["value"] == pytest.approx(20.0, rel=1e-3) and params["p_s"]["unit"] == "W"
+    assert _energy_parameters(None) == {"e_f": None, "e_b": None, "p_s": None}  # no meter: null, never estimated
