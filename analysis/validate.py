@@ -23,6 +23,11 @@ from analysis.models import hetero
 from analysis.schema import PARTITION_SCHEMA
 
 GROUP_KEYS = ["study", "case", "platform", "size"]
+TAU_COLS = ["tau_add_host", "tau_mul_host", "tau_add_accel", "tau_mul_accel"]
+PEROP_MODEL = "per-operation (Kannan)"
+#: per element: VecAdd 1 add; PowAdd 32 x (63 multiplications + 1 add), the papers' counting rules
+SA_OPS = {"vecadd": {"add": 1, "mul": 0}, "powadd": {"add": 32, "mul": 32 * 63}}
+SA_BYTES = {"vecadd": 12, "powadd": 256}
 WP_VARIANTS = ("CO", "GO", "p-DP", "CP", "CP-reverse")
 MODEL = "PerDome/PeaPaw"
 _COUNT_COLS = ["flops", "bytes", "flops_host", "bytes_host", "flops_accel", "bytes_accel"]
@@ -43,8 +48,13 @@ def load_platforms(platforms_dir: str | Path) -> pd.DataFrame:
                     row[f"{p}_{role}"] = float(procs[role][p]["value"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: missing or bad processors.<role>.<t_f|t_b>.value ({exc})") from exc
+        for role in ("host", "accel"):
+            fits = ((procs[role].get("operations") or {}).get("fits") or {}) if isinstance(procs[role], dict) else {}
+            for op in ("add", "mul"):
+                tau = (fits.get(f"{op}/float32") or {}).get("tau")
+                row[f"tau_{op}_{role}"] = float(tau) if tau is not None and tau > 0 else np.nan
         rows.append(row)
-    cols = ["platform", "t_f_host", "t_b_host", "t_f_accel", "t_b_accel"]
+    cols = ["platform", "t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS]
     return pd.DataFrame(rows, columns=cols).astype({c: "float64" for c in cols[1:]})
 
 
@@ -55,7 +65,7 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
     Only ``ok`` rows are reduced; the result has one row per ``run_id``.
     """
     ok = df[df["status"] == "ok"]
-    keys = ["run_id", "study", "case", "variant", "platform", "size", "alpha", *_COUNT_COLS]
+    keys = ["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *_COUNT_COLS]
     base = ok[keys].copy()
     base["size"] = pd.to_numeric(base["size"]).astype("float64")
     for c in ("alpha", *_COUNT_COLS):
@@ -75,9 +85,9 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
         }
     )
     out = first.join(out).reset_index()
-    for c in ("run_id", "study", "case", "variant", "platform"):
+    for c in ("run_id", "study", "case", "variant", "platform", "params"):
         out[c] = out[c].astype("string")
-    return out[["run_id", "study", "case", "variant", "platform", "size", "alpha", *_COUNT_COLS,
+    return out[["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *_COUNT_COLS,
                 "n_reps", "time_median_s", "time_min_s", "time_max_s", "time_iqr_s",
                 "time_host_median_s", "time_accel_median_s"]]
 
@@ -124,7 +134,45 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     out["perf_predicted"] = predicted
     out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
     out["tightness"] = metrics.tightness(out["perf_measured"].to_numpy(), predicted) if len(out) else np.array([])
-    return out.drop(columns=["t_f_host", "t_b_host", "t_f_accel", "t_b_accel"])
+    return out.drop(columns=["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS], errors="ignore")
+
+
+def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
+    """The per-operation model (Kannan et al.) for SA runs with characterised ``tau_add``/``tau_mul``.
+
+    Each processor's part takes the basic-block form ``max(sum_op v_op tau_op,
+    bytes t_b)`` over its elements and phases (VecAdd: 1 add; PowAdd: 2016
+    multiplications and 32 adds per element, 12 and 256 bytes); the parts run
+    concurrently, so the run's time is the longer part. Runs without
+    per-operation costs for their platform are dropped (no prediction).
+    """
+    from analysis.models import perop
+
+    have = runs.dropna(subset=TAU_COLS) if set(TAU_COLS) <= set(runs.columns) else runs.iloc[:0]
+    out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
+    t_pred = np.full(len(have), np.nan)
+    for i, row in enumerate(have.itertuples(index=False)):
+        desc = json.loads(row.params) if isinstance(row.params, str) else {}
+        elements, phases = desc.get("elements") or {}, desc.get("phases") or {}
+        parts = []
+        for role in ("host", "accel"):
+            n = float(elements.get(role, 0) or 0)
+            if n <= 0 or not phases.get(role):
+                continue
+            counts = {op: n * sum(SA_OPS[p][op] for p in phases[role]) for op in ("add", "mul")}
+            tau = {"add": getattr(row, f"tau_add_{role}"), "mul": getattr(row, f"tau_mul_{role}")}
+            nbytes = n * sum(SA_BYTES[p] for p in phases[role])
+            parts.append(float(perop.basic_block_time(counts, tau, nbytes, getattr(row, f"t_b_{role}"))))
+        t_pred[i] = max(parts) if parts else np.nan
+    out["model"] = pd.Series([PEROP_MODEL] * len(out), index=out.index, dtype="string")
+    out["time_predicted_s"] = t_pred
+    out["perf_predicted"] = out["flops"] / out["time_predicted_s"]
+    ok = np.isfinite(t_pred)
+    tight = np.full(len(out), np.nan)
+    if ok.any():
+        tight[ok] = metrics.tightness(out["perf_measured"].to_numpy()[ok], out["perf_predicted"].to_numpy()[ok])
+    out["tightness"] = tight
+    return out[ok] if len(out) else out
 
 
 FIDELITY_COLUMNS = [
@@ -141,7 +189,7 @@ def score_group(group: pd.DataFrame, axis: str) -> dict[str, Any]:
     p = g["time_predicted_s"].to_numpy(dtype="float64")
     names = g["variant"].astype(str).tolist()
     row: dict[str, Any] = {k: g[k].iloc[0] for k in GROUP_KEYS}
-    row.update(axis=axis, model=MODEL, n_alternatives=len(g))
+    row.update(axis=axis, model=str(g["model"].iloc[0]), n_alternatives=len(g))
     row.update(
         kendall_tau=metrics.kendall_tau(m, p),
         pairwise_agreement=metrics.pairwise_agreement(m, p),
@@ -162,7 +210,7 @@ def score_groups(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for axis, flag in (("wp", "axis_wp"), ("alpha", "axis_alpha")):
         sub = runs[runs[flag]]
-        for _, g in sub.groupby(GROUP_KEYS, sort=True, dropna=False):
+        for _, g in sub.groupby([*GROUP_KEYS, "model"], sort=True, dropna=False):
             if len(g) >= 2:
                 rows.append(score_group(g, axis))
     out = pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
@@ -230,12 +278,17 @@ def validate(
         by_run = ddf.shuffle("run_id")
         reduced = by_run.map_partitions(reduce_repetitions, meta=reduce_repetitions(ddf._meta))
         joined = reduced.merge(platforms, on="platform", how="inner")
-        predicted = joined.map_partitions(predict_sa, meta=predict_sa(joined._meta))
+        predicted = dd.concat([
+            joined.map_partitions(predict_sa, meta=predict_sa(joined._meta)),
+            joined.map_partitions(predict_perop, meta=predict_sa(joined._meta).assign(
+                model=pd.Series(dtype="string"))),
+        ])
         runs_pdf, failed_pdf, n_records, n_reduced, fdm_pdf, n_fdm = dask.compute(
             predicted, failed, ddf.shape[0], reduced.shape[0], fdm_predicted, fdm_reduced.shape[0])
-    runs_pdf = runs_pdf.sort_values(["study", "case", "platform", "size", "variant"]).reset_index(drop=True)
-    if n_reduced != len(runs_pdf):
-        log(f"[hetval validate] warning: {n_reduced - len(runs_pdf)} ok runs have no characterised platform file")
+    runs_pdf = runs_pdf.sort_values(["study", "case", "platform", "size", "model", "variant"]).reset_index(drop=True)
+    n_sa = int(runs_pdf["run_id"].nunique())
+    if n_reduced != n_sa:
+        log(f"[hetval validate] warning: {n_reduced - n_sa} ok runs have no characterised platform file")
     fidelity = score_groups(runs_pdf)
     fdm_pdf = fdm_pdf.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling"]).reset_index(drop=True)
     if n_fdm != len(fdm_pdf):
@@ -258,7 +311,8 @@ def validate(
     _write_parquet_atomic(failed_pdf.sort_values("run_id").reset_index(drop=True), out_dir / "failed.parquet")
     summary = {
         "records": int(n_records),
-        "runs_ok": int(len(runs_pdf)),
+        "runs_ok": n_sa,
+        "sa_models": sorted(runs_pdf["model"].astype(str).unique().tolist()),
         "runs_failed": int(len(failed_pdf)),
         "groups": int(len(fidelity)),
         "fdm_runs_ok": int(len(fdm_pdf)),

@@ -158,3 +158,29 @@ def test_dask_job_uses_a_given_scheduler(tmp_path):
         )
         assert any(cluster.scheduler_address in line for line in lines)
     assert summary["runs_ok"] == 2
+
+
+def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
+    import json as _json
+
+    tau = {"tau_add_host": 1e-9, "tau_mul_host": 2e-9, "tau_add_accel": 1e-10, "tau_mul_accel": 2e-10}
+    study = [
+        *rows("a", "CO", [2.0, 2.0, 2.0], alpha=0.0),
+        *rows("d", "CP", [1.5, 1.5, 1.6], fh=N, bh=12 * N, fa=2048 * N, ba=256 * N),
+    ]
+    for r in study:
+        phases = {"host": ["vecadd", "powadd"], "accel": []} if r["variant"] == "CO" else {"host": ["vecadd"], "accel": ["powadd"]}
+        elements = {"host": N, "accel": 0} if r["variant"] == "CO" else {"host": N, "accel": N}
+        r["params"] = _json.dumps({"phases": phases, "elements": elements})
+    runs = validate.reduce_repetitions(frame(study)).assign(**T, **tau)
+    out = validate.predict_perop(runs).set_index("variant")
+    assert set(out["model"]) == {validate.PEROP_MODEL}
+    # CO: one part, both phases on the host: max(ops tau, bytes t_b)
+    co = max(N * (33 * 1e-9 + 2016 * 2e-9), N * 268 * T["t_b_host"])
+    assert out.loc["CO", "time_predicted_s"] == pytest.approx(co)
+    # CP: VecAdd on the host, PowAdd on the accelerator, concurrently
+    cp = max(max(N * 1e-9, N * 12 * T["t_b_host"]), max(N * (32 * 1e-10 + 2016 * 2e-10), N * 256 * T["t_b_accel"]))
+    assert out.loc["CP", "time_predicted_s"] == pytest.approx(cp)
+    both = pd.concat([validate.predict_sa(runs), validate.predict_perop(runs)])
+    fid = validate.score_groups(both)
+    assert set(fid["model"]) == {validate.MODEL, validate.PEROP_MODEL}
