@@ -14,6 +14,7 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/characterize.smk"
 include: "workflow/rules/simulate.smk"
+include: "workflow/rules/ingest.smk"
 include: "workflow/rules/gather.smk"
 include: "workflow/rules/validate.smk"
 include: "workflow/rules/report.smk"

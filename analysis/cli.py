@@ -1,6 +1,6 @@
 """The ``hetval`` command: every workflow stage runnable alone, plus config checks and the study matrix.
 
-Subcommands: ``check-config``, ``matrix``, ``gather``, ``validate``, ``report``.
+Subcommands: ``check-config``, ``matrix``, ``gather``, ``ingest-published``, ``validate``, ``report``.
 A bad config prints one line naming the key and exits 2 (no traceback).
 """
 
@@ -67,6 +67,16 @@ def _published_dir(arg: str | None):
     return arg or None
 
 
+def cmd_ingest_published(args: argparse.Namespace) -> int:
+    import os
+
+    from analysis.published_runs import write_raw_records
+
+    paths = write_raw_records(args.table, args.study, args.out, os.environ.get("HETVAL_CONFIG_HASH", "unknown"))
+    print(f"[hetval ingest-published] {args.table}: {len(paths)} published run(s) -> {args.out}")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from analysis.validate import validate
 
@@ -118,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory of the published platform catalogs whose papers' claims are recomputed "
                         "(default: the repository's config/platforms/published; '' to skip)")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("ingest-published", help="published measurements (config/published/<table>.yaml) -> raw records")
+    p.add_argument("--table", required=True, help="table name, e.g. peach-2014-table-viii")
+    p.add_argument("--study", required=True)
+    p.add_argument("--out", required=True, help="directory for <run_id>.json raw records")
+    p.set_defaults(func=cmd_ingest_published)
 
     p = sub.add_parser("report", help="HTML report with figures, and a plain-text summary")
     p.add_argument("--validation", default="results/validation")

@@ -269,6 +269,7 @@ def validate(
         if studies:
             ddf = ddf[ddf["study"].isin(list(studies))]
         failed = ddf.shuffle("run_id").map_partitions(failed_runs, meta=failed_runs(ddf._meta))
+        published_ddf = ddf[(ddf["case"] == "peach") & (ddf["energy_source"] == "published")]
         fdm_ddf = ddf[ddf["case"] == "fdm"]
         fdm_reduced = fdm_ddf.shuffle("run_id").map_partitions(
             validate_fdm.reduce_fdm, meta=validate_fdm.reduce_fdm(fdm_ddf._meta))
@@ -283,8 +284,8 @@ def validate(
             joined.map_partitions(predict_perop, meta=predict_sa(joined._meta).assign(
                 model=pd.Series(dtype="string"))),
         ])
-        runs_pdf, failed_pdf, n_records, n_reduced, fdm_pdf, n_fdm = dask.compute(
-            predicted, failed, ddf.shape[0], reduced.shape[0], fdm_predicted, fdm_reduced.shape[0])
+        runs_pdf, failed_pdf, n_records, n_reduced, fdm_pdf, n_fdm, published_pdf = dask.compute(
+            predicted, failed, ddf.shape[0], reduced.shape[0], fdm_predicted, fdm_reduced.shape[0], published_ddf)
     runs_pdf = runs_pdf.sort_values(["study", "case", "platform", "size", "model", "variant"]).reset_index(drop=True)
     n_sa = int(runs_pdf["run_id"].nunique())
     if n_reduced != n_sa:
@@ -306,6 +307,11 @@ def validate(
             f"reproduced from the papers' own inputs")
     _write_parquet_atomic(published.astype({c: "string" for c in published.columns if c != "reproduced"})
                           .astype({"reproduced": "bool"}), out_dir / "published.parquet")
+    from analysis import published_runs
+
+    pub_runs, pub_fid = published_runs.validate_runs(published_pdf)
+    _write_parquet_atomic(pub_runs, out_dir / "published_runs.parquet")
+    _write_parquet_atomic(pub_fid, out_dir / "published_fidelity.parquet")
     _write_parquet_atomic(runs_pdf, out_dir / "runs.parquet")
     _write_parquet_atomic(fidelity, out_dir / "fidelity.parquet")
     _write_parquet_atomic(failed_pdf.sort_values("run_id").reset_index(drop=True), out_dir / "failed.parquet")
@@ -319,6 +325,7 @@ def validate(
         "fdm_groups": int(len(fdm_fidelity)),
         "published_claims": int(len(published)),
         "published_reproduced": int(published["reproduced"].sum()) if len(published) else 0,
+        "published_runs": int(len(pub_runs)),
         "platforms": sorted(platforms["platform"].tolist()),
         "studies": sorted(runs_pdf["study"].astype(str).unique().tolist()),
     }

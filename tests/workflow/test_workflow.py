@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -83,15 +84,21 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert pq.read_schema(part).remove_metadata().equals(FILE_SCHEMA)
     table = read_runs(results / "runs")
     assert table.schema.equals(RUN_SCHEMA)
-    assert table.num_rows == 8 * 3 + 4 * 3  # SA: 8 runs x 3 reps; FDM: 2 scales x 2 designs x 3 reps
+    # SA: 8 runs x 3 reps; FDM: 2 scales x 2 designs x 3 reps; PEACH Table VIII: 12 published runs
+    assert table.num_rows == 8 * 3 + 4 * 3 + 12
     assert set(table["status"].to_pylist()) == {"ok"}
     fdm = pq.read_table(results / "validation" / "fdm_runs.parquet").to_pandas()
     assert len(fdm) == 4 and sorted(fdm["ranks"]) == [1, 1, 2, 2]
     assert fdm["time_predicted_s"].notna().all() and (fdm["tightness"] > 0).all()
     assert (tmp_path / "results" / "fdm" / "tiny").is_dir()
+    published = pq.read_table(results / "validation" / "published_runs.parquet").to_pandas()
+    assert len(published) == 12 and published["rate_error"].notna().all()
+    assert set(table.filter(pc.equal(table["case"], "peach"))["energy_source"].to_pylist()) == {"published"}
     claims = pq.read_table(results / "validation" / "published.parquet").to_pandas()
     assert len(claims) == 253 and claims["reproduced"].sum() == 231  # the papers' own numbers, recomputed
-    assert all(v is None for v in table["energy_j"].to_pylist())  # no meter here: null, never estimated
+    measured = table.filter(pc.not_equal(table["energy_source"], "published"))
+    assert set(measured["energy_source"].to_pylist()) == {"none"}
+    assert all(v is None for v in measured["energy_j"].to_pylist())  # no meter here: null, never estimated
 
     runs = pq.read_table(results / "validation" / "runs.parquet").to_pandas()
     for col in ("run_id", "variant", "perf_measured", "perf_predicted", "tightness", "time_median_s", "time_iqr_s"):
@@ -123,7 +130,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     redo = snakemake(tiny, env, tmp_path)
     assert redo.returncode == 0, redo.stderr[-3000:]
     df = read_runs(results / "runs").to_pandas()
-    assert len(df) == 36 and not df.duplicated(["run_id", "rep"]).any()
+    assert len(df) == 48 and not df.duplicated(["run_id", "rep"]).any()
 
     # A truncated raw record is quarantined with its reason, counted, and redone next time.
     victim = raw[1]

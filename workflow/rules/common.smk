@@ -24,6 +24,12 @@ except ConfigError as exc:
 STUDY = config["study"]
 RUNS = {spec["run_id"]: spec for spec in study_matrix(config)}
 PLATFORMS = sorted(platform_layouts(config))
+# published measurements ingested as runs (energy_source: published)
+from analysis.published_runs import run_ids as published_run_ids  # noqa: E402
+
+PUBLISHED_RUNS = {
+    table: published_run_ids(table, config["study"]) for table in config["published_runs"]
+}
 # the papers' machine tables whose published claims the validation job recomputes
 PUBLISHED_DIR = os.path.join(workflow.basedir, "config", "platforms", "published")
 PUBLISHED_CATALOGS = sorted(
@@ -100,7 +106,8 @@ def get_characterize_spec(wildcards):
 
 
 def get_raw_records(wildcards):
-    return [f"results/raw/{wildcards.study}/{run_id}.json" for run_id in RUNS]
+    published = [f"results/published/{wildcards.study}/{run_id}.json" for ids in PUBLISHED_RUNS.values() for run_id in ids]
+    return [f"results/raw/{wildcards.study}/{run_id}.json" for run_id in RUNS] + published
 
 
 def get_all_raw_records(wildcards):

@@ -14,6 +14,8 @@ rule validate_models:
         fdm_runs="results/validation/fdm_runs.parquet",
         fdm_fidelity="results/validation/fdm_fidelity.parquet",
         published="results/validation/published.parquet",
+        published_runs="results/validation/published_runs.parquet",
+        published_fidelity="results/validation/published_fidelity.parquet",
     conda:
         "../envs/hetval.yaml"
     log:
