@@ -1019,6 +1019,12 @@ def _platform_html(inputs: Inputs) -> str:
     for plat in inputs.platforms:
         for name, proc in plat.data.get("processors", {}).items():
             fit = proc.get("roofline_fit") if isinstance(proc, dict) else None
+            ops = (proc.get("operations") or {}).get("fits") if isinstance(proc, dict) else None
+            poor_ops = sorted(k for k, f in (ops or {}).items() if f.get("r2") is None or f["r2"] < 0.9)
+            if poor_ops:
+                parts.append(f'<p class="alert">{html.escape(plat.name)}/{html.escape(str(name))}: per-operation '
+                             f"cost fits with R² below 0.9: {html.escape(', '.join(poor_ops))} (their tau is "
+                             "shown but does not describe the operation well).</p>")
             if isinstance(fit, dict) and fit.get("poor_fit"):
                 parts.append(f'<p class="alert">{html.escape(plat.name)}/{html.escape(str(name))}: the roofline '
                              f"fitted to the intensity sweep is poor (R²={fit.get('r2')}): its t_f/t_b do not "
