@@ -41,7 +41,8 @@ def section(platforms: list, validation_dir: Path) -> tuple[str, list[str]]:
             e_cat = "not determined: e_f, e_b, p_s not measured (no energy meter)"
         sub = None
         if runs is not None and len(runs):
-            sub = runs[(runs["platform"] == plat.name) & runs["axis_wp"].astype(bool)]
+            # one row per run (runs.parquet holds a row per run and model)
+            sub = runs[(runs["platform"] == plat.name) & runs["axis_wp"].astype(bool)].drop_duplicates("run_id")
         groups = [] if sub is None or sub.empty else list(sub.groupby(["study", "size"], sort=True))
         if not groups:
             rows.append([plat.name, f"{host.balance:.3g}", f"{accel.balance:.3g}", p_cat, p_text, e_cat, "n/a", "n/a", "n/a"])
