@@ -221,6 +221,7 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     is the one the driver writes into its records.
     """
     from sims.fdm.driver import run_identity
+    from sims.fdm.spec import SpecError, parse
 
     fdm = config["cases"].get("fdm") or {}
     if not fdm.get("enabled"):
@@ -248,8 +249,6 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
                         "decomposition": decomposition, "marshaling": design,
                     }
                     try:
-                        from sims.fdm.spec import SpecError, parse
-
                         parse(doc)
                     except SpecError as exc:
                         raise ConfigError(f"cases.fdm.scales[{n}] (order {order}): {exc}") from None

@@ -39,6 +39,7 @@ happens to leave them in:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -47,6 +48,7 @@ __all__ = [
     "kendall_tau",
     "pairwise_agreement",
     "profile_error",
+    "ranking_summary",
     "selection_penalty",
     "tightness",
     "top1_agreement",
@@ -271,3 +273,22 @@ def profile_error(measured_times: ArrayLike, predicted_times: ArrayLike) -> floa
     m, p = _pair("measured_times", measured_times, "predicted_times", predicted_times)
     diff = m / np.linalg.norm(m) - p / np.linalg.norm(p)
     return float(np.linalg.norm(diff) / math.sqrt(2.0))
+
+
+def ranking_summary(measured_times: ArrayLike, predicted_times: ArrayLike, names: list[str]) -> dict[str, Any]:
+    """All five ranking metrics of one group of alternatives, and the names of the measured and predicted best.
+
+    ``best_measured`` / ``best_predicted`` list every alternative tied at the
+    minimum, comma-separated, in the order of ``names``.
+    """
+    m = np.asarray(measured_times, dtype=np.float64)
+    p = np.asarray(predicted_times, dtype=np.float64)
+    return {
+        "kendall_tau": kendall_tau(m, p),
+        "pairwise_agreement": pairwise_agreement(m, p),
+        "top1_agreement": top1_agreement(m, p),
+        "selection_penalty": selection_penalty(m, p),
+        "profile_error": profile_error(m, p),
+        "best_measured": ", ".join(n for n, t in zip(names, m, strict=True) if t == m.min()),
+        "best_predicted": ", ".join(n for n, t in zip(names, p, strict=True) if t == p.min()),
+    }

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from analysis import metrics
+from analysis.published import load_yaml
 from sims import record as rec
 
 PUBLISHED_RUNS_DIR = Path(__file__).resolve().parent.parent / "config" / "published"
@@ -30,15 +30,8 @@ CASE = "peach"
 
 def load_table(name: str, directory: Path = PUBLISHED_RUNS_DIR) -> dict[str, Any]:
     """A published-measurements table (``config/published/<name>.yaml``)."""
-    path = Path(directory) / f"{name}.yaml"
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"published measurements {path}: {exc.strerror}") from None
-    for key in ("paper", "table", "platform", "applications", "rows"):
-        if key not in (doc or {}):
-            raise ValueError(f"{path}: missing key '{key}'")
-    return doc
+    return load_yaml(Path(directory) / f"{name}.yaml", "published measurements",
+                     ("paper", "table", "platform", "applications", "rows"))
 
 
 def _params(doc: dict[str, Any], row: dict[str, Any], name: str) -> dict[str, Any]:
@@ -109,17 +102,12 @@ def validate_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         for axis, m_col, p_col in (("strategy by time", "time_s", "time_predicted_s"),
                                    ("strategy by energy", "energy_j", "energy_predicted_j")):
             m, p = g[m_col].to_numpy(float), g[p_col].to_numpy(float)
-            fid.append({
-                "study": study, "application": app, "axis": axis, "n_alternatives": len(g),
-                "kendall_tau": metrics.kendall_tau(m, p), "top1_agreement": metrics.top1_agreement(m, p),
-                "selection_penalty": metrics.selection_penalty(m, p), "profile_error": metrics.profile_error(m, p),
-                "best_measured": ", ".join(n for n, v in zip(names, m, strict=True) if v == m.min()),
-                "best_predicted": ", ".join(n for n, v in zip(names, p, strict=True) if v == p.min()),
-            })
+            fid.append({"study": study, "application": app, "axis": axis, "n_alternatives": len(g),
+                        **metrics.ranking_summary(m, p, names)})
     fid_df = pd.DataFrame(fid, columns=["study", "application", "axis", "n_alternatives", "kendall_tau",
-                                        "top1_agreement", "selection_penalty", "profile_error", "best_measured",
-                                        "best_predicted"])
-    for col in ("kendall_tau", "top1_agreement", "selection_penalty", "profile_error"):
+                                        "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error",
+                                        "best_measured", "best_predicted"])
+    for col in ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error"):
         fid_df[col] = fid_df[col].astype("float64")
     out["same_configuration"] = out["same_configuration"].astype(bool)
     return out, fid_df

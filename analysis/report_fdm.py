@@ -5,23 +5,11 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Any
+
+from analysis.report import _read_parquet, fmt_sig, html_table
 
 PHASES = ("velocity", "stress", "pack", "unpack", "halo", "h2d")
 PRED_PARTS = ("compute", "pack", "unpack", "halo", "h2d")
-_NA = "n/a"
-
-
-def _read(path: Path):
-    import pandas as pd
-
-    if not path.exists():
-        return None, "missing"
-    try:
-        frame = pd.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - the page says what went wrong
-        return None, f"unreadable: {exc}"
-    return frame, "ok" if len(frame) else "empty"
 
 
 def _shape(grid: str) -> str:
@@ -29,22 +17,6 @@ def _shape(grid: str) -> str:
         return "x".join(str(n) for n in json.loads(grid)["shape"])
     except (ValueError, KeyError, TypeError):
         return str(grid)
-
-
-def _f(x: Any, digits: int = 3) -> str:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return _NA
-    return f"{v:.{digits}g}" if v == v else _NA
-
-
-def _table(header, rows) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(
-        f'<td class="na">{_NA}</td>' if c == _NA else f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
-        for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _save(fig, out_dir: Path, name: str) -> None:
@@ -132,8 +104,9 @@ def phase_figure(runs, order: int, boundary: str):
 
 def section(validation_dir: Path, out_dir: Path) -> tuple[str, list[str], list[str]]:
     """The FDM HTML section, its summary lines and the figure files written."""
-    runs, rstatus = _read(Path(validation_dir) / "fdm_runs.parquet")
-    fid, fstatus = _read(Path(validation_dir) / "fdm_fidelity.parquet")
+    runs_in = _read_parquet(Path(validation_dir) / "fdm_runs.parquet")
+    fid_in = _read_parquet(Path(validation_dir) / "fdm_fidelity.parquet")
+    runs, rstatus, fid, fstatus = runs_in.frame, runs_in.status, fid_in.frame, fid_in.status
     files: list[str] = []
     if runs is None or runs.empty:
         note = f"fdm_runs.parquet is {rstatus}: no FDM runs in this study."
@@ -162,30 +135,30 @@ def section(validation_dir: Path, out_dir: Path) -> tuple[str, list[str], list[s
     parts += figs
     header = ["grid", "ranks", "decomposition", "design", "order", "boundary", "measured s (median [min–max])",
               "predicted s", "tightness (pred/meas)", "MLUP/s measured", "MLUP/s predicted", "reps"]
-    rows = [[_shape(r.grid), r.ranks, r.decomposition, r.marshaling, r.order, r.boundary,
-             f"{_f(r.time_median_s)} [{_f(r.time_min_s)}–{_f(r.time_max_s)}]", _f(r.time_predicted_s),
-             _f(r.tightness), _f(r.mlups_measured, 4), _f(r.mlups_predicted, 4), r.n_reps]
+    rows = [[_shape(r.grid), str(r.ranks), r.decomposition, r.marshaling, str(r.order), r.boundary,
+             f"{fmt_sig(r.time_median_s)} [{fmt_sig(r.time_min_s)}–{fmt_sig(r.time_max_s)}]", fmt_sig(r.time_predicted_s),
+             fmt_sig(r.tightness), fmt_sig(r.mlups_measured, 4), fmt_sig(r.mlups_predicted, 4), str(r.n_reps)]
             for r in runs.itertuples()]
-    parts.append("<h3>FDM runs</h3>" + _table(header, rows))
+    parts.append("<h3>FDM runs</h3>" + html_table(header, rows))
     parts.append('<p class="what">What this shows: every FDM run with its measured loop time (slowest rank) and the '
                  "model's prediction; tightness is predicted / measured (below 1: the model is optimistic).</p>")
     lines = [f"FDM: {len(runs)} ok runs; tightness (predicted/measured) median "
-             f"{_f(runs['tightness'].median())} [{_f(runs['tightness'].min())}–{_f(runs['tightness'].max())}]"]
+             f"{fmt_sig(runs['tightness'].median())} [{fmt_sig(runs['tightness'].min())}–{fmt_sig(runs['tightness'].max())}]"]
     if fid is not None and len(fid):
         fh = ["grid", "ranks", "order", "boundary", "axis", "fixed", "n", "kendall tau", "pairwise", "top-1",
               "selection penalty", "best measured", "best predicted"]
-        frows = [[_shape(r.grid), r.ranks, r.order, r.boundary, r.axis, r.fixed, r.n_alternatives, _f(r.kendall_tau),
-                  _f(r.pairwise_agreement), _f(r.top1_agreement), _f(r.selection_penalty), r.best_measured,
-                  r.best_predicted] for r in fid.itertuples()]
-        parts.append("<h3>FDM ranking fidelity</h3>" + _table(fh, frows))
+        frows = [[_shape(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.n_alternatives),
+                  fmt_sig(r.kendall_tau), fmt_sig(r.pairwise_agreement), fmt_sig(r.top1_agreement),
+                  fmt_sig(r.selection_penalty), r.best_measured, r.best_predicted] for r in fid.itertuples()]
+        parts.append("<h3>FDM ranking fidelity</h3>" + html_table(fh, frows))
         parts.append('<p class="what">What this shows: at each scale, how well the model orders the marshaling '
                      "designs (at a fixed decomposition) and the decompositions (at a fixed design). On a CPU "
                      "backend the model gives the three designs the same time (nothing lives on a device), so "
                      "its ranking of designs is a tie: n/a tau.</p>")
         for r in fid.itertuples():
             lines.append(f"  {_shape(r.grid)} {r.ranks} ranks order {r.order} | axis {r.axis} ({r.fixed}): "
-                         f"kendall tau {_f(r.kendall_tau)}, top-1 {_f(r.top1_agreement)}, selection penalty "
-                         f"{_f(r.selection_penalty)}, best measured {r.best_measured} vs predicted {r.best_predicted}")
+                         f"kendall tau {fmt_sig(r.kendall_tau)}, top-1 {fmt_sig(r.top1_agreement)}, selection penalty "
+                         f"{fmt_sig(r.selection_penalty)}, best measured {r.best_measured} vs predicted {r.best_predicted}")
     else:
         parts.append(f'<p class="missing">fdm_fidelity.parquet is {html.escape(fstatus)}: no FDM fidelity table.</p>')
     return "\n".join(parts), lines, files

@@ -63,12 +63,12 @@ def section(platforms: list, validation_dir: Path) -> tuple[str, list[str]]:
     if not rows:
         note = "No characterised platform with t_f and t_b: no partitioning categories."
         return f'<h2>Partitioning guidelines</h2><p class="missing">{html.escape(note)}</p>', [note]
-    head = "".join(f"<th>{h}</th>" for h in ("platform", "BL_C = t_bC/t_fC", "BL_G = t_bG/t_fG", "P-Paw category",
-                                             "guideline", "E-Paw category", "measured best WP",
-                                             "WPs that follow the guideline", "best follows it"))
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return ("<h2>Partitioning guidelines (PeaPaw §5)</h2>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    from analysis.report import html_table
+
+    table = html_table(["platform", "BL_C = t_bC/t_fC", "BL_G = t_bG/t_fG", "P-Paw category", "guideline",
+                        "E-Paw category", "measured best WP", "WPs that follow the guideline", "best follows it"],
+                       [[str(c) for c in r] for r in rows])
+    return ("<h2>Partitioning guidelines (PeaPaw §5)</h2>" + table +
             '<p class="what">What this shows: each platform\'s P-Paw category from its measured machine balances '
             "(eq. 27) with the paper's guideline, and, per SA study and size, whether the WP that measured fastest "
             "is one the guideline prescribes. PeaPaw itself found its guideline picked the best WP in 2 of 12 "

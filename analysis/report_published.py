@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from analysis.report import fmt_fraction, html_table
+
 
 def section(validation_dir: Path) -> tuple[str, list[str]]:
     """HTML and summary lines for ``published.parquet``."""
@@ -27,15 +29,10 @@ def section(validation_dir: Path) -> tuple[str, list[str]]:
     for paper, g in df.groupby("paper", sort=True):
         ok = int(g["reproduced"].sum())
         lines.append(f"  {paper}: {ok} / {len(g)}")
-        head = "".join(f"<th>{h}</th>" for h in ("where", "platform", "quantity", "unit", "published", "ours",
-                                                  "reproduced", "computed from", "note"))
-        rows = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-                r.where, r.platform, r.quantity, r.unit, r.published, r.ours,
-                "yes" if r.reproduced else "NO", r.inputs, r.note)) + "</tr>"
-            for r in g.itertuples())
-        parts.append(f"<h3>{html.escape(paper)}: {ok} of {len(g)} reproduced</h3>"
-                     f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        rows = [[str(v) for v in (r.where, r.platform, r.quantity, r.unit, r.published, r.ours,
+                                  "yes" if r.reproduced else "NO", r.inputs, r.note)] for r in g.itertuples()]
+        parts.append(f"<h3>{html.escape(paper)}: {ok} of {len(g)} reproduced</h3>" + html_table(
+            ["where", "platform", "quantity", "unit", "published", "ours", "reproduced", "computed from", "note"], rows))
     runs_path = Path(validation_dir) / "published_runs.parquet"
     if runs_path.exists():
         from analysis import published_runs
@@ -45,24 +42,21 @@ def section(validation_dir: Path) -> tuple[str, list[str]]:
         pf = pd.read_parquet(pf_path) if pf_path.exists() else pd.DataFrame()
         lines += ["", *published_runs.summary_lines(pr, pf)]
         if len(pr):
-            head = "".join(f"<th>{h}</th>" for h in ("application", "strategy/objective", "time per unit (measured)",
-                                                      "predicted", "energy per unit (measured)", "predicted",
-                                                      "rate error", "efficiency error", "same configuration"))
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-                r.application, r.variant, f"{r.time_s:.4g}", f"{r.time_predicted_s:.4g}", f"{r.energy_j:.4g}",
-                f"{r.energy_predicted_j:.4g}", f"{r.rate_error:+.3f}", f"{r.efficiency_error:+.3f}",
-                "yes" if r.same_configuration else "no")) + "</tr>" for r in pr.itertuples())
-            parts.append("<h3>Published measurements as runs (energy_source: published)</h3>"
-                         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-                         '<p class="what">What this shows: the measurements a paper prints, ingested as run records '
-                         "and scored like any run against the prediction the paper prints next to them (the paper "
-                         "does not publish these applications' model inputs, so hetval cannot recompute the "
-                         "predictions). Time and energy are per unit of work.</p>")
+            rows = [[r.application, r.variant, f"{r.time_s:.4g}", f"{r.time_predicted_s:.4g}", f"{r.energy_j:.4g}",
+                     f"{r.energy_predicted_j:.4g}", f"{r.rate_error:+.3f}", f"{r.efficiency_error:+.3f}",
+                     "yes" if r.same_configuration else "no"] for r in pr.itertuples()]
+            parts.append("<h3>Published measurements as runs (energy_source: published)</h3>" + html_table(
+                ["application", "strategy/objective", "time per unit (measured)", "predicted",
+                 "energy per unit (measured)", "predicted", "rate error", "efficiency error", "same configuration"],
+                rows) + '<p class="what">What this shows: the measurements a paper prints, ingested as run records '
+                "and scored like any run against the prediction the paper prints next to them (the paper "
+                "does not publish these applications' model inputs, so hetval cannot recompute the "
+                "predictions). Time and energy are per unit of work.</p>")
             if len(pf):
-                fh = "".join(f"<th>{h}</th>" for h in ("application", "axis", "n", "kendall tau", "top-1",
-                                                        "selection penalty", "best measured", "best predicted"))
-                fb = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-                    r.application, r.axis, r.n_alternatives, f"{r.kendall_tau:.3f}", f"{r.top1_agreement:.3f}",
-                    f"{r.selection_penalty:.3f}", r.best_measured, r.best_predicted)) + "</tr>" for r in pf.itertuples())
-                parts.append(f"<table><thead><tr>{fh}</tr></thead><tbody>{fb}</tbody></table>")
+                parts.append(html_table(
+                    ["application", "axis", "n", "kendall tau", "top-1", "selection penalty", "best measured",
+                     "best predicted"],
+                    [[r.application, r.axis, str(r.n_alternatives), fmt_fraction(r.kendall_tau),
+                      fmt_fraction(r.top1_agreement), fmt_fraction(r.selection_penalty), r.best_measured,
+                      r.best_predicted] for r in pf.itertuples()]))
     return "\n".join(parts), lines

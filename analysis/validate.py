@@ -191,13 +191,7 @@ def score_group(group: pd.DataFrame, axis: str) -> dict[str, Any]:
     row: dict[str, Any] = {k: g[k].iloc[0] for k in GROUP_KEYS}
     row.update(axis=axis, model=str(g["model"].iloc[0]), n_alternatives=len(g))
     row.update(
-        kendall_tau=metrics.kendall_tau(m, p),
-        pairwise_agreement=metrics.pairwise_agreement(m, p),
-        top1_agreement=metrics.top1_agreement(m, p),
-        selection_penalty=metrics.selection_penalty(m, p),
-        profile_error=metrics.profile_error(m, p),
-        best_measured=", ".join(n for n, t in zip(names, m, strict=True) if t == m.min()),
-        best_predicted=", ".join(n for n, t in zip(names, p, strict=True) if t == p.min()),
+        **metrics.ranking_summary(m, p, names),
         tightness_median=float(np.median(g["tightness"])),
         tightness_min=float(g["tightness"].min()),
         tightness_max=float(g["tightness"].max()),

@@ -133,12 +133,7 @@ def _score(g: pd.DataFrame, axis: str, fixed: str, names: list[str]) -> dict[str
     m = g["time_median_s"].to_numpy(dtype="float64")
     p = g["time_predicted_s"].to_numpy(dtype="float64")
     row: dict[str, Any] = {k: g[k].iloc[0] for k in SCALE_KEYS}
-    row.update(axis=axis, fixed=fixed, model=MODEL, n_alternatives=len(g),
-               kendall_tau=metrics.kendall_tau(m, p), pairwise_agreement=metrics.pairwise_agreement(m, p),
-               top1_agreement=metrics.top1_agreement(m, p), selection_penalty=metrics.selection_penalty(m, p),
-               profile_error=metrics.profile_error(m, p),
-               best_measured=", ".join(n for n, t in zip(names, m, strict=True) if t == m.min()),
-               best_predicted=", ".join(n for n, t in zip(names, p, strict=True) if t == p.min()),
+    row.update(axis=axis, fixed=fixed, model=MODEL, n_alternatives=len(g), **metrics.ranking_summary(m, p, names),
                tightness_median=float(np.median(g["tightness"])), tightness_min=float(g["tightness"].min()),
                tightness_max=float(g["tightness"].max()))
     return row

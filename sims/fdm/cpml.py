@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-#: polynomial order of the damping profile and the target reflection coefficient (Komatitsch & Martin 2007, §3)
+#: polynomial order of the damping profile and the target reflection coefficient (Komatitsch & Martin 2007)
 NPOWER = 2.0
 REFLECTION = 1e-3
 
@@ -17,10 +17,10 @@ def profiles(n: int, start: int, stop: int, halo: int, width: int, spacing: floa
 
     For a node at ``x`` metres, ``s`` is its depth into the layer (``0`` at the
     layer's inner edge, ``L = width h`` at the grid's edge). With ``r = s / L``:
-    ``d = d0 r^N``, ``d0 = -(N + 1) vp_max ln(R) / (2 L)`` (eq. 27 of Komatitsch
-    & Martin 2007, after Collino & Tsogka 2001), ``alpha = pi f0 (1 - r)``,
+    ``d = d0 r^N``, ``d0 = -(N + 1) vp_max ln(R) / (2 L)`` (Komatitsch & Martin
+    2007, after Collino & Tsogka 2001), ``alpha = pi f0 (1 - r)``,
     ``kappa = 1``; ``b = exp(-(d + alpha) dt)`` and ``a = d (b - 1) / (d + alpha)``
-    (eqs. 24-25). Nodes outside the layer get ``a = 0``, ``b = 1`` (never used).
+    (the recursive-convolution coefficients). Nodes outside the layer get ``a = 0``, ``b = 1`` (never used).
     "Centre" nodes sit at ``(i + 1/2) h``, "face" nodes at ``(i + 1) h``.
     """
     L = width * spacing

@@ -178,7 +178,7 @@ def velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0
 
     The bulk update first, then, per flagged axis, the memory variables
     ``psi = b psi + a D`` of that axis's three derivatives and ``v += dt/(h rho) psi``
-    (Komatitsch & Martin 2007, eqs. 5-7 with kappa = 1). ``ps?`` are the axis's
+    (Komatitsch & Martin 2007, with kappa = 1). ``ps?`` are the axis's
     memory variables ``(3, L0, L1, L2)`` whose element ``[c, 0, 0, 0]`` is at
     array index ``o?``; ``pr?`` its profiles ``(a_centre, b_centre, a_face, b_face)``
     along the axis. The rows of a box stay in cache between the passes, so the

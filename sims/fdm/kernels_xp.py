@@ -14,7 +14,7 @@ are the staggered ones of order 2, ``f[p + 1] - f[p]``, or order 4,
 backward (half a cell behind). The ``1/h`` and ``dt`` factors are folded into
 the medium profiles.
 
-Updates, with ``D`` these differences (Graves 1996, eqs. 5-13)::
+Updates, with ``D`` these differences (Graves 1996)::
 
     vx += dt/(h rho) (Dfwd_x sxx + Dbwd_y sxy + Dbwd_z sxz)
     vy += dt/(h rho) (Dbwd_x sxy + Dfwd_y syy + Dbwd_z syz)
@@ -24,7 +24,7 @@ Updates, with ``D`` these differences (Graves 1996, eqs. 5-13)::
 
 Inside the C-PML each difference ``D`` along an absorbing axis gains a memory
 variable: ``psi = b psi + a D`` and ``D -> D + psi`` (Komatitsch & Martin 2007,
-eqs. 5-7, with kappa = 1); the correction is added after the bulk update.
+with kappa = 1); the correction is added after the bulk update.
 """
 
 from __future__ import annotations

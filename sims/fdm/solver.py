@@ -104,16 +104,16 @@ class Simulation:
         self.fields = {name: _zeros(xp, b.padded) for name in VELOCITY + STRESS}
         prof = spec.medium.profiles(spec.shape[2], spec.spacing, spec.dt, HALO)
         self.profiles = {k: xp.asarray(v[b.start[2]:b.stop[2] + 2 * HALO]) for k, v in prof.items()}
-        self._host_profiles = {k: v[b.start[2]:b.stop[2] + 2 * HALO] for k, v in prof.items()}
         self._setup_boxes()
         # the free surface lies on the top row of cell centres (depth h/2), where the normal stresses live
         self.surface = spec.free_surface and self.block.start[2] == 0
         if self.surface:
-            ratio = self._host_profiles["lam"][HALO] / self._host_profiles["l2m"][HALO]
-            self._lam_over_l2m = float(ratio)
+            # surface row = global row 0, at index HALO of the global profiles
+            self._lam_over_l2m = np.float32(prof["lam"][HALO] / prof["l2m"][HALO])
         self.halo = Halo(self, MPI)
         self._setup_source()
         self._setup_receivers()
+        self._plans = {"velocity": self._plan("velocity"), "stress": self._plan("stress")}
 
     # -- geometry -----------------------------------------------------------------------------
     def _setup_boxes(self) -> None:
@@ -159,11 +159,6 @@ class Simulation:
         self.boxes = []  # (lo, hi, sides per axis: x, y, and whether any z layer is present)
         for px, py in itertools.product(parts[0], parts[1]):
             self.boxes.append(((px[0], py[0], zlo), (px[1], py[1], zhi), (px[2], py[2], bool(self.z_slabs))))
-        self.pml_points = 0
-        for a in range(3):
-            for lo, hi, side in parts[a]:
-                if side is not None:
-                    self.pml_points += (hi - lo) * int(np.prod([b.n[x] for x in range(3) if x != a]))
         self._dummy_psi = np.zeros((3, 1, 1, 1), dtype=np.float32)
         self._dummy_origin = np.zeros(3, dtype=np.int64)
         self._dummy_prof = np.zeros((4, 1), dtype=np.float32)
@@ -211,7 +206,7 @@ class Simulation:
         self._src_targets = []  # (field, local index, scale)
         h = spec.spacing
         if src.kind == "explosive":
-            # stress glut of an isotropic moment tensor: sigma_ii -= Mdot dt / h^3 (Graves 1996, eq. 20)
+            # stress glut of an isotropic moment tensor: sigma_ii -= Mdot dt / h^3 (Graves 1996)
             if b.owns(self.src_cell):
                 loc = b.local(self.src_cell)
                 for name in ("sxx", "syy", "szz"):
@@ -246,8 +241,7 @@ class Simulation:
                 back[a] -= 1
                 pair.append((np.ravel_multi_index(loc, padded), np.ravel_multi_index(back, padded)))
             flat.append(pair)
-        self._rec_idx = np.asarray(flat, dtype=np.int64).reshape(-1, 3, 2)
-        self._rec_idx_xp = self.xp.asarray(self._rec_idx)
+        self._rec_idx_xp = self.xp.asarray(np.asarray(flat, dtype=np.int64).reshape(-1, 3, 2))
         self.traces = self.xp.zeros((len(self.rec_owned), 3, spec.steps), dtype=self.xp.float32)
 
     def _sample(self, it: int) -> None:
@@ -277,7 +271,7 @@ class Simulation:
         if self.c2 != 0.0:
             dvx = self.c1 * dvx + self.c2 * (vx[xs(1), o[1], H] - vx[xs(-2), o[1], H])
             dvy = self.c1 * dvy + self.c2 * (vy[o[0], ys(1), H] - vy[o[0], ys(-2), H])
-        vz[o[0], o[1], H - 1] = vz[o[0], o[1], H] + np.float32(self._lam_over_l2m) * (dvx + dvy)
+        vz[o[0], o[1], H - 1] = vz[o[0], o[1], H] + self._lam_over_l2m * (dvx + dvy)
         vz[o[0], o[1], H - 2] = vz[o[0], o[1], H + 1] - 3 * (vz[o[0], o[1], H] - vz[o[0], o[1], H - 1])
         for v in (vx, vy):
             v[:, :, H - 1] = v[:, :, H + 1]
@@ -298,48 +292,50 @@ class Simulation:
             self.fields[name][loc] += np.float32(value * scale)
 
     # -- time stepping ----------------------------------------------------------------------
-    def _velocity(self, it: int) -> None:
+    def _plan(self, phase: str) -> list:
+        """The kernel calls of one half-step, one per box, with their arguments bound once.
+
+        The wavefields, memory variables and profiles are allocated once and
+        updated in place, so the argument tuples stay valid for the whole run;
+        the time step only makes the calls.
+        """
         F, P, c1, c2 = self.fields, self.profiles, self.c1, self.c2
+        psi = self.psi_v if phase == "velocity" else self.psi_s
+        calls = []
         for lo, hi, sides in self.boxes:
             box = (lo[0], hi[0], lo[1], hi[1], lo[2], hi[2])
             if self.use_numba:
                 from . import kernels_numba as K
 
-                args = (F["vx"], F["vy"], F["vz"], F["sxx"], F["syy"], F["szz"], F["sxy"], F["sxz"], F["syz"], P["b_c"], P["b_f"])
-                if sides == (None, None, False):
-                    if c2 == 0.0:
-                        K.velocity_box2(*args, *box)
-                    else:
-                        K.velocity_box(*args, np.float32(c1), np.float32(c2), *box)
+                fields = tuple(F[n] for n in VELOCITY + STRESS)
+                prof = (P["b_c"], P["b_f"]) if phase == "velocity" else (P["l2m"], P["lam"], P["mu_c"], P["mu_f"])
+                coef = (np.float32(c1), np.float32(c2))
+                if sides != (None, None, False):
+                    kernel = K.velocity_pml if phase == "velocity" else K.stress_pml
+                    calls.append((kernel, (*fields, *prof, *coef, *box, *self._slab_args(psi, sides))))
+                elif c2 == 0.0:
+                    calls.append((K.velocity_box2 if phase == "velocity" else K.stress_box2, (*fields, *prof, *box)))
                 else:
-                    K.velocity_pml(*args, np.float32(c1), np.float32(c2), *box, *self._slab_args(self.psi_v, sides))
+                    calls.append((K.velocity_box if phase == "velocity" else K.stress_box, (*fields, *prof, *coef, *box)))
             else:
-                kernels_xp.velocity(F, P, lo, hi, c1, c2)
-                for slab in self._slabs_xp(self.psi_v, sides, lo, hi):
-                    kernels_xp.velocity_pml(F, P, slab[4], slab[5], c1, c2, [slab[:4]])
+                bulk, pml = ((kernels_xp.velocity, kernels_xp.velocity_pml) if phase == "velocity"
+                             else (kernels_xp.stress, kernels_xp.stress_pml))
+                calls.append((bulk, (F, P, lo, hi, c1, c2)))
+                for slab in self._slabs_xp(psi, sides, lo, hi):
+                    calls.append((pml, (F, P, slab[4], slab[5], c1, c2, [slab[:4]])))
+        return calls
+
+    def _half_step(self, phase: str) -> None:
+        for kernel, args in self._plans[phase]:
+            kernel(*args)
+
+    def _velocity(self, it: int) -> None:
+        self._half_step("velocity")
         if self.spec.source.kind == "force" and self._src_targets:
             self._inject(float(self.spec.source.time_function(it * self.spec.dt)))
 
     def _stress(self, it: int) -> None:
-        F, P, c1, c2 = self.fields, self.profiles, self.c1, self.c2
-        for lo, hi, sides in self.boxes:
-            box = (lo[0], hi[0], lo[1], hi[1], lo[2], hi[2])
-            if self.use_numba:
-                from . import kernels_numba as K
-
-                args = (F["vx"], F["vy"], F["vz"], F["sxx"], F["syy"], F["szz"], F["sxy"], F["sxz"], F["syz"],
-                        P["l2m"], P["lam"], P["mu_c"], P["mu_f"])
-                if sides == (None, None, False):
-                    if c2 == 0.0:
-                        K.stress_box2(*args, *box)
-                    else:
-                        K.stress_box(*args, np.float32(c1), np.float32(c2), *box)
-                else:
-                    K.stress_pml(*args, np.float32(c1), np.float32(c2), *box, *self._slab_args(self.psi_s, sides))
-            else:
-                kernels_xp.stress(F, P, lo, hi, c1, c2)
-                for slab in self._slabs_xp(self.psi_s, sides, lo, hi):
-                    kernels_xp.stress_pml(F, P, slab[4], slab[5], c1, c2, [slab[:4]])
+        self._half_step("stress")
         if self.spec.source.kind == "explosive" and self._src_targets:
             self._inject(float(self.spec.source.time_function((it + 0.5) * self.spec.dt)))
 
@@ -439,11 +435,6 @@ class Halo:
         self._bufs: dict = {}
         self._host_fields: dict = {}
 
-    def bytes_per_exchange(self, nfields: int) -> int:
-        """Bytes this rank sends in one exchange of ``nfields`` float32 fields."""
-        return sum(4 * nfields * ax["face"] * ((ax["low"] != self.MPI.PROC_NULL) + (ax["high"] != self.MPI.PROC_NULL))
-                   for ax in self.axes)
-
     def _buffers(self, key, size, on_device: bool):
         k = (key, size, on_device)
         if k not in self._bufs:
@@ -451,26 +442,22 @@ class Halo:
             self._bufs[k] = [mod.empty(size, dtype=np.float32) for _ in range(4)]
         return self._bufs[k]
 
-    def _pack(self, fields, sl, buf, face, use_numba: bool, mod) -> None:
+    @staticmethod
+    def _marshal(fields, sl, buf, face, use_numba: bool, pack: bool) -> None:
+        """Copy the face ``sl`` of each field into its slot of ``buf`` (``pack``), or back (unpack)."""
         if use_numba:
             from . import kernels_numba as K
 
+            kernel = K.pack if pack else K.unpack
+            box = (sl[0].start, sl[0].stop, sl[1].start, sl[1].stop, sl[2].start, sl[2].stop)
             for f, arr in enumerate(fields):
-                K.pack(arr, buf[f * face:(f + 1) * face], sl[0].start, sl[0].stop, sl[1].start, sl[1].stop, sl[2].start, sl[2].stop)
-        else:
-            view = buf.reshape(len(fields), -1)
-            for f, arr in enumerate(fields):
+                kernel(arr, buf[f * face:(f + 1) * face], *box)
+            return
+        view = buf.reshape(len(fields), -1)
+        for f, arr in enumerate(fields):
+            if pack:
                 view[f] = arr[sl].ravel()
-
-    def _unpack(self, fields, sl, buf, face, use_numba: bool) -> None:
-        if use_numba:
-            from . import kernels_numba as K
-
-            for f, arr in enumerate(fields):
-                K.unpack(arr, buf[f * face:(f + 1) * face], sl[0].start, sl[0].stop, sl[1].start, sl[1].stop, sl[2].start, sl[2].stop)
-        else:
-            view = buf.reshape(len(fields), -1)
-            for f, arr in enumerate(fields):
+            else:
                 arr[sl] = view[f].reshape(arr[sl].shape)
 
     def exchange(self, names) -> None:
@@ -507,9 +494,9 @@ class Halo:
                 reqs.append(self.cart.Irecv(mpi_bufs[3], source=ax["high"], tag=2 * ax["axis"] + 1))
             t1 = time.perf_counter()
             if ax["high"] != MPI.PROC_NULL:
-                self._pack(work, ax["send_high"], s_hi, ax["face"], pack_numba, xp)
+                self._marshal(work, ax["send_high"], s_hi, ax["face"], pack_numba, pack=True)
             if ax["low"] != MPI.PROC_NULL:
-                self._pack(work, ax["send_low"], s_lo, ax["face"], pack_numba, xp)
+                self._marshal(work, ax["send_low"], s_lo, ax["face"], pack_numba, pack=True)
             if device_bufs:
                 _sync(xp)
             t2 = time.perf_counter()
@@ -534,9 +521,9 @@ class Halo:
                 tm.add("h2d", t4 - t3)
                 t3 = t4
             if ax["low"] != MPI.PROC_NULL:
-                self._unpack(work, ax["recv_low"], r_lo, ax["face"], pack_numba)
+                self._marshal(work, ax["recv_low"], r_lo, ax["face"], pack_numba, pack=False)
             if ax["high"] != MPI.PROC_NULL:
-                self._unpack(work, ax["recv_high"], r_hi, ax["face"], pack_numba)
+                self._marshal(work, ax["recv_high"], r_hi, ax["face"], pack_numba, pack=False)
             if device_bufs:
                 _sync(xp)
             tm.add("unpack", time.perf_counter() - t3)

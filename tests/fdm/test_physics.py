@@ -14,7 +14,7 @@ def analytic_radial_velocity(t, mrate, r, rho, alpha):
     """Radial particle velocity of an isotropic explosion in a full space.
 
     From the displacement ``u_r = [M(tau) / r^2 + Mdot(tau) / (alpha r)] / (4 pi rho alpha^2)``,
-    ``tau = t - r / alpha`` (Aki & Richards 2002, eq. 4.29 for ``M_ij = M delta_ij``):
+    ``tau = t - r / alpha`` (Aki & Richards 2002, the far- and near-field P terms for ``M_ij = M delta_ij``):
     ``v_r = [Mdot(tau) / r^2 + Mddot(tau) / (alpha r)] / (4 pi rho alpha^2)``, near and far field.
     """
     mddot = np.gradient(mrate, t)
