@@ -47,7 +47,8 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("energy_j", "float64", False),  # null unless a meter measured it
     ("energy_host_j", "float64", False),
     ("energy_accel_j", "float64", False),
-    ("energy_source", "string", True),  # rapl | nvml | trace | published | none
+    ("energy_source", "string", True),  # rapl | nvml | trace | published | none, or a "+"-joined mix (nvml+rapl)
+    ("energy_detail", "string", False),  # JSON: per channel joules, processor it went to and why; refusals
     ("timer_resolution_s", "float64", False),
     # FDM runs (null for the other cases). JSON text fields hold per-rank detail.
     ("grid", "string", False),  # JSON: {"shape": [nx, ny, nz], "spacing": m}
@@ -75,6 +76,14 @@ FIELD_TYPES: dict[str, str] = {name: typ for name, typ, _ in FIELDS}
 REQUIRED: frozenset[str] = frozenset(name for name, _, req in FIELDS if req)
 STATUSES = ("ok", "failed", "skipped")
 ENERGY_SOURCES = ("rapl", "nvml", "trace", "published", "none")
+
+
+def valid_energy_source(value: str) -> bool:
+    """``none``/``published``, or one or more meter sources joined by ``+`` (sorted, e.g. ``nvml+rapl``)."""
+    if value in ("none", "published"):
+        return True
+    parts = value.split("+")
+    return parts == sorted(set(parts)) and all(p in ("rapl", "nvml", "trace") for p in parts)
 
 
 def canonical_json(obj: Any) -> str:

@@ -94,19 +94,26 @@ class SARun:
         }
 
 
-CASES = {"sa": SARun}
+def _matrix_run(spec: dict[str, Any], role: str, platform_file: str | None) -> Any:
+    from sims.cases.job import MatrixRun
+
+    return MatrixRun(spec, role, platform_file)
+
+
+CASES: dict[str, Callable[..., Any]] = {"sa": SARun, "la": _matrix_run, "peach": _matrix_run}
 
 
 def _base_record(spec: dict[str, Any], run_id: str, started_at: str, ranks: int) -> dict[str, Any]:
     prov = rec.provenance()
-    size = spec.get("params", {}).get("size")
+    params = spec.get("params", {})
+    size = params.get("size", params.get("n"))
     return {
         **{name: None for name in rec.FIELD_TYPES},
         "run_id": run_id,
         "study": spec["study"],
         "case": spec["case"],
         "variant": spec["variant"],
-        "params": rec.canonical_json(spec.get("params", {})),
+        "params": rec.canonical_json(params),
         "platform": spec["platform"],
         "ranks": ranks,
         "size": int(size) if size is not None else None,
@@ -117,10 +124,10 @@ def _base_record(spec: dict[str, Any], run_id: str, started_at: str, ranks: int)
     }
 
 
-def _records(spec, run_id, started_at, ranks, job: SARun, m: Measurement, energy) -> list[dict[str, Any]]:
+def _records(spec, run_id, started_at, ranks, job: Any, m: Measurement, energy, extra: dict[str, Any]) -> list[dict[str, Any]]:
     base = _base_record(spec, run_id, started_at, ranks)
     params = dict(spec.get("params", {}))
-    params.update(job.describe())
+    params.update(job.describe(), **extra)
     base["params"] = rec.canonical_json(params)
     host, accel = job.parts["host"], job.parts["accel"]
     out = []
@@ -144,26 +151,66 @@ def _records(spec, run_id, started_at, ranks, job: SARun, m: Measurement, energy
             timer_resolution_s=m.resolution_s,
         )
         if energy is not None:
-            row.update(energy[i])
+            e = dict(energy[i])
+            e["energy_detail"] = rec.canonical_json(e["energy_detail"])
+            row.update(e)
         out.append(row)
     return out
 
 
-def _energy_rows(meter, m: Measurement) -> list[dict[str, Any]] | None:
-    """Energy per repetition from the meter readings taken around each region (None: no meter).
+def _open_meters(comm: Any, spec: dict[str, Any], role: str, proc: dict[str, Any]) -> Any:
+    """This rank's meters (:class:`sims.meters.node.RankMeters`): node counters on one leader rank per host."""
+    import socket
 
-    The meter's own difference handles counter wrap-around; only whole-package
-    (and DRAM) channels are summed, since sub-zones are contained in them. A
-    package meter covers both ranks of a CPU pair, so only the total is known.
-    """
-    if meter is None or meter.source == "none":
+    from mpi4py import MPI
+
+    from sims.meters.node import EnergySettings, RankMeters
+    from sims.meters.rapl import package_of_cpu
+
+    settings = EnergySettings.from_spec(spec.get("energy"))
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    try:
+        node_rank = node.Get_rank()
+    finally:
+        node.Free()
+    cores = proc.get("cores")
+    packages = None
+    if cores:
+        found = {package_of_cpu(c) for c in cores}
+        packages = sorted(found) if None not in found else None
+    return RankMeters(settings, role, socket.gethostname(), comm.Get_rank(), node_rank, proc["backend"],
+                      proc.get("device"), packages).open()
+
+
+def _energy(comm: Any, meters: Any, m: Measurement, lengthened: str | None) -> list[dict[str, Any]] | None:
+    """Energy columns per repetition, attributed on rank 0 from every rank's own meter readings."""
+    from sims.meters.node import attribute
+
+    mine = (meters.describe(), [meters.deltas(r.meter_before or {}, r.meter_after or {}) for r in m.repetitions],
+            meters.update_period_s)
+    gathered = comm.gather(mine, root=0)
+    if comm.Get_rank() != 0:
         return None
-    from sims.meters import total_joules
-
+    descs = [g[0] for g in gathered]
+    if not any(d["meters"] for d in descs):
+        notes = [n for d in descs for n in d["notes"]]
+        return [{"energy_j": None, "energy_host_j": None, "energy_accel_j": None, "energy_source": "none",
+                 "energy_detail": {"measured": False, "why": "no energy meter on any rank",
+                                   **({"notes": notes} if notes else {})}}
+                for _ in m.repetitions]
     rows = []
-    for r in m.repetitions:
-        joules = total_joules(meter.energy_between(r.meter_before, r.meter_after))
-        rows.append({"energy_j": joules, "energy_source": meter.source} if joules is not None else {})
+    for i, r in enumerate(m.repetitions):
+        deltas = [g[1][i] for g in gathered]
+        settings = meters.settings
+        period = max(g[2] for g in gathered)
+        window = r.slowest_s * m.inner
+        row = attribute(descs, deltas, inner=m.inner, lengthened_why=lengthened)
+        if settings.short_region == "refuse" and window < settings.min_periods * period:
+            row = {"energy_j": None, "energy_host_j": None, "energy_accel_j": None, "energy_source": "none",
+                   "energy_detail": {**row["energy_detail"], "refused": [
+                       f"region {window:.3g} s is shorter than {settings.min_periods:g} meter update periods "
+                       f"({period:.3g} s each); energy.short_region is 'refuse'"]}}
+        rows.append(row)
     return rows
 
 
@@ -172,14 +219,20 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
 
     Errors are gathered at two collective points (after setup, after the
     measurement) so that a failure on one rank never leaves another waiting in
-    a barrier; any error turns the run into one ``failed`` record.
+    a barrier; any error turns the run into one ``failed`` record, and a
+    frequency that cannot be set into one ``skipped`` record.
     """
+    from sims.cases.frequency import NotControllable, pinned
+
     rank, size = comm.Get_rank(), comm.Get_size()
     run_id = rec.run_id_of(spec)
     started_at = rec.utc_now()
-    job: SARun | None = None
-    meter = None
+    job: Any = None
+    meters = None
     error: str | None = None
+    skipped: str | None = None
+    freq = (spec.get("params") or {}).get("frequency") or {}
+    proc: dict[str, Any] = {}
     try:
         if size != len(ROLES):
             raise ValueError(f"a {spec.get('case')} run needs {len(ROLES)} ranks (host, accel), got {size}")
@@ -191,15 +244,14 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
         if case_cls is None:
             raise ValueError(f"unknown case {spec['case']!r}; known: {', '.join(sorted(CASES))}")
         job = case_cls(spec, role, platform_file)
-        if rank == 0:
-            from sims.meters import open_meter
-
-            meter = open_meter("auto")
+        meters = _open_meters(comm, spec, role, proc)
     except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
         error = f"rank {rank}: {type(exc).__name__}: {exc}"
     errors = [e for e in comm.allgather(error) if e]
 
     m: Measurement | None = None
+    lengthened: str | None = None
+    energy = None
     if not errors:
         failure: list[str] = []
 
@@ -210,27 +262,65 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
                 except Exception as exc:  # noqa: BLE001
                     failure.append(f"rank {rank}: {type(exc).__name__}: {exc}")
 
+        period = comm.allreduce(meters.update_period_s, op=_max_op())
+        metered = comm.allreduce(bool(meters.meters), op=_or_op())
+        min_window = 0.0
+        if metered and meters.settings.short_region == "lengthen":
+            min_window = meters.settings.min_periods * period
         try:
-            m = measure(
-                comm,
-                guarded,
-                job.sync,
-                int(spec["warmup"]),
-                int(spec["repetitions"]),
-                float(spec.get("min_region_factor", 1000.0)),
-                meter_read=meter.read if meter is not None and meter.source != "none" else None,
-            )
+            if role == "host":
+                f_c, f_g = freq.get("f_C"), None
+            else:
+                f_c, f_g = None, freq.get("f_G")
+                if f_g is not None and proc.get("backend") != "cupy":
+                    raise NotControllable(f"f_G = {f_g} MHz is a GPU clock, but the accel processor is a CPU "
+                                          f"({proc.get('backend')})")
+            with pinned(f_c, f_g, proc.get("cores"), proc.get("device")):
+                m = measure(
+                    comm, guarded, job.sync, int(spec["warmup"]), int(spec["repetitions"]),
+                    float(spec.get("min_region_factor", 1000.0)),
+                    meter_read=meters.read if metered else None, min_window_s=min_window,
+                )
+        except NotControllable as exc:
+            skipped = f"rank {rank}: {exc}"
         except Exception as exc:  # noqa: BLE001 - RegionTooShortError is raised on all ranks alike
             failure.append(f"{type(exc).__name__}: {exc}")
+        skips = sorted({s for s in comm.allgather(skipped) if s})
         errors = sorted({e for errs in comm.allgather(failure) for e in errs})
+        if skips and not errors:
+            skipped = "; ".join(skips)
+        if m is not None and not errors and not skips:
+            if m.inner > 1:
+                lengthened = (f"lengthened: {m.inner} executions per measured region so that it spans "
+                              f"{meters.settings.min_periods:g} updates of the slowest meter ({period:.3g} s); "
+                              "time_s and energy are per execution")
+            energy = _energy(comm, meters, m, lengthened)
+    if meters is not None:
+        meters.close()
 
     if rank != 0:
         return None
-    if errors:
+    if errors or skipped:
         row = _base_record(spec, run_id, started_at, size)
-        row.update(rep=0, status="failed", error="; ".join(errors))
+        if errors:
+            row.update(rep=0, status="failed", error="; ".join(errors))
+        else:
+            row.update(rep=0, status="skipped", error=skipped)
         return [row]
-    return _records(spec, run_id, started_at, size, job, m, _energy_rows(meter, m))
+    extra = {"executions_per_region": m.inner} if m.inner > 1 else {}
+    return _records(spec, run_id, started_at, size, job, m, energy, extra)
+
+
+def _max_op() -> Any:
+    from mpi4py import MPI
+
+    return MPI.MAX
+
+
+def _or_op() -> Any:
+    from mpi4py import MPI
+
+    return MPI.LOR
 
 
 def _progress(records: list[dict[str, Any]]) -> str:

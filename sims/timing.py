@@ -9,6 +9,7 @@ is done never competes with one still being timed.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,12 @@ def polite_barrier(comm: Any, poll_s: float = 5e-4) -> None:
     request = comm.Ibarrier()
     while not request.Test():
         time.sleep(poll_s)
+
+
+def _max_op() -> Any:
+    from mpi4py import MPI
+
+    return MPI.MAX
 
 
 class RegionTooShortError(RuntimeError):
@@ -58,6 +65,7 @@ class Measurement:
 
     repetitions: list[Repetition] = field(default_factory=list)
     resolution_s: float = 0.0
+    inner: int = 1  # executions of ``work`` per timed region (> 1 only when lengthened for a meter)
 
 
 def measure(
@@ -68,6 +76,7 @@ def measure(
     repetitions: int,
     min_region_factor: float = 1000.0,
     meter_read: Callable[[], Any] | None = None,
+    min_window_s: float = 0.0,
 ) -> Measurement:
     """Run ``work`` ``warmup`` times untimed, then ``repetitions`` times timed on every rank.
 
@@ -87,6 +96,14 @@ def measure(
     meter_read
         Optional energy-meter read, taken right after the start barrier and
         right after the closing barrier (so the window covers every rank's work).
+        Called on every rank (a rank with no meter returns an empty reading).
+    min_window_s
+        When > 0, one untimed probe execution after the warm-up times the
+        region; if the slowest rank's region is shorter than this, every timed
+        region runs ``work`` ``inner = ceil(min_window_s / probe)`` times (the
+        same on all ranks) and the reported time is the region divided by
+        ``inner`` - a meter that updates slowly then still sees a long enough
+        window. :attr:`Measurement.inner` says how many.
     """
     if repetitions < 1:
         raise ValueError("repetitions must be >= 1")
@@ -95,15 +112,26 @@ def measure(
         work()
         sync()
         polite_barrier(comm)
+    inner = 1
+    if min_window_s > 0:
+        comm.Barrier()
+        start = time.perf_counter()
+        work()
+        sync()
+        probe = comm.allreduce(time.perf_counter() - start, op=_max_op())
+        polite_barrier(comm)
+        if probe < min_window_s:
+            inner = max(1, math.ceil(min_window_s / max(probe, 1e-9)))
     resolution = timer_resolution()
-    result = Measurement(resolution_s=resolution)
+    result = Measurement(resolution_s=resolution, inner=inner)
     for _ in range(repetitions):
         comm.Barrier()
         before = meter_read() if meter_read else None
         start = time.perf_counter()
-        work()
-        sync()
-        own = time.perf_counter() - start
+        for _ in range(inner):
+            work()
+            sync()
+        own = (time.perf_counter() - start) / inner
         # The energy window closes when the slowest rank is done, not when this one is.
         polite_barrier(comm)
         after = meter_read() if meter_read else None

@@ -1,0 +1,140 @@
+"""Partitions and static counts of the LA case (PeaPaw §6.3.2) and of PEACH's matrix workloads.
+
+Counting rules (code inspection, as the papers count):
+
+* **matrix multiply** ``C = A B`` (``n x n``): the inner loop of the classic
+  kernel does one multiply-add (2 flops) and loads one element of ``A`` and one
+  of ``B``; each element of ``C`` is stored once. Per row of ``C``: ``2 n^2``
+  flops and ``2 s n^2 + s n`` bytes for ``s``-byte elements. With float32 this
+  gives ``I = 2 n^3 / (8 n^3 + 4 n^2) = 0.2498`` - PeaPaw's ``I_G = 0.25`` for CP.
+* **matrix transpose** ``E = D^T`` (``m x m``): no flops; each element is
+  loaded and stored once, ``2 s`` bytes per element.
+
+LA (float32, ``1024^2`` product and ``8192^2`` transpose) then has
+``I = 2^31 / (2^33 + 2^22 + 2^29) = 0.235``, PeaPaw's 0.24.
+
+A data-parallel split gives the accelerator ``round(alpha n)`` rows of each
+phase's output (``C`` rows for the product, rows of ``D`` - columns of ``E`` -
+for the transpose); the host takes the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sims.sa.case import dp_variant, parse_alpha
+
+#: PeaPaw's LA sizes: 1024 x 1024 product, 8192 x 8192 transpose, float32.
+LA_MATMUL_N = 1024
+LA_TRANSPOSE_N = 8192
+LA_WPS = ("CO", "GO", "p-DP", "CP")
+#: PEACH's workloads and their work unit (W): flops for the product, bytes moved for the transpose.
+PEACH_WORKLOADS = {"MatrixMultiply": "flop", "MatrixTranspose": "byte"}
+DTYPES = {"float32": 4, "float64": 8}
+
+__all__ = ["LA_WPS", "PEACH_WORKLOADS", "Part", "dp_variant", "la_partition", "peach_partition", "pdp_alpha"]
+
+
+def matmul_counts(rows: int, n: int, itemsize: int) -> tuple[int, int]:
+    """(flops, bytes) of ``rows`` rows of an ``n x n`` product."""
+    return 2 * rows * n * n, rows * (2 * itemsize * n * n + itemsize * n)
+
+
+def transpose_counts(rows: int, m: int, itemsize: int) -> tuple[int, int]:
+    """(flops, bytes) of transposing ``rows`` rows of an ``m x m`` matrix."""
+    return 0, 2 * itemsize * rows * m
+
+
+@dataclass(frozen=True)
+class Part:
+    """One processor's share: rows of the product's output and of the transpose's input."""
+
+    mm_rows: int
+    tr_rows: int
+    n_mm: int
+    n_tr: int
+    itemsize: int
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        return tuple(p for p, r in (("matmul", self.mm_rows), ("transpose", self.tr_rows)) if r)
+
+    @property
+    def flops(self) -> int:
+        return matmul_counts(self.mm_rows, self.n_mm, self.itemsize)[0]
+
+    @property
+    def bytes(self) -> int:
+        return (matmul_counts(self.mm_rows, self.n_mm, self.itemsize)[1]
+                + transpose_counts(self.tr_rows, self.n_tr, self.itemsize)[1])
+
+    @property
+    def idle(self) -> bool:
+        return not self.phases
+
+
+def _split(n: int, alpha: float) -> tuple[int, int]:
+    accel = int(round(alpha * n))
+    return n - accel, accel
+
+
+def pdp_alpha(whole: Part, t_f: dict[str, float], t_b: dict[str, float]) -> float:
+    """The balanced split: the accelerator's share that makes both roofline times equal.
+
+    ``whole`` is the whole workload (its counts split linearly with the rows);
+    each processor's time for all of it is ``max(N_f t_f, N_b t_b)`` with its
+    characterised ``t_f``/``t_b`` (keyed by role).
+    """
+    f, b = whole.flops, whole.bytes
+    t_host = max(f * t_f["host"], b * t_b["host"])
+    t_accel = max(f * t_f["accel"], b * t_b["accel"])
+    return t_host / (t_host + t_accel)
+
+
+def la_partition(variant: str, n_mm: int, n_tr: int, itemsize: int = 4,
+                 rates: tuple[dict[str, float], dict[str, float]] | None = None) -> tuple[dict[str, Part], float | None]:
+    """Split the LA workload for ``variant`` (CO, GO, p-DP, CP or DP(alpha)); returns parts and alpha.
+
+    CP puts the transpose on the host and the product on the accelerator
+    (PeaPaw: the more compute-intensive code goes where the flops are cheaper).
+    p-DP needs ``rates`` = (t_f, t_b) per role from the characterised platform.
+    """
+    if n_mm < 1 or n_tr < 1:
+        raise ValueError(f"LA sizes must be >= 1, got matmul {n_mm}, transpose {n_tr}")
+    if variant == "CP":
+        return {"host": Part(0, n_tr, n_mm, n_tr, itemsize), "accel": Part(n_mm, 0, n_mm, n_tr, itemsize)}, None
+    if variant == "CO":
+        alpha = 0.0
+    elif variant == "GO":
+        alpha = 1.0
+    elif variant == "p-DP":
+        if rates is None:
+            raise ValueError("p-DP needs the characterised platform to choose its split")
+        alpha = pdp_alpha(Part(n_mm, n_tr, n_mm, n_tr, itemsize), *rates)
+    else:
+        alpha = parse_alpha(variant)
+        if alpha is None or not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"unknown LA variant {variant!r}; allowed: {', '.join(LA_WPS)} or DP(alpha), 0 <= alpha <= 1")
+    mm_h, mm_a = _split(n_mm, alpha)
+    tr_h, tr_a = _split(n_tr, alpha)
+    return {"host": Part(mm_h, tr_h, n_mm, n_tr, itemsize), "accel": Part(mm_a, tr_a, n_mm, n_tr, itemsize)}, alpha
+
+
+def peach_partition(workload: str, variant: str, n: int, itemsize: int) -> tuple[dict[str, Part], float]:
+    """Split one PEACH workload (MatrixMultiply or MatrixTranspose, ``n x n``) by the variant's alpha."""
+    if workload not in PEACH_WORKLOADS:
+        raise ValueError(f"unknown PEACH workload {workload!r}; allowed: {', '.join(PEACH_WORKLOADS)}")
+    alpha = parse_alpha(variant)
+    if alpha is None or not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"a PEACH run's variant is DP(alpha) with 0 <= alpha <= 1, got {variant!r}")
+    if n < 1:
+        raise ValueError(f"PEACH matrix size must be >= 1, got {n}")
+    h, a = _split(n, alpha)
+    if workload == "MatrixMultiply":
+        return {"host": Part(h, 0, n, 0, itemsize), "accel": Part(a, 0, n, 0, itemsize)}, alpha
+    return {"host": Part(0, h, 0, n, itemsize), "accel": Part(0, a, 0, n, itemsize)}, alpha
+
+
+def work_units(workload: str, part: Part) -> int:
+    """PEACH's W of one part: flops for MatrixMultiply, bytes moved for MatrixTranspose."""
+    return part.flops if PEACH_WORKLOADS[workload] == "flop" else part.bytes

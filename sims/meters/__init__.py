@@ -1,0 +1,40 @@
+"""Energy meters (DESIGN §6): RAPL, NVML, external power-meter traces, or none.
+
+Every meter has the same small interface::
+
+    before = meter.read()                 # a reading (opaque), or None
+    ...                                   # measured region
+    after = meter.read()
+    joules = meter.energy_between(before, after)   # {channel: J}, or None
+
+* :class:`RaplMeter` - ``/sys/class/powercap`` package/DRAM zones of every
+  socket, counter wrap-around, unreadable zones named with the reason.
+* :class:`NvmlMeter` - the NVML total-energy counter of one GPU.
+* :class:`TraceMeter` - an external meter's CSV (``timestamp, channel, watts``)
+  integrated over each region's wall-clock window, with a clock offset.
+* :class:`NoneMeter` - nothing measured: readings are ``None`` and so is energy.
+
+Which rank reads which meter, and how node-wide energy is attributed to the
+host and accelerator processors without double counting, is
+:mod:`sims.meters.node`. A meter is never asked for a value it did not measure:
+energy with no meter is null, never a model estimate.
+"""
+
+from sims.meters.base import (
+    METER_KINDS,
+    RAPL_ROOT,
+    Meter,
+    MeterUnavailable,
+    NoneMeter,
+    energy_between,
+    open_meter,
+    total_joules,
+)
+from sims.meters.nvml import NvmlMeter
+from sims.meters.rapl import RaplMeter
+from sims.meters.trace import TraceError, TraceMeter, integrate, read_trace
+
+__all__ = [
+    "METER_KINDS", "RAPL_ROOT", "Meter", "MeterUnavailable", "NoneMeter", "NvmlMeter", "RaplMeter",
+    "TraceError", "TraceMeter", "energy_between", "integrate", "open_meter", "read_trace", "total_joules",
+]

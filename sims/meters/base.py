@@ -1,0 +1,135 @@
+"""The meter interface, the none meter, counter differences and :func:`open_meter`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+METER_KINDS = ("auto", "rapl", "nvml", "trace", "none")
+RAPL_ROOT = "/sys/class/powercap"
+
+
+class MeterUnavailable(RuntimeError):
+    """The requested meter cannot be used on this machine (the message says why)."""
+
+
+def energy_between(
+    before: dict[str, float] | None,
+    after: dict[str, float] | None,
+    wrap: dict[str, float] | None = None,
+) -> dict[str, float] | None:
+    """Energy per channel between two cumulative readings, in joules.
+
+    ``wrap`` maps a channel to its counter range in joules: a negative
+    difference on such a channel is taken as one wrap-around. A negative
+    difference without a known range is an error. ``None`` in, ``None`` out.
+    """
+    if before is None or after is None:
+        return None
+    wrap = wrap or {}
+    out: dict[str, float] = {}
+    for ch, e1 in after.items():
+        if ch not in before:
+            continue
+        delta = e1 - before[ch]
+        if delta < 0:
+            if ch not in wrap:
+                raise ValueError(f"energy counter {ch!r} went backwards ({before[ch]} -> {e1}) and has no wrap range")
+            delta += wrap[ch]
+        out[ch] = delta
+    return out
+
+
+def whole_channels(channels: list[str] | tuple[str, ...] | dict[str, Any]) -> list[str]:
+    """The channels that together make a whole processor's energy, each counted once.
+
+    RAPL package zones contain their core/uncore sub-zones, so only ``package-*``
+    and the DRAM zones are kept (``psys`` only when there is nothing else); GPU
+    (``gpu*``) and trace channels are whole by themselves.
+    """
+    names = list(channels)
+    keep = [k for k in names if k.startswith("package") and (":" not in k or k.endswith(":dram"))]
+    keep += [k for k in names if k == "dram" or (k.endswith("dram") and ":" not in k)]
+    keep += [k for k in names if not k.startswith(("package", "psys")) and "dram" not in k]
+    if not keep:
+        keep = [k for k in names if k.startswith("psys")]
+    return sorted(set(keep))
+
+
+def total_joules(energy: dict[str, float] | None) -> float | None:
+    """Whole-processor energy of one meter's delta: :func:`whole_channels` summed; ``None`` for no measurement."""
+    if energy is None:
+        return None
+    keys = whole_channels(energy)
+    if not keys:
+        return None
+    return float(sum(energy[k] for k in keys))
+
+
+class Meter:
+    """Base meter.
+
+    ``source`` is the record's ``energy_source``; ``scope`` says what it covers
+    (``node``: every processor of one host, read once per host; ``device``: one
+    GPU, read by the rank driving it; ``external``: a trace covering whatever its
+    channels are wired to); ``update_period_s`` is how often its value changes,
+    so regions shorter than a few periods cannot be metered.
+    """
+
+    source = "none"
+    scope = "node"
+    update_period_s = 0.0
+
+    def read(self) -> Any:
+        return None
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        return ()
+
+    def energy_between(self, before: Any, after: Any) -> dict[str, float] | None:
+        return energy_between(before, after)
+
+    def close(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} source={self.source!r} channels={list(self.channels)}>"
+
+
+class NoneMeter(Meter):
+    """No energy measurement available: every reading is ``None``."""
+
+    source = "none"
+
+
+def open_meter(kind: str = "auto", *, device: int = 0, rapl_root: str = RAPL_ROOT, trace: dict[str, Any] | None = None) -> Meter:
+    """Open an energy meter.
+
+    ``kind``: ``rapl`` / ``nvml`` / ``trace`` (raise :class:`MeterUnavailable`
+    if they cannot be used), ``none``, or ``auto`` (RAPL if readable, else NVML
+    for ``device``, else the none meter). ``rapl_root`` is the powercap
+    directory (tests point it at a fake tree); ``trace`` the trace settings
+    (``path``, ``clock_offset_s``, ``channels``) of :class:`TraceMeter`.
+    """
+    from sims.meters.nvml import NvmlMeter
+    from sims.meters.rapl import RaplMeter
+    from sims.meters.trace import TraceMeter
+
+    if kind not in METER_KINDS:
+        raise ValueError(f"unknown meter kind {kind!r}; allowed: {', '.join(METER_KINDS)}")
+    if kind == "none":
+        return NoneMeter()
+    if kind == "rapl":
+        return RaplMeter(rapl_root)
+    if kind == "nvml":
+        return NvmlMeter(device)
+    if kind == "trace":
+        if not trace:
+            raise MeterUnavailable("a trace meter needs energy.trace settings (path, clock_offset_s, channels)")
+        return TraceMeter(**trace)
+    for factory in (lambda: RaplMeter(rapl_root), lambda: NvmlMeter(device)):
+        try:
+            return factory()
+        except MeterUnavailable:
+            continue
+    return NoneMeter()

@@ -1,0 +1,217 @@
+"""Which rank reads which meter, and how measured energy is attributed to processors without double counting.
+
+* Node-wide counters (RAPL packages and DRAM) are read by one leader rank per
+  host (rank 0 of the host's shared-memory communicator), never by every rank.
+* A GPU's NVML counter is read by the rank that drives that GPU and belongs to
+  that rank's processor.
+* An external trace is read once, by world rank 0; its channels say what they
+  measure (``host``, ``accel`` or ``node``).
+
+:func:`attribute` turns the gathered readings into the record's energy columns:
+``energy_j`` is every channel counted once; ``energy_host_j`` /
+``energy_accel_j`` hold only channels that belong to one processor. A RAPL
+package belongs to a processor only when every rank on that host is pinned and
+all ranks pinned to that package play that processor (a GPU-driving rank's CPU
+work is hosting, counted on the host side as PEACH's ``P_OH`` is); a package
+shared by both processors, an unpinned rank, or an unused socket makes it
+``node`` energy, which is in the total only. The record's ``energy_detail``
+says, per channel, where its joules went and why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sims.meters.base import Meter, MeterUnavailable, whole_channels
+
+SHORT_REGION_POLICIES = ("lengthen", "refuse")
+
+
+@dataclass(frozen=True)
+class EnergySettings:
+    """The ``energy`` section of a run spec (validated by the workflow's config schema)."""
+
+    meter: str = "auto"
+    rapl_root: str = "/sys/class/powercap"
+    trace: dict[str, Any] | None = None
+    update_period_s: float | None = None
+    min_periods: float = 10.0
+    short_region: str = "lengthen"
+
+    @classmethod
+    def from_spec(cls, doc: dict[str, Any] | None) -> EnergySettings:
+        doc = dict(doc or {})
+        unknown = sorted(set(doc) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"energy: unknown key(s) {', '.join(unknown)}")
+        s = cls(**doc)
+        if s.short_region not in SHORT_REGION_POLICIES:
+            raise ValueError(f"energy.short_region must be one of {', '.join(SHORT_REGION_POLICIES)}, got {s.short_region!r}")
+        if s.meter == "trace" and not s.trace:
+            raise ValueError("energy.trace (path, clock_offset_s, channels) is required when energy.meter is trace")
+        return s
+
+
+@dataclass
+class RankMeters:
+    """The meters one rank reads, opened from :class:`EnergySettings` and this rank's place."""
+
+    settings: EnergySettings
+    role: str
+    hostname: str
+    world_rank: int
+    node_rank: int
+    backend: str = "numpy"
+    device: int | None = None
+    packages: list[int] | None = None  # sockets of the cores this rank is pinned to; None = unpinned
+    meters: dict[str, Meter] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def open(self) -> RankMeters:
+        """Open this rank's meters; an explicitly requested meter that cannot be read raises."""
+        from sims.meters.nvml import NvmlMeter
+        from sims.meters.rapl import RaplMeter
+        from sims.meters.trace import TraceMeter
+
+        kind = self.settings.meter
+        if kind in ("auto", "rapl") and self.node_rank == 0:
+            try:
+                self.meters["rapl"] = RaplMeter(self.settings.rapl_root)
+                unread = getattr(self.meters["rapl"], "unreadable", {})
+                self.notes += [f"{self.hostname}: RAPL zone {z} skipped: {why}" for z, why in sorted(unread.items())]
+            except MeterUnavailable as exc:
+                if kind == "rapl":
+                    raise
+                self.notes.append(f"{self.hostname}: {exc}")
+        if kind in ("auto", "nvml") and self.backend == "cupy":
+            try:
+                self.meters["nvml"] = NvmlMeter(self.device or 0)
+            except MeterUnavailable as exc:
+                if kind == "nvml":
+                    raise
+                self.notes.append(f"rank {self.world_rank}: {exc}")
+        if kind == "trace" and self.world_rank == 0:
+            self.meters["trace"] = TraceMeter(**self.settings.trace)
+        return self
+
+    @property
+    def update_period_s(self) -> float:
+        """The longest update period of this rank's meters (0 with none)."""
+        if not self.meters:
+            return 0.0
+        if self.settings.update_period_s is not None:
+            return float(self.settings.update_period_s)
+        return max(m.update_period_s for m in self.meters.values())
+
+    def read(self) -> dict[str, Any]:
+        return {name: m.read() for name, m in self.meters.items()}
+
+    def deltas(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        """Per meter: ``{channel: J}`` of the whole channels, or ``{"refused": reason}``."""
+        out: dict[str, Any] = {}
+        for name, m in self.meters.items():
+            try:
+                d = m.energy_between(before.get(name), after.get(name))
+            except ValueError as exc:  # a counter going backwards, a window the trace does not cover
+                out[name] = {"refused": f"{name}: {exc}"}
+                continue
+            out[name] = {ch: d[ch] for ch in whole_channels(d)} if d is not None else {"refused": f"{name}: no reading"}
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "rank": self.world_rank, "role": self.role, "host": self.hostname, "node_rank": self.node_rank,
+            "backend": self.backend, "packages": self.packages,
+            "meters": {n: {"source": m.source, "scope": m.scope, "channels": list(m.channels),
+                           "update_period_s": m.update_period_s,
+                           **({"mapping": m.mapping} if hasattr(m, "mapping") else {})}
+                       for n, m in self.meters.items()},
+            "notes": list(self.notes),
+        }
+
+    def close(self) -> None:
+        for m in self.meters.values():
+            m.close()
+
+
+def lengthen_factor(region_s: float, update_period_s: float, min_periods: float) -> int:
+    """How many executions one measured region needs to span ``min_periods`` meter updates (>= 1)."""
+    if update_period_s <= 0 or region_s <= 0:
+        return 1
+    return max(1, math.ceil(min_periods * update_period_s / region_s))
+
+
+def _package_owner(host: str, package: int, ranks: list[dict[str, Any]]) -> tuple[str, str]:
+    """(target, why) for RAPL package ``package`` of ``host``."""
+    on_host = [r for r in ranks if r["host"] == host]
+    if any(r["packages"] is None for r in on_host):
+        return "node", "a rank on this host is not pinned to cores, so its socket is unknown"
+    roles = {("host" if r["backend"] == "cupy" else r["role"]) for r in on_host if package in r["packages"]}
+    if not roles:
+        return "node", "no rank runs on this socket (idle socket: static power, in the total only)"
+    if len(roles) > 1:
+        return "node", "host and accel ranks share this socket; RAPL cannot split it"
+    role = roles.pop()
+    why = "every rank on this socket plays this processor"
+    if any(r["backend"] == "cupy" for r in on_host if package in r["packages"]):
+        why += " (a GPU-driving rank's CPU time is hosting work, counted on the host side)"
+    return role, why
+
+
+def attribute(ranks: list[dict[str, Any]], deltas: list[dict[str, Any]], *, inner: int = 1,
+              lengthened_why: str | None = None) -> dict[str, Any]:
+    """One repetition's energy columns from every rank's :meth:`RankMeters.describe` and deltas.
+
+    Energies are per execution: a region lengthened to ``inner`` executions is
+    divided by ``inner``. Returns ``energy_j``, ``energy_host_j``,
+    ``energy_accel_j``, ``energy_source`` and ``energy_detail`` (a dict).
+    """
+    import re
+
+    channels: dict[str, dict[str, Any]] = {}
+    refused: list[str] = []
+    sources: set[str] = set()
+    for desc, d in zip(ranks, deltas, strict=True):
+        for name, joules in d.items():
+            meter = desc["meters"][name]
+            if "refused" in joules:
+                refused.append(joules["refused"])
+                continue
+            for ch, j in joules.items():
+                if name == "rapl":
+                    m = re.match(r"^package-(\d+)", ch)
+                    key = f"{desc['host']}/{ch}"
+                    target, why = (_package_owner(desc["host"], int(m.group(1)), ranks) if m else
+                                   ("node", "platform-wide zone"))
+                elif name == "nvml":
+                    key = f"{desc['host']}/{ch}"
+                    target, why = desc["role"], f"read by rank {desc['rank']}, which drives this GPU"
+                else:
+                    key = f"trace/{ch}"
+                    target, why = meter["mapping"][ch], "energy.trace.channels"
+                channels[key] = {"joules": j / inner, "to": target, "why": why, "source": meter["source"]}
+                sources.add(meter["source"])
+    detail: dict[str, Any] = {"channels": channels, "executions_per_region": inner}
+    if lengthened_why:
+        detail["region"] = lengthened_why
+    notes = [n for desc in ranks for n in desc.get("notes", [])]
+    if notes:
+        detail["notes"] = notes
+    if refused or not channels:
+        detail["refused"] = refused or ["no meter on any rank"]
+        return {"energy_j": None, "energy_host_j": None, "energy_accel_j": None, "energy_source": "none",
+                "energy_detail": detail}
+
+    def part(target: str) -> float | None:
+        vals = [c["joules"] for c in channels.values() if c["to"] == target]
+        return float(sum(vals)) if vals else None
+
+    return {
+        "energy_j": float(sum(c["joules"] for c in channels.values())),
+        "energy_host_j": part("host"),
+        "energy_accel_j": part("accel"),
+        "energy_source": "+".join(sorted(sources)),
+        "energy_detail": detail,
+    }
