@@ -170,6 +170,7 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
         "layout": {"host": layout["host"], "accel": layout["accel"]},
         **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor")},
         "min_region_factor": config["runs"]["min_region_factor"],
+        "energy": config["energy"],
     }
 
 
@@ -190,25 +191,49 @@ def study_matrix(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     """
     runs: list[dict[str, Any]] = []
     layouts = platform_layouts(config)
-    sa = config["cases"]["sa"]
-    if sa["enabled"]:
+    cases = config["cases"]
+
+    def add(case: str, variant: str, params: dict[str, Any], seed: int) -> None:
         for platform, layout in layouts.items():
-            for size in sa["sizes"]:
-                for variant in dict.fromkeys(_sa_variants(sa)):
-                    spec = {
-                        "study": config["study"],
-                        "case": "sa",
-                        "variant": variant,
-                        "params": {"size": int(size)},
-                        "platform": platform,
-                        "layout": {"host": layout["host"], "accel": layout["accel"]},
-                        "warmup": config["runs"]["warmup"],
-                        "repetitions": config["runs"]["repetitions"],
-                        "seed": sa["seed"],
-                        "min_region_factor": config["runs"]["min_region_factor"],
-                    }
-                    spec["run_id"] = run_id_of(spec)
-                    runs.append(spec)
+            spec = {
+                "study": config["study"],
+                "case": case,
+                "variant": variant,
+                "params": params,
+                "platform": platform,
+                "layout": {"host": layout["host"], "accel": layout["accel"]},
+                "warmup": config["runs"]["warmup"],
+                "repetitions": config["runs"]["repetitions"],
+                "seed": seed,
+                "min_region_factor": config["runs"]["min_region_factor"],
+                # how energy is measured is not part of what defines a run (not hashed into run_id)
+                "energy": config["energy"],
+            }
+            spec["run_id"] = run_id_of(spec)
+            runs.append(spec)
+
+    sa = cases["sa"]
+    if sa["enabled"]:
+        for size in sa["sizes"]:
+            for variant in dict.fromkeys(_sa_variants(sa)):
+                add("sa", variant, {"size": int(size)}, sa["seed"])
+    la = cases["la"]
+    if la["enabled"]:
+        for sizes in la["sizes"]:
+            params = {"n_mm": int(sizes["matmul"]), "n_tr": int(sizes["transpose"]), "dtype": la["dtype"]}
+            for variant in dict.fromkeys(_sa_variants(la)):
+                add("la", variant, params, la["seed"])
+    peach = cases["peach"]
+    if peach["enabled"]:
+        from sims.sa.case import dp_variant
+
+        for w in peach["workloads"]:
+            for pair in peach["frequencies"] or [None]:
+                params = {"workload": w["name"], "n": int(w["n"]), "dtype": w.get("dtype", "float64")}
+                if pair and (pair.get("f_C") is not None or pair.get("f_G") is not None):
+                    params["frequency"] = {k: pair.get(k) for k in ("f_C", "f_G")}
+                for alpha in peach["alphas"]:
+                    add("peach", dp_variant(float(alpha)), params, peach["seed"])
     runs.extend(fdm_runs(config))
     return runs
 

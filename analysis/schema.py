@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sims.record import ENERGY_SOURCES, FIELD_TYPES, FIELDS, REQUIRED, STATUSES
+from sims.record import ENERGY_SOURCES, FIELD_TYPES, FIELDS, REQUIRED, STATUSES, valid_energy_source
 
 _ARROW = {
     "string": pa.string(),
@@ -94,8 +94,9 @@ def check_record(record: Any) -> dict[str, Any]:
         out[name] = _check_value(name, typ, value)
     if out["status"] not in STATUSES:
         raise RecordError(f"field 'status': {out['status']!r} is not one of {', '.join(STATUSES)}")
-    if out["energy_source"] not in ENERGY_SOURCES:
-        raise RecordError(f"field 'energy_source': {out['energy_source']!r} is not one of {', '.join(ENERGY_SOURCES)}")
+    if not valid_energy_source(out["energy_source"]):
+        raise RecordError(f"field 'energy_source': {out['energy_source']!r} is not one of {', '.join(ENERGY_SOURCES)} "
+                          "(or meter sources joined by '+')")
     if out["status"] == "ok" and not (out["time_s"] and out["time_s"] > 0):
         raise RecordError("an 'ok' record needs a positive 'time_s'")
     if out["status"] == "failed" and not out["error"]:

@@ -30,7 +30,20 @@ SA_OPS = {"vecadd": {"add": 1, "mul": 0}, "powadd": {"add": 32, "mul": 32 * 63}}
 SA_BYTES = {"vecadd": 12, "powadd": 256}
 WP_VARIANTS = ("CO", "GO", "p-DP", "CP", "CP-reverse")
 MODEL = "PerDome/PeaPaw"
+ENERGY_MODEL = "PeaPaw energy (eq. 25)"
+ENERGY_PARAMS = ("e_f", "e_b", "p_s")
+ENERGY_COLS = [f"{p}_{r}" for r in ("host", "accel") for p in ENERGY_PARAMS]
+#: cases validated with the PerDome/PeaPaw WP models (static counts per processor)
+WP_CASES = ("sa", "la")
 _COUNT_COLS = ["flops", "bytes", "flops_host", "bytes_host", "flops_accel", "bytes_accel"]
+_ENERGY = ["energy_j", "energy_host_j", "energy_accel_j"]
+REDUCED_ENERGY = ["energy_median_j", "energy_host_median_j", "energy_accel_median_j", "energy_iqr_j", "energy_source"]
+
+
+def _energy_source(sources: pd.Series) -> str:
+    """The run's energy source: the one its repetitions share, or 'mixed: a, b' when they differ."""
+    found = sorted(set(sources.dropna().astype(str)))
+    return found[0] if len(found) == 1 else ("none" if not found else "mixed: " + ", ".join(found))
 
 
 # ---------------------------------------------------------------- platforms
@@ -49,12 +62,18 @@ def load_platforms(platforms_dir: str | Path) -> pd.DataFrame:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: missing or bad processors.<role>.<t_f|t_b>.value ({exc})") from exc
         for role in ("host", "accel"):
+            for p in ENERGY_PARAMS:
+                v = procs[role].get(p) if isinstance(procs[role], dict) else None
+                row[f"{p}_{role}"] = float(v["value"]) if isinstance(v, dict) and v.get("value") is not None else np.nan
+        idle = doc.get("idle_power") or {}
+        row["idle_w"] = float(idle["value"]) if idle.get("value") is not None else np.nan
+        for role in ("host", "accel"):
             fits = ((procs[role].get("operations") or {}).get("fits") or {}) if isinstance(procs[role], dict) else {}
             for op in ("add", "mul"):
                 tau = (fits.get(f"{op}/float32") or {}).get("tau")
                 row[f"tau_{op}_{role}"] = float(tau) if tau is not None and tau > 0 else np.nan
         rows.append(row)
-    cols = ["platform", "t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS]
+    cols = ["platform", "t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *ENERGY_COLS, "idle_w"]
     return pd.DataFrame(rows, columns=cols).astype({c: "float64" for c in cols[1:]})
 
 
@@ -64,7 +83,11 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
 
     Only ``ok`` rows are reduced; the result has one row per ``run_id``.
     """
-    ok = df[df["status"] == "ok"]
+    ok = df[df["status"] == "ok"].copy()
+    for c in _ENERGY:
+        ok[c] = pd.to_numeric(ok[c], errors="coerce").astype("float64") if c in ok else np.nan
+    if "energy_source" not in ok:
+        ok["energy_source"] = "none"
     keys = ["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *_COUNT_COLS]
     base = ok[keys].copy()
     base["size"] = pd.to_numeric(base["size"]).astype("float64")
@@ -82,6 +105,10 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
             "time_iqr_s": (t.quantile(0.75) - t.quantile(0.25)).astype("float64"),
             "time_host_median_s": pd.to_numeric(grouped["time_host_s"].median()).astype("float64"),
             "time_accel_median_s": pd.to_numeric(grouped["time_accel_s"].median()).astype("float64"),
+            **{f"{c[:-2]}_median_j": pd.to_numeric(grouped[c].median()).astype("float64") for c in _ENERGY},
+            "energy_iqr_j": pd.to_numeric(grouped["energy_j"].quantile(0.75) - grouped["energy_j"].quantile(0.25)
+                                          ).astype("float64"),
+            "energy_source": grouped["energy_source"].agg(_energy_source).astype("string"),
         }
     )
     out = first.join(out).reset_index()
@@ -89,7 +116,7 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
         out[c] = out[c].astype("string")
     return out[["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *_COUNT_COLS,
                 "n_reps", "time_median_s", "time_min_s", "time_max_s", "time_iqr_s",
-                "time_host_median_s", "time_accel_median_s"]]
+                "time_host_median_s", "time_accel_median_s", *REDUCED_ENERGY]]
 
 
 def _intensity(flops: pd.Series, nbytes: pd.Series) -> np.ndarray:
@@ -134,7 +161,47 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     out["perf_predicted"] = predicted
     out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
     out["tightness"] = metrics.tightness(out["perf_measured"].to_numpy(), predicted) if len(out) else np.array([])
-    return out.drop(columns=["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS], errors="ignore")
+    out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
+    return out.drop(columns=PLATFORM_COLS, errors="ignore")
+
+
+PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *ENERGY_COLS, "idle_w"]
+
+
+def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
+    """PeaPaw's energy-efficiency bound (eq. 21-25) for WP runs that were metered on a platform with ``e_f, e_b, p_s``.
+
+    Only runs whose energy came from a meter (``energy_median_j`` not null) and
+    whose platform's characterisation fitted the energy parameters are kept; the
+    others have nothing to compare. ``DP(alpha)`` runs are left out: eq. 25's
+    shares come from ``(I, I_C, I_G)``, which describe the paper's four WPs.
+    The rows carry ``energy_predicted_j = N_f / EE`` and
+    ``tightness = EE_measured / EE``.
+    """
+    have = runs
+    if len(runs):
+        mask = runs["energy_median_j"].notna() & runs["variant"].isin(WP_VARIANTS)
+        for c in ENERGY_COLS:
+            mask &= runs[c].notna() if c in runs.columns else False
+        have = runs[mask]
+    out = predict_sa(have)
+    eff = np.full(len(out), np.nan)
+    for i, (_, row) in enumerate(have.iterrows()):
+        host = hetero.Processor(t_f=row.t_f_host, t_b=row.t_b_host, e_f=row.e_f_host, e_b=row.e_b_host, p_s=row.p_s_host)
+        accel = hetero.Processor(t_f=row.t_f_accel, t_b=row.t_b_accel, e_f=row.e_f_accel, e_b=row.e_b_accel,
+                                 p_s=row.p_s_accel)
+        i_all, i_c, i_g = (float(out[c].iloc[i]) for c in ("intensity", "intensity_host", "intensity_accel"))
+        i_c, i_g = (0.0 if np.isnan(i_c) else i_c), (0.0 if np.isnan(i_g) else i_g)
+        if row.variant == "p-DP":
+            i_c = i_g = i_all
+        eff[i] = float(hetero.energy_efficiency(i_all, i_c, i_g, host, accel))
+    out["model"] = pd.Series([ENERGY_MODEL] * len(out), index=out.index, dtype="string")
+    out["quantity"] = pd.Series(["energy"] * len(out), index=out.index, dtype="string")
+    out["efficiency_measured"] = out["flops"] / out["energy_median_j"]
+    out["efficiency_predicted"] = eff
+    out["energy_predicted_j"] = out["flops"] / eff
+    out["tightness"] = out["efficiency_measured"] / eff if len(out) else np.array([])
+    return out
 
 
 def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
@@ -176,20 +243,26 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 FIDELITY_COLUMNS = [
-    *GROUP_KEYS, "axis", "model", "n_alternatives", "kendall_tau", "pairwise_agreement", "top1_agreement",
+    *GROUP_KEYS, "axis", "quantity", "model", "n_alternatives", "kendall_tau", "pairwise_agreement", "top1_agreement",
     "selection_penalty", "profile_error", "best_measured", "best_predicted",
     "tightness_median", "tightness_min", "tightness_max",
 ]
 
 
 def score_group(group: pd.DataFrame, axis: str) -> dict[str, Any]:
-    """Ranking fidelity and tightness of one group's alternatives along ``axis`` (``wp`` or ``alpha``)."""
+    """Ranking fidelity and tightness of one group's alternatives along ``axis`` (``wp`` or ``alpha``).
+
+    Alternatives are ranked by time, or by energy for the energy model's rows
+    (``quantity == "energy"``): smaller is better for both.
+    """
     g = group.sort_values("alpha" if axis == "alpha" else "variant", kind="stable")
-    m = g["time_median_s"].to_numpy(dtype="float64")
-    p = g["time_predicted_s"].to_numpy(dtype="float64")
+    quantity = str(g["quantity"].iloc[0]) if "quantity" in g else "time"
+    cols = ("energy_median_j", "energy_predicted_j") if quantity == "energy" else ("time_median_s", "time_predicted_s")
+    m = g[cols[0]].to_numpy(dtype="float64")
+    p = g[cols[1]].to_numpy(dtype="float64")
     names = g["variant"].astype(str).tolist()
     row: dict[str, Any] = {k: g[k].iloc[0] for k in GROUP_KEYS}
-    row.update(axis=axis, model=str(g["model"].iloc[0]), n_alternatives=len(g))
+    row.update(axis=axis, quantity=quantity, model=str(g["model"].iloc[0]), n_alternatives=len(g))
     row.update(
         **metrics.ranking_summary(m, p, names),
         tightness_median=float(np.median(g["tightness"])),
@@ -211,7 +284,8 @@ def score_groups(runs: pd.DataFrame) -> pd.DataFrame:
     types = {c: "float64" for c in FIDELITY_COLUMNS if c in {
         "size", "kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty",
         "profile_error", "tightness_median", "tightness_min", "tightness_max"}}
-    types.update({c: "string" for c in ("study", "case", "platform", "axis", "model", "best_measured", "best_predicted")})
+    types.update({c: "string" for c in ("study", "case", "platform", "axis", "quantity", "model", "best_measured",
+                                        "best_predicted")})
     types["n_alternatives"] = "int64"
     return out.astype(types)
 
@@ -269,22 +343,35 @@ def validate(
             validate_fdm.reduce_fdm, meta=validate_fdm.reduce_fdm(fdm_ddf._meta))
         fdm_joined = fdm_reduced.merge(fdm_params, on=["platform", "backend"], how="inner")
         fdm_predicted = fdm_joined.map_partitions(validate_fdm.predict_fdm, meta=validate_fdm.predict_fdm(fdm_joined._meta))
-        ddf = ddf[ddf["case"] == "sa"]
+        peach_ddf = ddf[(ddf["case"] == "peach") & (ddf["energy_source"] != "published")]
+        peach_reduced = peach_ddf.shuffle("run_id").map_partitions(reduce_repetitions,
+                                                                     meta=reduce_repetitions(peach_ddf._meta))
+        ddf = ddf[ddf["case"].isin(list(WP_CASES))]
         by_run = ddf.shuffle("run_id")
         reduced = by_run.map_partitions(reduce_repetitions, meta=reduce_repetitions(ddf._meta))
         joined = reduced.merge(platforms, on="platform", how="inner")
         predicted = dd.concat([
             joined.map_partitions(predict_sa, meta=predict_sa(joined._meta)),
-            joined.map_partitions(predict_perop, meta=predict_sa(joined._meta).assign(
-                model=pd.Series(dtype="string"))),
+            joined.map_partitions(predict_perop, meta=predict_sa(joined._meta)),
         ])
-        runs_pdf, failed_pdf, n_records, n_reduced, fdm_pdf, n_fdm, published_pdf = dask.compute(
-            predicted, failed, ddf.shape[0], reduced.shape[0], fdm_predicted, fdm_reduced.shape[0], published_ddf)
+        energy_predicted = joined.map_partitions(predict_energy, meta=predict_energy(joined._meta))
+        (runs_pdf, energy_pdf, failed_pdf, n_records, n_reduced, fdm_pdf, n_fdm, published_pdf,
+         peach_pdf) = dask.compute(
+            predicted, energy_predicted, failed, ddf.shape[0], reduced.shape[0], fdm_predicted,
+            fdm_reduced.shape[0], published_ddf, peach_reduced)
     runs_pdf = runs_pdf.sort_values(["study", "case", "platform", "size", "model", "variant"]).reset_index(drop=True)
     n_sa = int(runs_pdf["run_id"].nunique())
     if n_reduced != n_sa:
         log(f"[hetval validate] warning: {n_reduced - n_sa} ok runs have no characterised platform file")
-    fidelity = score_groups(runs_pdf)
+    energy_pdf = energy_pdf.sort_values(["study", "case", "platform", "size", "variant"]).reset_index(drop=True)
+    fidelity = pd.concat([score_groups(runs_pdf), score_groups(energy_pdf)], ignore_index=True)
+    from analysis import validate_peach as vp
+
+    idle = {str(r.platform): float(r.idle_w) for r in platforms.itertuples() if np.isfinite(r.idle_w)}
+    peach_runs, peach_fid = vp.validate_peach(peach_pdf, idle)
+    _write_parquet_atomic(peach_runs, out_dir / "peach_runs.parquet")
+    _write_parquet_atomic(peach_fid, out_dir / "peach_fidelity.parquet")
+    _write_parquet_atomic(energy_pdf, out_dir / "energy_runs.parquet")
     fdm_pdf = fdm_pdf.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling"]).reset_index(drop=True)
     if n_fdm != len(fdm_pdf):
         log(f"[hetval validate] warning: {n_fdm - len(fdm_pdf)} ok FDM runs have no characterised platform/backend")
@@ -312,6 +399,9 @@ def validate(
     summary = {
         "records": int(n_records),
         "runs_ok": n_sa,
+        "runs_metered": int(energy_pdf["run_id"].nunique()) + int(peach_runs["energy_median_j"].notna().sum()),
+        "peach_runs_ok": int(len(peach_runs)),
+        "peach_curves": int(peach_fid[["study", "platform", "workload", "size", "frequency"]].drop_duplicates().shape[0]),
         "sa_models": sorted(runs_pdf["model"].astype(str).unique().tolist()),
         "runs_failed": int(len(failed_pdf)),
         "groups": int(len(fidelity)),
@@ -327,7 +417,8 @@ def validate(
     tmp.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     os.replace(tmp, out_dir / "summary.json")
     log(
-        f"[hetval validate] {summary['runs_ok']} ok SA runs, {summary['fdm_runs_ok']} ok FDM runs, "
+        f"[hetval validate] {summary['runs_ok']} ok SA/LA runs, {summary['peach_runs_ok']} ok PEACH runs, "
+        f"{summary['fdm_runs_ok']} ok FDM runs, {summary['runs_metered']} with measured energy, "
         f"{summary['runs_failed']} failed, {summary['groups'] + summary['fdm_groups']} fidelity groups -> {out_dir}"
     )
     return summary

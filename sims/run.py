@@ -27,7 +27,7 @@ from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 from sims import record as rec  # noqa: E402
-from sims.timing import Measurement, measure  # noqa: E402
+from sims.timing import Measurement, measure, mpi_op  # noqa: E402
 
 ROLES = ("host", "accel")
 
@@ -158,27 +158,31 @@ def _records(spec, run_id, started_at, ranks, job: Any, m: Measurement, energy, 
     return out
 
 
-def _open_meters(comm: Any, spec: dict[str, Any], role: str, proc: dict[str, Any]) -> Any:
-    """This rank's meters (:class:`sims.meters.node.RankMeters`): node counters on one leader rank per host."""
-    import socket
-
+def node_rank(comm: Any) -> int:
+    """This rank's rank among the ranks on its host (collective: every rank of ``comm`` calls it)."""
     from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    try:
+        return node.Get_rank()
+    finally:
+        node.Free()
+
+
+def open_meters(spec: dict[str, Any], role: str, proc: dict[str, Any], world_rank: int, on_node: int) -> Any:
+    """This rank's meters (:class:`sims.meters.node.RankMeters`): node counters only on a host's leader (``on_node == 0``)."""
+    import socket
 
     from sims.meters.node import EnergySettings, RankMeters
     from sims.meters.rapl import package_of_cpu
 
     settings = EnergySettings.from_spec(spec.get("energy"))
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
-    try:
-        node_rank = node.Get_rank()
-    finally:
-        node.Free()
     cores = proc.get("cores")
     packages = None
     if cores:
         found = {package_of_cpu(c) for c in cores}
         packages = sorted(found) if None not in found else None
-    return RankMeters(settings, role, socket.gethostname(), comm.Get_rank(), node_rank, proc["backend"],
+    return RankMeters(settings, role, socket.gethostname(), world_rank, on_node, proc["backend"],
                       proc.get("device"), packages).open()
 
 
@@ -207,7 +211,7 @@ def _energy(comm: Any, meters: Any, m: Measurement, lengthened: str | None) -> l
         row = attribute(descs, deltas, inner=m.inner, lengthened_why=lengthened)
         if settings.short_region == "refuse" and window < settings.min_periods * period:
             row = {"energy_j": None, "energy_host_j": None, "energy_accel_j": None, "energy_source": "none",
-                   "energy_detail": {**row["energy_detail"], "refused": [
+                   "energy_detail": {**row["energy_detail"], "refused": row["energy_detail"].get("refused", []) + [
                        f"region {window:.3g} s is shorter than {settings.min_periods:g} meter update periods "
                        f"({period:.3g} s each); energy.short_region is 'refuse'"]}}
         rows.append(row)
@@ -227,6 +231,7 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
     rank, size = comm.Get_rank(), comm.Get_size()
     run_id = rec.run_id_of(spec)
     started_at = rec.utc_now()
+    on_node = node_rank(comm)  # collective: before anything that may fail on one rank only
     job: Any = None
     meters = None
     error: str | None = None
@@ -244,7 +249,7 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
         if case_cls is None:
             raise ValueError(f"unknown case {spec['case']!r}; known: {', '.join(sorted(CASES))}")
         job = case_cls(spec, role, platform_file)
-        meters = _open_meters(comm, spec, role, proc)
+        meters = open_meters(spec, role, proc, rank, on_node)
     except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
         error = f"rank {rank}: {type(exc).__name__}: {exc}"
     errors = [e for e in comm.allgather(error) if e]
@@ -262,8 +267,8 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
                 except Exception as exc:  # noqa: BLE001
                     failure.append(f"rank {rank}: {type(exc).__name__}: {exc}")
 
-        period = comm.allreduce(meters.update_period_s, op=_max_op())
-        metered = comm.allreduce(bool(meters.meters), op=_or_op())
+        period = comm.allreduce(meters.update_period_s, op=mpi_op("MAX"))
+        metered = comm.allreduce(bool(meters.meters), op=mpi_op("LOR"))
         min_window = 0.0
         if metered and meters.settings.short_region == "lengthen":
             min_window = meters.settings.min_periods * period
@@ -309,18 +314,6 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
         return [row]
     extra = {"executions_per_region": m.inner} if m.inner > 1 else {}
     return _records(spec, run_id, started_at, size, job, m, energy, extra)
-
-
-def _max_op() -> Any:
-    from mpi4py import MPI
-
-    return MPI.MAX
-
-
-def _or_op() -> Any:
-    from mpi4py import MPI
-
-    return MPI.LOR
 
 
 def _progress(records: list[dict[str, Any]]) -> str:

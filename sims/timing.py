@@ -35,10 +35,11 @@ def polite_barrier(comm: Any, poll_s: float = 5e-4) -> None:
         time.sleep(poll_s)
 
 
-def _max_op() -> Any:
+def mpi_op(name: str) -> Any:
+    """An MPI reduction operation by name (``MAX``, ``LOR``, ...), imported lazily."""
     from mpi4py import MPI
 
-    return MPI.MAX
+    return getattr(MPI, name)
 
 
 class RegionTooShortError(RuntimeError):
@@ -118,7 +119,7 @@ def measure(
         start = time.perf_counter()
         work()
         sync()
-        probe = comm.allreduce(time.perf_counter() - start, op=_max_op())
+        probe = comm.allreduce(time.perf_counter() - start, op=mpi_op("MAX"))
         polite_barrier(comm)
         if probe < min_window_s:
             inner = max(1, math.ceil(min_window_s / max(probe, 1e-9)))

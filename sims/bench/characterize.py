@@ -25,7 +25,7 @@ import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
 from sims import record as rec  # noqa: E402
-from sims.timing import measure  # noqa: E402
+from sims.timing import measure, mpi_op  # noqa: E402
 
 ROLES = ("host", "accel")
 
@@ -106,25 +106,36 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     from sims.bench import sweep
 
     sweep_state = sweep.setup(backend, n_triad, seed=7 + rank)
-    from sims.meters import open_meter, total_joules
+    from sims.meters.node import attribute
+    from sims.run import node_rank, open_meters
 
-    meter = open_meter("auto") if rank == 0 else None
-    metered = comm.bcast(meter is not None and meter.source != "none", root=0)
+    meters = open_meters(spec, role, proc, rank, node_rank(comm))
+    metered = comm.allreduce(bool(meters.meters), op=mpi_op("LOR"))
+    descs = comm.allgather(meters.describe())
     energies: dict[str, dict[int, list[float]]] = {r: {} for r in ROLES}
+    period = comm.allreduce(meters.update_period_s, op=mpi_op("MAX"))
+    min_window = meters.settings.min_periods * period if metered and meters.settings.short_region == "lengthen" else 0.0
+
+    def joules(before: Any, after: Any, target: str | None, inner: int) -> float | None:
+        """Measured joules of one window: the target processor's share when attributable, else the total."""
+        deltas = comm.allgather(meters.deltas(before or {}, after or {}))
+        row = attribute(descs, deltas, inner=inner)
+        part = row.get(f"energy_{target}_j") if target else None
+        return part if part is not None else row["energy_j"]
 
     def run_sweep(k: int, target: str) -> list[float] | None:
         def work() -> None:
             if role == target:
                 sweep.run(backend, sweep_state, k)
 
-        m = measure(comm, work, backend.synchronize, 1, reps, factor,
-                    meter_read=meter.read if (metered and rank == 0) else None)
-        if metered and rank == 0:
-            # the meter covers the node: the idle processor's static power is in every sample
-            energies[target][k] = [total_joules(meter.energy_between(r.meter_before, r.meter_after))
-                                   for r in m.repetitions]
+        m = measure(comm, work, backend.synchronize, 1, reps, factor, meter_read=meters.read if metered else None,
+                    min_window_s=min_window)
+        if metered:
+            # a node meter covers both processors: the idle one's static power is in every sample
+            energies[target][k] = [joules(r.meter_before, r.meter_after, target, m.inner) for r in m.repetitions]
         return [r.own_s for r in m.repetitions] if role == target else None
 
+    idle = _idle_power(comm, meters, descs, spec) if metered else None
     for target in ROLES:
         if rank == 0:
             print(f"[hetval characterize] {spec['platform']}: intensity sweep on {target}, "
@@ -166,7 +177,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     gathered = comm.gather(mine, root=0)
     if rank != 0:
         return None
-    energy_fits = {r: _energy_fit(gathered[i]["sweep"], energies[r], n_triad, meter.source) if metered else None
+    source = "+".join(sorted({m["source"] for d in descs for m in d["meters"].values()})) or "none"
+    energy_fits = {r: _energy_fit(gathered[i]["sweep"], energies[r], n_triad, source) if metered else None
                    for i, r in enumerate(ROLES)}
 
     processors = {}
@@ -197,12 +209,48 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "measured_at": rec.utc_now(),
         "hostname": rec.provenance()["hostname"],
         "versions": rec.versions(),
-        "energy": ("not measured: no energy meter was found (e_f, e_b, p_s are null)" if not metered else
-                   f"fitted from the intensity sweep's {meter.source} readings (Choi et al.): E = e_f N_f + e_b N_b "
-                   "+ p_s T; the meter covers the node, so p_s includes the idle processor's static power"),
+        "energy": ("not measured: no energy meter was found (e_f, e_b, p_s and idle power are null); "
+                   + "; ".join(n for d in descs for n in d["notes"]) if not metered else
+                   f"fitted from the intensity sweep's {source} readings (Choi et al.): E = e_f N_f + e_b N_b "
+                   "+ p_s T; where a meter covers the node, p_s includes the idle processor's static power"),
+        "idle_power": idle,
         "processors": processors,
         "network": _network(pp),
     }
+
+
+def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, Any] | None:
+    """Static (idle) power: every rank sleeps through one metered window of at least 1 s (and 10 meter updates)."""
+    import time
+
+    from sims.meters.node import attribute
+
+    period = comm.allreduce(meters.update_period_s, op=mpi_op("MAX"))
+    window = max(1.0, meters.settings.min_periods * period)
+    if comm.Get_rank() == 0:
+        print(f"[hetval characterize] {spec['platform']}: idle power over {window:.3g} s", flush=True)
+    samples: list[dict[str, Any]] = []
+    for _ in range(3):
+        comm.Barrier()
+        before = meters.read()
+        t0 = time.perf_counter()
+        time.sleep(window)
+        comm.Barrier()
+        after = meters.read()
+        elapsed = comm.allreduce(time.perf_counter() - t0, op=mpi_op("MAX"))
+        row = attribute(descs, comm.allgather(meters.deltas(before, after)))
+        samples.append({k: (v / elapsed if isinstance(v, float) else None)
+                        for k, v in row.items() if k in ("energy_j", "energy_host_j", "energy_accel_j")})
+    if comm.Get_rank() != 0:
+        return None
+
+    def med(key: str) -> float | None:
+        vals = [s[key] for s in samples if s[key] is not None]
+        return float(statistics.median(vals)) if vals else None
+
+    return {"value": med("energy_j"), "unit": "W", "host": med("energy_host_j"), "accel": med("energy_accel_j"),
+            "obtained": "measured", "samples_w": [s["energy_j"] for s in samples],
+            "method": f"all ranks asleep for {window:.3g} s, 3 windows, median; host/accel where attributable"}
 
 
 def _energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n: int, source: str) -> dict[str, Any] | None:

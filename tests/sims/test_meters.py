@@ -40,7 +40,7 @@ def test_auto_default_root_falls_back_cleanly(monkeypatch):
 
 
 def test_unknown_kind_and_explicit_unavailable(tmp_path, monkeypatch):
-    with pytest.raises(ValueError, match="auto, rapl, nvml, none"):
+    with pytest.raises(ValueError, match="auto, rapl, nvml, trace, none"):
         open_meter("ipmi")
     with pytest.raises(MeterUnavailable):
         open_meter("rapl", rapl_root=str(tmp_path))
