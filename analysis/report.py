@@ -27,7 +27,7 @@ WP_ORDER: tuple[str, ...] = ("CO", "GO", "p-DP", "CP", "CP-reverse")
 #: Keys that identify one comparison group in runs.parquet and fidelity.parquet.
 GROUP_KEYS: tuple[str, ...] = ("study", "case", "platform", "size")
 #: File-name prefixes of the figures this module writes (stale ones are pruned on rebuild).
-FIGURE_PREFIXES: tuple[str, ...] = ("roofline-", "wp-", "tightness-", "alpha-", "fdm-")
+FIGURE_PREFIXES: tuple[str, ...] = ("roofline-", "wp-", "tightness-", "alpha-", "fdm-", "peach-")
 PROCESSORS: tuple[str, ...] = ("host", "accel")
 
 _INTENSITY_RANGE = (2.0**-6, 2.0**8)  # flop/byte
@@ -1159,17 +1159,19 @@ def build_report(
     out.mkdir(parents=True, exist_ok=True)
     inputs = load_inputs(Path(validation_dir), Path(platforms_dir), Path(quarantine_dir))
     figures, notes = make_figures(inputs, out)
-    from analysis import report_fdm, report_guidelines, report_published
+    from analysis import report_energy, report_fdm, report_guidelines, report_published
 
     fdm_html, fdm_lines, fdm_files = report_fdm.section(Path(validation_dir), out)
     pub_html, pub_lines = report_published.section(Path(validation_dir))
     guide_html, guide_lines = report_guidelines.section(inputs.platforms, Path(validation_dir))
+    energy_html, energy_lines, energy_files = report_energy.section(Path(validation_dir), out, inputs.platforms)
     index = out / "index.html"
-    text = summary_text(inputs, title, index, notes, [*guide_lines, "", *fdm_lines, "", *pub_lines])
+    text = summary_text(inputs, title, index, notes,
+                        [*energy_lines, "", *guide_lines, "", *fdm_lines, "", *pub_lines])
     atomic_write_bytes(out / "summary.txt", text.encode())
-    extra = "\n".join((guide_html, fdm_html, pub_html))
+    extra = "\n".join((energy_html, guide_html, fdm_html, pub_html))
     atomic_write_bytes(index, render_html(inputs, title, figures, notes, extra).encode())
-    _prune_stale_figures(out, {e.file for entries in figures.values() for e in entries} | set(fdm_files))
+    _prune_stale_figures(out, {e.file for entries in figures.values() for e in entries} | set(fdm_files) | set(energy_files))
     return text
 
 

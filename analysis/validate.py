@@ -291,10 +291,10 @@ def score_groups(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def failed_runs(df: pd.DataFrame) -> pd.DataFrame:
-    """Runs whose newest record is ``failed`` (all records of a run in this frame)."""
-    cols = ["run_id", "study", "case", "variant", "platform", "error", "started_at"]
+    """Runs whose newest record is ``failed`` or ``skipped`` (all records of a run in this frame), with the reason."""
+    cols = ["run_id", "study", "case", "variant", "platform", "status", "error", "started_at"]
     newest = df.sort_values("started_at", kind="stable").groupby("run_id", sort=True).tail(1)
-    out = newest[newest["status"] == "failed"][cols].reset_index(drop=True)
+    out = newest[newest["status"].isin(["failed", "skipped"])][cols].reset_index(drop=True)
     return out.astype({c: "string" for c in cols if c != "started_at"})
 
 
@@ -403,7 +403,8 @@ def validate(
         "peach_runs_ok": int(len(peach_runs)),
         "peach_curves": int(peach_fid[["study", "platform", "workload", "size", "frequency"]].drop_duplicates().shape[0]),
         "sa_models": sorted(runs_pdf["model"].astype(str).unique().tolist()),
-        "runs_failed": int(len(failed_pdf)),
+        "runs_failed": int((failed_pdf["status"] == "failed").sum()),
+        "runs_skipped": int((failed_pdf["status"] == "skipped").sum()),
         "groups": int(len(fidelity)),
         "fdm_runs_ok": int(len(fdm_pdf)),
         "fdm_groups": int(len(fdm_fidelity)),
@@ -419,6 +420,6 @@ def validate(
     log(
         f"[hetval validate] {summary['runs_ok']} ok SA/LA runs, {summary['peach_runs_ok']} ok PEACH runs, "
         f"{summary['fdm_runs_ok']} ok FDM runs, {summary['runs_metered']} with measured energy, "
-        f"{summary['runs_failed']} failed, {summary['groups'] + summary['fdm_groups']} fidelity groups -> {out_dir}"
+        f"{summary['runs_failed']} failed, {summary['runs_skipped']} skipped, {summary['groups'] + summary['fdm_groups']} fidelity groups -> {out_dir}"
     )
     return summary

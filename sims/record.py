@@ -31,7 +31,7 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("rep", "int64", True),
     ("status", "string", True),  # ok | failed | skipped
     ("error", "string", False),
-    ("size", "int64", False),  # problem size (SA: elements)
+    ("size", "int64", False),  # problem size (SA: elements per vector; LA: n_mm^2 + n_tr^2; PEACH: n)
     ("alpha", "float64", False),  # fraction of the data on the accelerator (DP WPs)
     ("time_s", "float64", False),  # slowest rank, measured region only
     ("time_host_s", "float64", False),

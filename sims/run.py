@@ -106,7 +106,9 @@ CASES: dict[str, Callable[..., Any]] = {"sa": SARun, "la": _matrix_run, "peach":
 def _base_record(spec: dict[str, Any], run_id: str, started_at: str, ranks: int) -> dict[str, Any]:
     prov = rec.provenance()
     params = spec.get("params", {})
-    size = params.get("size", params.get("n"))
+    size = params.get("size", params.get("n"))  # SA: elements per vector; PEACH: matrix order n
+    if "n_mm" in params and "n_tr" in params:  # LA: elements of the two outputs, C (n_mm^2) and E (n_tr^2)
+        size = int(params["n_mm"]) ** 2 + int(params["n_tr"]) ** 2
     return {
         **{name: None for name in rec.FIELD_TYPES},
         "run_id": run_id,

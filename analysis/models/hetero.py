@@ -726,3 +726,25 @@ def guideline_followed(category: str, I: float, I_C: float, I_G: float) -> bool 
     if category == "CPU_COMP-GPU_MEM":
         return bool(0 < g < i < c)
     return None
+
+
+def energy_guideline_followed(category: str, I: float, I_C: float, I_G: float) -> bool | None:  # noqa: E741
+    """Whether a partition ``(I, I_C, I_G)`` is what an E-Paw guideline prescribes (PeaPaw §5.2).
+
+    * ``CPU-only`` / ``GPU-only``: all the work on that processor (``I_G == 0``
+      resp. ``I_C == 0``, the other side used).
+    * ``CPU_COMP-GPU_MEM`` / ``CPU_MEM-GPU_COMP``: the code split with the
+      higher-intensity part where flops are cheaper in energy, as the P-Paw
+      categories of the same name (:func:`guideline_followed`).
+
+    None for the categories whose guideline does not name one partition
+    (Race-to-halt, the two "evenly distribute" ones, Workload-dependent).
+    """
+    c, g = float(I_C), float(I_G)
+    if category == "CPU-only":
+        return bool(c > 0 and g == 0)
+    if category == "GPU-only":
+        return bool(g > 0 and c == 0)
+    if category in ("CPU_COMP-GPU_MEM", "CPU_MEM-GPU_COMP"):
+        return guideline_followed(category, I, I_C, I_G)
+    return None

@@ -545,3 +545,12 @@ def test_guideline_followed() -> None:
     assert not hetero.guideline_followed("CPU_COMP-GPU_MEM", 1.7, 1.7, 0.0)  # CPU-only
     assert hetero.guideline_followed("CPU_DP-GPU_DP", 1.7, 1.7, 1.7)
     assert hetero.guideline_followed("Race-to-halt", 1.7, 1.7, 1.7) is None
+
+
+def test_energy_guideline_followed():
+    assert hetero.energy_guideline_followed("CPU-only", 1.0, 1.0, 0.0) is True
+    assert hetero.energy_guideline_followed("CPU-only", 1.0, 0.0, 1.0) is False
+    assert hetero.energy_guideline_followed("GPU-only", 1.0, 0.0, 1.0) is True
+    assert hetero.energy_guideline_followed("CPU_MEM-GPU_COMP", 1.0, 0.5, 8.0) is True
+    assert hetero.energy_guideline_followed("CPU_COMP-GPU_MEM", 1.0, 0.5, 8.0) is False
+    assert hetero.energy_guideline_followed("Race-to-halt", 1.0, 1.0, 1.0) is None

@@ -15,13 +15,13 @@ def _proc(t_f, t_b):
 def test_category_and_guideline_check(tmp_path):
     plat = PlatformFile("pair", "x.yaml", {"processors": {"host": _proc(1e-10, 1e-10), "accel": _proc(1e-11, 5e-11)}})
     runs = pd.DataFrame([
-        {"run_id": "a", "platform": "pair", "study": "s", "size": 10, "variant": "p-DP", "axis_wp": True, "time_median_s": 1.0,
+        {"run_id": "a", "platform": "pair", "study": "s", "case": "sa", "size": 10, "variant": "p-DP", "axis_wp": True, "time_median_s": 1.0,
          "intensity": 2.0, "intensity_host": 2.0, "intensity_accel": 2.0},
-        {"run_id": "b", "platform": "pair", "study": "s", "size": 10, "variant": "CP", "axis_wp": True, "time_median_s": 0.5,
+        {"run_id": "b", "platform": "pair", "study": "s", "case": "sa", "size": 10, "variant": "CP", "axis_wp": True, "time_median_s": 0.5,
          "intensity": 2.0, "intensity_host": 0.1, "intensity_accel": 8.0},
-        {"run_id": "b", "platform": "pair", "study": "s", "size": 10, "variant": "CP", "axis_wp": True, "time_median_s": 0.5,
+        {"run_id": "b", "platform": "pair", "study": "s", "case": "sa", "size": 10, "variant": "CP", "axis_wp": True, "time_median_s": 0.5,
          "intensity": 2.0, "intensity_host": 0.1, "intensity_accel": 8.0},  # the same run under a second model
-        {"run_id": "c", "platform": "pair", "study": "s", "size": 10, "variant": "DP(0.5)", "axis_wp": False, "time_median_s": 0.1,
+        {"run_id": "c", "platform": "pair", "study": "s", "case": "sa", "size": 10, "variant": "DP(0.5)", "axis_wp": False, "time_median_s": 0.1,
          "intensity": 2.0, "intensity_host": 2.0, "intensity_accel": 2.0},
     ])
     runs.to_parquet(tmp_path / "runs.parquet")

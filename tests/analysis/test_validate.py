@@ -184,3 +184,40 @@ def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
     both = pd.concat([validate.predict_sa(runs), validate.predict_perop(runs)])
     fid = validate.score_groups(both)
     assert set(fid["model"]) == {validate.MODEL, validate.PEROP_MODEL}
+
+
+EN = {"e_f_host": 1e-9, "e_b_host": 5e-10, "p_s_host": 10.0, "e_f_accel": 2e-10, "e_b_accel": 1e-10, "p_s_accel": 5.0}
+
+
+def test_energy_bound_only_for_metered_wp_runs_and_ranked_by_energy():
+    recs = frame(STUDY)
+    host = hetero.Processor(T["t_f_host"], T["t_b_host"], e_f=EN["e_f_host"], e_b=EN["e_b_host"], p_s=EN["p_s_host"])
+    accel = hetero.Processor(T["t_f_accel"], T["t_b_accel"], e_f=EN["e_f_accel"], e_b=EN["e_b_accel"],
+                             p_s=EN["p_s_accel"])
+    I = F / B  # noqa: E741
+    bound_co = float(hetero.energy_efficiency(I, I, 0.0, host, accel))
+    bound_go = float(hetero.energy_efficiency(I, 0.0, I, host, accel))
+    # CO measured at exactly half its bound's efficiency, GO at its bound; nothing else metered
+    recs.loc[recs["run_id"] == "a", ["energy_j", "energy_source"]] = [2 * F / bound_co, "trace"]
+    recs.loc[recs["run_id"] == "b", ["energy_j", "energy_source"]] = [F / bound_go, "trace"]
+    recs.loc[recs["run_id"] == "e", ["energy_j", "energy_source"]] = [1.0, "trace"]  # DP(alpha): no eq. 25 shares
+    runs = validate.reduce_repetitions(recs).assign(**T, **EN)
+    out = validate.predict_energy(runs).set_index("variant")
+    assert sorted(out.index) == ["CO", "GO"]
+    assert out.loc["CO", "tightness"] == pytest.approx(0.5) and out.loc["GO", "tightness"] == pytest.approx(1.0)
+    assert out.loc["CO", "energy_source"] == "trace" and (out["quantity"] == "energy").all()
+    fid = validate.score_groups(out.reset_index())
+    [row] = fid.to_dict("records")
+    assert row["quantity"] == "energy" and row["model"] == validate.ENERGY_MODEL
+    assert row["best_measured"] == ("GO" if F / bound_go < 2 * F / bound_co else "CO")
+    # no energy parameters on the platform: nothing to compare
+    assert validate.predict_energy(validate.reduce_repetitions(recs).assign(**T)).empty
+
+
+def test_reduce_repetitions_keeps_energy_medians_and_source():
+    recs = frame(STUDY)
+    recs.loc[recs["run_id"] == "a", "energy_j"] = [3.0, 1.0, 2.0]
+    recs.loc[recs["run_id"] == "a", "energy_source"] = "rapl"
+    out = validate.reduce_repetitions(recs).set_index("run_id")
+    assert out.loc["a", "energy_median_j"] == 2.0 and out.loc["a", "energy_source"] == "rapl"
+    assert np.isnan(out.loc["b", "energy_median_j"]) and out.loc["b", "energy_source"] == "none"

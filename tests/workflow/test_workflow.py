@@ -47,8 +47,9 @@ def test_dry_run_default_study(env, tmp_path):
     assert out.returncode == 0, out.stderr
     counts = job_counts(out.stdout)
     assert counts["characterize_platform"] == 1
-    # SA: two sizes x (five WPs and an 11-point alpha sweep); FDM: three designs x (1 + 3 + 1) scale/decompositions
-    assert counts["simulate_run"] == 2 * (5 + 11) + 3 * 5
+    # SA: two sizes x (five WPs and an 11-point alpha sweep); LA: four WPs; PEACH: two workloads x 11 alphas;
+    # FDM: three designs x (1 + 3 + 1) scale/decompositions
+    assert counts["simulate_run"] == 2 * (5 + 11) + 4 + 2 * 11 + 3 * 5
     assert counts["gather_runs"] == counts["validate_models"] == counts["report_validation"] == 1
     assert not (tmp_path / "results").exists()
 
@@ -77,15 +78,19 @@ def test_tiny_study_end_to_end(env, tmp_path):
     first = snakemake(tiny, env, tmp_path)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "[hetval run] tiny sa p-DP on cpu-pair-numpy-numba: ok" in first.stdout
-    assert "runs: 8 ok, 0 failed, 0 quarantined" in first.stdout  # the summary printed at the end
+    assert "[hetval run] tiny la CP on cpu-pair-numpy-numba: ok" in first.stdout
+    assert "[hetval run] tiny peach DP(0.5) on cpu-pair-numpy-numba: ok" in first.stdout
+    assert "runs: 12 ok, 0 failed, 0 quarantined" in first.stdout  # SA + LA, the summary printed at the end
+    assert "Energy could not be measured on this machine" in first.stdout
 
     results = tmp_path / "results"
     part = results / "runs" / "study=tiny" / "case=sa" / "part.parquet"
     assert pq.read_schema(part).remove_metadata().equals(FILE_SCHEMA)
     table = read_runs(results / "runs")
     assert table.schema.equals(RUN_SCHEMA)
-    # SA: 8 runs x 3 reps; FDM: 2 scales x 2 designs x 3 reps; PEACH Table VIII: 12 published runs
-    assert table.num_rows == 8 * 3 + 4 * 3 + 12
+    # SA: 8 runs, LA: 4, PEACH: 2 workloads x 3 alphas, x 3 reps; FDM: 2 scales x 2 designs x 3 reps;
+    # PEACH Table VIII: 12 published runs
+    assert table.num_rows == (8 + 4 + 6) * 3 + 4 * 3 + 12
     assert set(table["status"].to_pylist()) == {"ok"}
     fdm = pq.read_table(results / "validation" / "fdm_runs.parquet").to_pandas()
     assert len(fdm) == 4 and sorted(fdm["ranks"]) == [1, 1, 2, 2]
@@ -93,7 +98,13 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert (tmp_path / "results" / "fdm" / "tiny").is_dir()
     published = pq.read_table(results / "validation" / "published_runs.parquet").to_pandas()
     assert len(published) == 12 and published["rate_error"].notna().all()
-    assert set(table.filter(pc.equal(table["case"], "peach"))["energy_source"].to_pylist()) == {"published"}
+    assert set(table.filter(pc.equal(table["energy_source"], "published"))["case"].to_pylist()) == {"peach"}
+    peach_runs = pq.read_table(results / "validation" / "peach_runs.parquet").to_pandas()
+    assert len(peach_runs) == 6 and peach_runs["time_predicted_s"].notna().all()
+    assert peach_runs["eta_measured"].isna().all()  # no meter: no measured efficiency either
+    peach_fid = pq.read_table(results / "validation" / "peach_fidelity.parquet").to_pandas()
+    assert sorted(peach_fid["workload"]) == ["MatrixMultiply", "MatrixTranspose"]
+    assert set(peach_fid["quantity"]) == {"time"}
     claims = pq.read_table(results / "validation" / "published.parquet").to_pandas()
     assert len(claims) == 253 and claims["reproduced"].sum() == 231  # the papers' own numbers, recomputed
     measured = table.filter(pc.not_equal(table["energy_source"], "published"))
@@ -105,6 +116,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
         assert runs[col].notna().all(), col
     fidelity = pq.read_table(results / "validation" / "fidelity.parquet").to_pandas()
     assert set(fidelity["axis"]) == {"wp", "alpha"}
+    assert set(fidelity["case"]) == {"sa", "la"} and set(fidelity["quantity"]) == {"time"}
     for col in ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error"):
         assert col in fidelity
     report = results / "report"
@@ -112,6 +124,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     pngs = sorted(p.name for p in report.glob("*.png"))
     assert any(p.startswith("roofline-") for p in pngs) and any(p.startswith("alpha-") for p in pngs)
     assert any(p.startswith("fdm-scaling-") for p in pngs) and any(p.startswith("fdm-phases-") for p in pngs)
+    assert any(p.startswith("peach-") for p in pngs) and "Energy could not be measured on this machine" in html
     assert "Published studies" in html and "perdome-2015: 8 of 10 reproduced" in html
     assert all(p in html for p in pngs)
     platform = results / "platforms" / "cpu-pair-numpy-numba.yaml"
@@ -130,7 +143,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     redo = snakemake(tiny, env, tmp_path)
     assert redo.returncode == 0, redo.stderr[-3000:]
     df = read_runs(results / "runs").to_pandas()
-    assert len(df) == 48 and not df.duplicated(["run_id", "rep"]).any()
+    assert len(df) == 78 and not df.duplicated(["run_id", "rep"]).any()
 
     # A truncated raw record is quarantined with its reason, counted, and redone next time.
     victim = raw[1]

@@ -16,6 +16,9 @@ rule validate_models:
         published="results/validation/published.parquet",
         published_runs="results/validation/published_runs.parquet",
         published_fidelity="results/validation/published_fidelity.parquet",
+        peach_runs="results/validation/peach_runs.parquet",
+        peach_fidelity="results/validation/peach_fidelity.parquet",
+        energy_runs="results/validation/energy_runs.parquet",
     conda:
         "../envs/hetval.yaml"
     log:
