@@ -18,6 +18,7 @@ from sims._threads import limit_threads, pin_cores
 limit_threads(1)
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
@@ -274,24 +275,29 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
         min_window = 0.0
         if metered and meters.settings.short_region == "lengthen":
             min_window = meters.settings.min_periods * period
-        try:
-            if role == "host":
-                f_c, f_g = freq.get("f_C"), None
-            else:
-                f_c, f_g = None, freq.get("f_G")
+        with contextlib.ExitStack() as stack:
+            # Set the frequencies first and agree on the outcome: a rank that cannot set its
+            # frequency must not leave the others waiting in the measurement's barriers.
+            try:
+                f_c = freq.get("f_C") if role == "host" else None
+                f_g = freq.get("f_G") if role == "accel" else None
                 if f_g is not None and proc.get("backend") != "cupy":
                     raise NotControllable(f"f_G = {f_g} MHz is a GPU clock, but the accel processor is a CPU "
                                           f"({proc.get('backend')})")
-            with pinned(f_c, f_g, proc.get("cores"), proc.get("device")):
-                m = measure(
-                    comm, guarded, job.sync, int(spec["warmup"]), int(spec["repetitions"]),
-                    float(spec.get("min_region_factor", 1000.0)),
-                    meter_read=meters.read if metered else None, min_window_s=min_window,
-                )
-        except NotControllable as exc:
-            skipped = f"rank {rank}: {exc}"
-        except Exception as exc:  # noqa: BLE001 - RegionTooShortError is raised on all ranks alike
-            failure.append(f"{type(exc).__name__}: {exc}")
+                stack.enter_context(pinned(f_c, f_g, proc.get("cores"), proc.get("device")))
+            except NotControllable as exc:
+                skipped = f"rank {rank}: {exc}"
+            except OSError as exc:  # writing cpufreq files went wrong mid-way
+                failure.append(f"rank {rank}: setting the frequency failed: {exc}")
+            if not any(comm.allgather(bool(skipped or failure))):
+                try:
+                    m = measure(
+                        comm, guarded, job.sync, int(spec["warmup"]), int(spec["repetitions"]),
+                        float(spec.get("min_region_factor", 1000.0)),
+                        meter_read=meters.read if metered else None, min_window_s=min_window,
+                    )
+                except Exception as exc:  # noqa: BLE001 - RegionTooShortError is raised on all ranks alike
+                    failure.append(f"{type(exc).__name__}: {exc}")
         skips = sorted({s for s in comm.allgather(skipped) if s})
         errors = sorted({e for errs in comm.allgather(failure) for e in errs})
         if skips and not errors:

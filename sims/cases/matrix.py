@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.sa.case import dp_variant, parse_alpha
+from sims.sa.case import data_parallel_alpha, dp_variant, parse_alpha
 
 #: PeaPaw's LA sizes: 1024 x 1024 product, 8192 x 8192 transpose, float32.
 LA_MATMUL_N = 1024
@@ -103,18 +103,9 @@ def la_partition(variant: str, n_mm: int, n_tr: int, itemsize: int = 4,
         raise ValueError(f"LA sizes must be >= 1, got matmul {n_mm}, transpose {n_tr}")
     if variant == "CP":
         return {"host": Part(0, n_tr, n_mm, n_tr, itemsize), "accel": Part(n_mm, 0, n_mm, n_tr, itemsize)}, None
-    if variant == "CO":
-        alpha = 0.0
-    elif variant == "GO":
-        alpha = 1.0
-    elif variant == "p-DP":
-        if rates is None:
-            raise ValueError("p-DP needs the characterised platform to choose its split")
-        alpha = pdp_alpha(Part(n_mm, n_tr, n_mm, n_tr, itemsize), *rates)
-    else:
-        alpha = parse_alpha(variant)
-        if alpha is None or not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"unknown LA variant {variant!r}; allowed: {', '.join(LA_WPS)} or DP(alpha), 0 <= alpha <= 1")
+    whole = Part(n_mm, n_tr, n_mm, n_tr, itemsize)
+    alpha = data_parallel_alpha(variant, pdp_alpha(whole, *rates) if variant == "p-DP" and rates else None,
+                                "LA", LA_WPS)
     mm_h, mm_a = _split(n_mm, alpha)
     tr_h, tr_a = _split(n_tr, alpha)
     return {"host": Part(mm_h, tr_h, n_mm, n_tr, itemsize), "accel": Part(mm_a, tr_a, n_mm, n_tr, itemsize)}, alpha

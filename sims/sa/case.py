@@ -64,6 +64,24 @@ def pdp_alpha(t_f_host: float, t_b_host: float, t_f_accel: float, t_b_accel: flo
     return t_host / (t_host + t_accel)
 
 
+def data_parallel_alpha(variant: str, alpha_pdp: float | None, case: str, wps: tuple[str, ...]) -> float:
+    """The accelerator's share of a data-parallel WP: CO 0, GO 1, p-DP the balanced split, DP(alpha) alpha."""
+    if variant == "CO":
+        return 0.0
+    if variant == "GO":
+        return 1.0
+    if variant == "p-DP":
+        if alpha_pdp is None:
+            raise ValueError("p-DP needs the characterised platform to choose its split")
+        return alpha_pdp
+    parsed = parse_alpha(variant)
+    if parsed is None or not 0.0 <= parsed <= 1.0:
+        raise ValueError(
+            f"unknown {case} variant {variant!r}; allowed: {', '.join(wps)} or DP(alpha) with 0 <= alpha <= 1"
+        )
+    return parsed
+
+
 def partition(variant: str, size: int, alpha_pdp: float | None = None) -> tuple[dict[str, Part], float | None]:
     """Split ``size`` elements between ``host`` and ``accel`` for ``variant``.
 
@@ -77,21 +95,7 @@ def partition(variant: str, size: int, alpha_pdp: float | None = None) -> tuple[
         return {"host": Part(size, ("vecadd",)), "accel": Part(size, ("powadd",))}, None
     if variant == "CP-reverse":
         return {"host": Part(size, ("powadd",)), "accel": Part(size, ("vecadd",))}, None
-    if variant == "CO":
-        alpha = 0.0
-    elif variant == "GO":
-        alpha = 1.0
-    elif variant == "p-DP":
-        if alpha_pdp is None:
-            raise ValueError("p-DP needs the characterised platform to choose its split")
-        alpha = alpha_pdp
-    else:
-        parsed = parse_alpha(variant)
-        if parsed is None or not 0.0 <= parsed <= 1.0:
-            raise ValueError(
-                f"unknown SA variant {variant!r}; allowed: {', '.join(FIXED_WPS)} or DP(alpha) with 0 <= alpha <= 1"
-            )
-        alpha = parsed
+    alpha = data_parallel_alpha(variant, alpha_pdp, "SA", FIXED_WPS)
     n_accel = int(round(alpha * size))
     n_host = size - n_accel
     parts = {

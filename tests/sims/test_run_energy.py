@@ -70,3 +70,40 @@ def test_trace_not_covering_the_run_is_refused(mpiexec, env, tmp_path):
     assert r["status"] == "ok" and r["energy_j"] is None and r["energy_source"] == "none"
     refused = " ".join(json.loads(r["energy_detail"])["refused"])
     assert "not covered" in refused and "shorter than 10 meter update periods (1 s each)" in refused
+
+
+def test_frequency_the_platform_cannot_set_is_a_skipped_record(mpiexec, env, tmp_path):
+    from sims.cases.frequency import cpu_control
+
+    out = tmp_path / "rec.json"
+    for freq, expect in (({"f_G": 705}, "is a GPU clock, but the accel processor is a CPU"),
+                         ({"f_C": 1.2}, cpu_control([0])[1])):
+        if "f_C" in freq and cpu_control([0])[0]:
+            continue  # this machine can set it: nothing to refuse
+        s = spec("DP(0.5)", case="peach", params={"workload": "MatrixMultiply", "n": 64, "frequency": freq})
+        proc = run_mpi(mpiexec, 2, ["-m", "sims.run", "--spec", json.dumps(s), "--out", str(out)], env)
+        assert proc.returncode == 0, proc.stderr
+        [r] = json.loads(out.read_text())["records"]
+        assert r["status"] == "skipped" and expect in r["error"] and r["time_s"] is None
+
+
+def test_characterisation_with_a_meter_measures_idle_power_and_fits_energy(mpiexec, env, tmp_path):
+    trace = tmp_path / "meter.csv"
+    _trace(trace, 20.0, 30.0, span_s=900.0, step=0.01)
+    out = tmp_path / "pair.yaml"
+    layout = {"host": {"backend": "numpy", "cores": [0]}, "accel": {"backend": "numba", "cores": [1]}}
+    s = {"platform": "pair", "description": "test", "layout": layout, "warmup": 1, "repetitions": 5, "llc_factor": 2,
+         "energy": {"meter": "trace", "trace": {"path": str(trace), "channels": {"clamp-cpu0": "host",
+                                                                                  "clamp-cpu1": "accel"}}}}
+    proc = run_mpi(mpiexec, 2, ["-m", "sims.bench", "--spec", json.dumps(s), "--out", str(out)], env)
+    assert proc.returncode == 0, proc.stderr
+    import yaml
+
+    doc = yaml.safe_load(out.read_text())
+    idle = doc["idle_power"]
+    assert idle["value"] == pytest.approx(50.0, rel=0.02)  # the clamps' constant 20 W + 30 W
+    assert (idle["host"], idle["accel"]) == (pytest.approx(20.0, rel=0.02), pytest.approx(30.0, rel=0.02))
+    assert "fitted from the intensity sweep's trace readings" in doc["energy"]
+    # constant power: the sweep's energy is all static, p_s = the clamp's watts (per processor, attributable)
+    assert doc["processors"]["host"]["p_s"]["value"] == pytest.approx(20.0, rel=0.25)
+    assert doc["processors"]["accel"]["p_s"]["value"] == pytest.approx(30.0, rel=0.25)
