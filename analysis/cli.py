@@ -93,6 +93,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_attach_trace(args: argparse.Namespace) -> int:
+    from sims.meters import MeterUnavailable
+    from sims.meters.posthoc import attach_trace
+
+    channels = {}
+    for item in args.channel or []:
+        name, sep, target = item.rpartition("=")
+        if not sep:
+            print(f"hetval attach-trace: --channel {item!r} is not NAME=host|accel|node", file=sys.stderr)
+            return 2
+        channels[name] = target
+    try:
+        attach_trace(args.raw_dir, args.trace, channels or None, args.clock_offset, args.min_periods, args.replace)
+    except MeterUnavailable as exc:
+        print(f"hetval attach-trace: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hetval", description="hetval: measure, predict, score.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -134,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--study", required=True)
     p.add_argument("--out", required=True, help="directory for <run_id>.json raw records")
     p.set_defaults(func=cmd_ingest_published)
+
+    p = sub.add_parser("attach-trace", help="fill the energy of recorded runs from an external power-meter CSV")
+    p.add_argument("--raw-dir", required=True, help="raw records of one study (results/raw/<study>)")
+    p.add_argument("--trace", required=True, help="CSV with timestamp, channel, watts")
+    p.add_argument("--channel", action="append", metavar="NAME=host|accel|node",
+                   help="what a trace channel measures (repeat; default: every channel is node)")
+    p.add_argument("--clock-offset", type=float, default=0.0, help="the meter's clock minus this host's, seconds")
+    p.add_argument("--min-periods", type=float, default=10.0, help="a window must span this many samples")
+    p.add_argument("--replace", action="store_true", help="also replace energy some other meter measured")
+    p.set_defaults(func=cmd_attach_trace)
 
     p = sub.add_parser("report", help="HTML report with figures, and a plain-text summary")
     p.add_argument("--validation", default="results/validation")

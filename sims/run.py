@@ -155,7 +155,9 @@ def _records(spec, run_id, started_at, ranks, job: Any, m: Measurement, energy, 
         )
         if energy is not None:
             e = dict(energy[i])
-            e["energy_detail"] = rec.canonical_json(e["energy_detail"])
+            # the host's wall-clock window of the repetition: a meter trace that arrives later can
+            # still be integrated over it (hetval attach-trace)
+            e["energy_detail"] = rec.canonical_json({**e["energy_detail"], "window": r.wall_s})
             row.update(e)
         out.append(row)
     return out
@@ -203,6 +205,7 @@ def _energy(comm: Any, meters: Any, m: Measurement, lengthened: str | None) -> l
         notes = [n for d in descs for n in d["notes"]]
         return [{"energy_j": None, "energy_host_j": None, "energy_accel_j": None, "energy_source": "none",
                  "energy_detail": {"measured": False, "why": "no energy meter on any rank",
+                                   "executions_per_region": m.inner, **({"region": lengthened} if lengthened else {}),
                                    **({"notes": notes} if notes else {})}}
                 for _ in m.repetitions]
     rows = []
@@ -273,7 +276,7 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
         period = comm.allreduce(meters.update_period_s, op=mpi_op("MAX"))
         metered = comm.allreduce(bool(meters.meters), op=mpi_op("LOR"))
         min_window = 0.0
-        if metered and meters.settings.short_region == "lengthen":
+        if period > 0 and meters.settings.short_region == "lengthen":
             min_window = meters.settings.min_periods * period
         with contextlib.ExitStack() as stack:
             # Set the frequencies first and agree on the outcome: a rank that cannot set its

@@ -54,6 +54,7 @@ class Repetition:
     per_rank_s: list[float]
     meter_before: Any = None
     meter_after: Any = None
+    wall_s: tuple[float, float] | None = None  # wall-clock (POSIX) start and end of the metered window
 
     @property
     def slowest_s(self) -> float:
@@ -100,8 +101,9 @@ def measure(
         Called on every rank (a rank with no meter returns an empty reading).
     min_window_s
         When > 0, one untimed probe execution after the warm-up times the
-        region; if the slowest rank's region is shorter than this, every timed
-        region runs ``work`` ``inner = ceil(min_window_s / probe)`` times (the
+        region; if the slowest rank's region is shorter than this (with a 25 %
+        margin), every timed region runs ``work``
+        ``inner = ceil(1.25 min_window_s / probe)`` times (the
         same on all ranks) and the reported time is the region divided by
         ``inner`` - a meter that updates slowly then still sees a long enough
         window. :attr:`Measurement.inner` says how many.
@@ -121,13 +123,15 @@ def measure(
         sync()
         probe = comm.allreduce(time.perf_counter() - start, op=mpi_op("MAX"))
         polite_barrier(comm)
-        if probe < min_window_s:
-            inner = max(1, math.ceil(min_window_s / max(probe, 1e-9)))
+        # 25 % margin: executions after the probe are often faster (warm caches, settled clocks)
+        if probe < 1.25 * min_window_s:
+            inner = max(1, math.ceil(1.25 * min_window_s / max(probe, 1e-9)))
     resolution = timer_resolution()
     result = Measurement(resolution_s=resolution, inner=inner)
     for _ in range(repetitions):
         comm.Barrier()
         before = meter_read() if meter_read else None
+        wall_start = time.time()
         start = time.perf_counter()
         for _ in range(inner):
             work()
@@ -136,8 +140,9 @@ def measure(
         # The energy window closes when the slowest rank is done, not when this one is.
         polite_barrier(comm)
         after = meter_read() if meter_read else None
+        wall_end = time.time()
         per_rank = comm.allgather(own)
-        result.repetitions.append(Repetition(own, per_rank, before, after))
+        result.repetitions.append(Repetition(own, per_rank, before, after, (wall_start, wall_end)))
     shortest = min(r.slowest_s for r in result.repetitions)
     if shortest < resolution * min_region_factor:
         raise RegionTooShortError(

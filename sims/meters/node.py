@@ -98,11 +98,15 @@ class RankMeters:
 
     @property
     def update_period_s(self) -> float:
-        """The longest update period of this rank's meters (0 with none)."""
-        if not self.meters:
-            return 0.0
+        """The longest update period of this rank's meters (0 with none).
+
+        ``energy.update_period_s`` overrides it - also with no meter at run time,
+        so that regions are long enough for a trace attached afterwards.
+        """
         if self.settings.update_period_s is not None:
             return float(self.settings.update_period_s)
+        if not self.meters:
+            return 0.0
         return max(m.update_period_s for m in self.meters.values())
 
     def read(self) -> dict[str, Any]:

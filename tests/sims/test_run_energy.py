@@ -87,23 +87,35 @@ def test_frequency_the_platform_cannot_set_is_a_skipped_record(mpiexec, env, tmp
         assert r["status"] == "skipped" and expect in r["error"] and r["time_s"] is None
 
 
-def test_characterisation_with_a_meter_measures_idle_power_and_fits_energy(mpiexec, env, tmp_path):
-    trace = tmp_path / "meter.csv"
-    _trace(trace, 20.0, 30.0, span_s=900.0, step=0.01)
-    out = tmp_path / "pair.yaml"
-    layout = {"host": {"backend": "numpy", "cores": [0]}, "accel": {"backend": "numba", "cores": [1]}}
-    s = {"platform": "pair", "description": "test", "layout": layout, "warmup": 1, "repetitions": 5, "llc_factor": 2,
-         "energy": {"meter": "trace", "trace": {"path": str(trace), "channels": {"clamp-cpu0": "host",
-                                                                                  "clamp-cpu1": "accel"}}}}
-    proc = run_mpi(mpiexec, 2, ["-m", "sims.bench", "--spec", json.dumps(s), "--out", str(out)], env)
+def test_trace_attached_after_the_study(mpiexec, env, tmp_path):
+    """A meter log that arrives later: runs keep their wall-clock windows, attach-trace fills their energy."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    out = raw / "run.json"
+    # no meter at run time; the later trace samples every 10 ms, so regions are lengthened to >= 0.1 s
+    s = spec("CO", size=1 << 14, energy={"meter": "none", "update_period_s": 0.01})
+    proc = run_mpi(mpiexec, 2, ["-m", "sims.run", "--spec", json.dumps(s), "--out", str(out)], env)
     assert proc.returncode == 0, proc.stderr
-    import yaml
+    before = json.loads(out.read_text())["records"]
+    assert all(r["energy_j"] is None and json.loads(r["energy_detail"])["window"] for r in before)
+    trace = tmp_path / "later.csv"
+    _trace(trace, 40.0, 10.0, span_s=120.0, step=0.01)
+    from analysis.cli import main
 
-    doc = yaml.safe_load(out.read_text())
-    idle = doc["idle_power"]
-    assert idle["value"] == pytest.approx(50.0, rel=0.02)  # the clamps' constant 20 W + 30 W
-    assert (idle["host"], idle["accel"]) == (pytest.approx(20.0, rel=0.02), pytest.approx(30.0, rel=0.02))
-    assert "fitted from the intensity sweep's trace readings" in doc["energy"]
-    # constant power: the sweep's energy is all static, p_s = the clamp's watts (per processor, attributable)
-    assert doc["processors"]["host"]["p_s"]["value"] == pytest.approx(20.0, rel=0.25)
-    assert doc["processors"]["accel"]["p_s"]["value"] == pytest.approx(30.0, rel=0.25)
+    assert main(["attach-trace", "--raw-dir", str(raw), "--trace", str(trace),
+                 "--channel", "clamp-cpu0=host", "--channel", "clamp-cpu1=accel"]) == 0
+    after = json.loads(out.read_text())["records"]
+    for r in after:
+        d = json.loads(r["energy_detail"])
+        assert r["energy_source"] == "trace" and d["executions_per_region"] > 1 and d["attached"]["trace"]
+        assert r["energy_host_j"] / r["energy_accel_j"] == pytest.approx(4.0)
+        assert 50.0 <= r["energy_j"] / r["time_s"] < 75.0
+    # the records stay valid for gather, and a second attach leaves them alone
+    from analysis.schema import check_record
+
+    for r in after:
+        check_record(r)
+    from sims.meters.posthoc import attach_trace
+
+    assert attach_trace(raw, trace, {"clamp-cpu0": "host"}, log=lambda _: None)["already_metered"] == 3
+    assert main(["attach-trace", "--raw-dir", str(raw), "--trace", str(tmp_path / "nope.csv")]) == 2

@@ -81,8 +81,18 @@ def test_pdp_uses_the_characterised_platform(mpiexec, env, tmp_path):
 
 
 def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
+    """Characterisation with a (trace) meter: rates, sweep, operations, ping-pong, idle power, energy fit.
+
+    (Without a meter the energy parameters are null: the tiny end-to-end study checks that path.)
+    """
+    from tests.sims.test_run_energy import _trace
+
+    trace = tmp_path / "meter.csv"
+    _trace(trace, 20.0, 30.0, span_s=400.0, step=0.002)
     out = tmp_path / "pair.yaml"
-    s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2}
+    s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2,
+         "energy": {"meter": "trace", "trace": {"path": str(trace), "channels": {"clamp-cpu0": "host",
+                                                                                  "clamp-cpu1": "accel"}}}}
     proc = run_mpi(mpiexec, 2, ["-m", "sims.bench", "--spec", json.dumps(s), "--out", str(out)], env)
     assert proc.returncode == 0, proc.stderr
     doc = yaml.safe_load(out.read_text())
@@ -93,7 +103,6 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
             assert len(q["samples"]) == 5 and q["obtained"] == "measured"
             assert q["value"] == pytest.approx(1 / q["rate_median"])
             assert q["rate_spread"]["min"] <= q["rate_median"] <= q["rate_spread"]["max"]
-        assert p["e_f"] is None and p["p_s"] is None
         fit = p["roofline_fit"]  # the intensity sweep: 2.4 decades, fitted roofline with its samples
         assert len(fit["samples"]) == 9 and fit["samples"][-1]["intensity"] / fit["samples"][0]["intensity"] >= 100
         assert 0.0 < fit["r2"] <= 1.0 and fit["t_f"]["obtained"] == "fitted"
@@ -103,3 +112,10 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
     net = doc["network"]  # MPI ping-pong between the two ranks
     assert net["latency"]["value"] > 0 and net["t_net"]["value"] > 0 and len(net["samples_s"]) == 10
     assert "[hetval characterize] pair host (numpy)" in proc.stdout
+    idle = doc["idle_power"]
+    assert idle["value"] == pytest.approx(50.0, rel=0.02)  # the clamps' constant 20 W + 30 W
+    assert (idle["host"], idle["accel"]) == (pytest.approx(20.0, rel=0.02), pytest.approx(30.0, rel=0.02))
+    assert "fitted from the intensity sweep's trace readings" in doc["energy"]
+    # constant power: the sweep's energy is all static, p_s = the clamp's watts (each processor attributable)
+    assert doc["processors"]["host"]["p_s"]["value"] == pytest.approx(20.0, rel=0.25)
+    assert doc["processors"]["accel"]["p_s"]["value"] == pytest.approx(30.0, rel=0.25)
