@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import html
-
 from pathlib import Path
 from typing import Any
-
-
 
 from analysis.report import _read_parquet, fmt_sig, html_table
 

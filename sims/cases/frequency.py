@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from contextlib import contextmanager
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 CPUFREQ = "/sys/devices/system/cpu"
 
