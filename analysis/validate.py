@@ -355,10 +355,11 @@ def validate(
             joined.map_partitions(predict_perop, meta=predict_sa(joined._meta)),
         ])
         energy_predicted = joined.map_partitions(predict_energy, meta=predict_energy(joined._meta))
-        (runs_pdf, energy_pdf, failed_pdf, n_records, n_reduced, fdm_pdf, n_fdm, published_pdf,
+        (runs_pdf, energy_pdf, failed_pdf, n_records, n_reduced, n_metered, fdm_pdf, n_fdm, published_pdf,
          peach_pdf) = dask.compute(
-            predicted, energy_predicted, failed, ddf.shape[0], reduced.shape[0], fdm_predicted,
-            fdm_reduced.shape[0], published_ddf, peach_reduced)
+            predicted, energy_predicted, failed, ddf.shape[0], reduced.shape[0],
+            reduced["energy_median_j"].count(), fdm_predicted, fdm_reduced.shape[0], published_ddf,
+            peach_reduced)
     runs_pdf = runs_pdf.sort_values(["study", "case", "platform", "size", "model", "variant"]).reset_index(drop=True)
     n_sa = int(runs_pdf["run_id"].nunique())
     if n_reduced != n_sa:
@@ -399,7 +400,8 @@ def validate(
     summary = {
         "records": int(n_records),
         "runs_ok": n_sa,
-        "runs_metered": int(energy_pdf["run_id"].nunique()) + int(peach_runs["energy_median_j"].notna().sum()),
+        # every ok run whose energy came from a meter, whether or not the platform has energy parameters to predict it
+        "runs_metered": int(n_metered) + int(peach_runs["energy_median_j"].notna().sum()),
         "peach_runs_ok": int(len(peach_runs)),
         "peach_curves": int(peach_fid[["study", "platform", "workload", "size", "frequency"]].drop_duplicates().shape[0]),
         "sa_models": sorted(runs_pdf["model"].astype(str).unique().tolist()),

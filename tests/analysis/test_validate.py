@@ -221,3 +221,33 @@ def test_reduce_repetitions_keeps_energy_medians_and_source():
     out = validate.reduce_repetitions(recs).set_index("run_id")
     assert out.loc["a", "energy_median_j"] == 2.0 and out.loc["a", "energy_source"] == "rapl"
     assert np.isnan(out.loc["b", "energy_median_j"]) and out.loc["b", "energy_source"] == "none"
+
+
+def test_dask_job_validates_metered_runs_against_the_energy_bound(tmp_path):
+    """Runs with energy from a real meter (here: a trace) reach energy_runs.parquet and are ranked by energy."""
+    metered = {"a": [40.0, 42.0, 41.0], "b": [20.0, 21.0, 19.0], "c": [30.0, 30.0, 30.0], "d": [50.0, 52.0, 51.0]}
+    raw = tmp_path / "raw" / "s"
+    files = []
+    for run_id in sorted({r["run_id"] for r in STUDY}):
+        recs = [dict(r) for r in STUDY if r["run_id"] == run_id]
+        for rec, joules in zip(recs, metered.get(run_id, [])):
+            rec.update(energy_j=joules, energy_host_j=joules, energy_source="trace")
+        write_raw(raw / f"{run_id}.json", run_id, recs)
+        files.append(raw / f"{run_id}.json")
+    dataset.gather(files, tmp_path / "runs", tmp_path / "q", tmp_path / "failed", log=lambda *_: None)
+    write_platform(tmp_path / "platforms")
+    doc = yaml.safe_load((tmp_path / "platforms" / "pair.yaml").read_text())
+    for role in ("host", "accel"):
+        for p in ("e_f", "e_b", "p_s"):
+            doc["processors"][role][p] = {"value": EN[f"{p}_{role}"]}
+    (tmp_path / "platforms" / "pair.yaml").write_text(yaml.safe_dump(doc))
+    summary = validate.validate(tmp_path / "runs", tmp_path / "platforms", tmp_path / "val", log=lambda *_: None)
+    assert summary["runs_metered"] == 4
+    energy = pd.read_parquet(tmp_path / "val" / "energy_runs.parquet").set_index("variant")
+    assert sorted(energy.index) == ["CO", "CP", "GO", "p-DP"]
+    assert energy.loc["GO", "energy_median_j"] == 20.0 and (energy["energy_source"] == "trace").all()
+    assert (energy["tightness"] > 0).all()
+    fid = pd.read_parquet(tmp_path / "val" / "fidelity.parquet")
+    [row] = fid[fid["quantity"] == "energy"].to_dict("records")
+    assert row["best_measured"] == "GO" and row["model"] == validate.ENERGY_MODEL
+    assert set(fid["quantity"]) == {"time", "energy"}
