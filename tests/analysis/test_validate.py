@@ -230,8 +230,9 @@ def test_dask_job_validates_metered_runs_against_the_energy_bound(tmp_path):
     files = []
     for run_id in sorted({r["run_id"] for r in STUDY}):
         recs = [dict(r) for r in STUDY if r["run_id"] == run_id]
-        for rec, joules in zip(recs, metered.get(run_id, [])):
-            rec.update(energy_j=joules, energy_host_j=joules, energy_source="trace")
+        if run_id in metered:
+            for rec, joules in zip(recs, metered[run_id], strict=True):
+                rec.update(energy_j=joules, energy_host_j=joules, energy_source="trace")
         write_raw(raw / f"{run_id}.json", run_id, recs)
         files.append(raw / f"{run_id}.json")
     dataset.gather(files, tmp_path / "runs", tmp_path / "q", tmp_path / "failed", log=lambda *_: None)
