@@ -76,10 +76,11 @@ def section(validation_dir: Path, out_dir: Path, platforms: list) -> tuple[str, 
     peach_runs = _read_parquet(vdir / "peach_runs.parquet").frame
     peach_fid = _read_parquet(vdir / "peach_fidelity.parquet").frame
     energy_runs = _read_parquet(vdir / "energy_runs.parquet").frame
+    roofline_rows = _read_parquet(vdir / "energy_roofline.parquet").frame
     wp_runs = _read_parquet(vdir / "runs.parquet").frame
     metered = 0
-    if energy_runs is not None:
-        metered += int(energy_runs["run_id"].nunique())
+    if wp_runs is not None and "energy_median_j" in wp_runs:
+        metered += int(wp_runs.loc[wp_runs["energy_median_j"].notna(), "run_id"].nunique())
     if peach_runs is not None:
         metered += int(peach_runs["energy_median_j"].notna().sum())
     statement_html, statement = meter_statement(platforms, metered)
@@ -105,6 +106,23 @@ def section(validation_dir: Path, out_dir: Path, platforms: list) -> tuple[str, 
         t = energy_runs["tightness"]
         lines.append(f"PeaPaw energy bound: {len(energy_runs)} metered runs, tightness (EE measured / bound) median "
                      f"{fmt_sig(t.median())} [{fmt_sig(t.min())}–{fmt_sig(t.max())}]")
+
+    if roofline_rows is not None and len(roofline_rows):
+        rows = []
+        for (case, proc), g in roofline_rows.groupby(["case", "processor"], sort=True):
+            t = g["tightness"]
+            rows.append([case, proc, str(len(g)), fmt_sig(t.median()), fmt_sig(t.min()), fmt_sig(t.max()),
+                         str(int((t > 1).sum())), fmt_sig(g["rel_error"].abs().median())])
+            lines.append(f"Energy roofline {case} {proc}: {len(g)} metered, tightness (predicted / measured) median "
+                         f"{fmt_sig(t.median())} [{fmt_sig(t.min())}–{fmt_sig(t.max())}], {int((t > 1).sum())} above 1")
+        parts.append("<h3>Energy roofline (Choi) against measured energy</h3>" + html_table(
+            ["case", "processor", "runs", "tightness median", "min", "max", "above 1 (bound violated)",
+             "|rel. error| median"], rows))
+        parts.append('<p class="what">What this shows: each processor\'s measured energy (where the meter could '
+                     "attribute it) and each run's whole measured energy (node) against the energy roofline "
+                     "e_f N_f + e_b N_b + p_s max(t_f N_f, t_b N_b) from the characterised costs and the run's static "
+                     "counts. It is a lower bound: tightness above 1 means the run used less energy than the bound "
+                     "allows.</p>")
 
     # PEACH curves
     parts.append("<h2>PEACH: splitting a workload by alpha</h2>")

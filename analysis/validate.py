@@ -204,6 +204,62 @@ def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+ROOFLINE_ENERGY_MODEL = "energy roofline (Choi)"
+ROOFLINE_ENERGY_COLUMNS = ["run_id", "study", "case", "variant", "platform", "size", "alpha", "processor", "flops",
+                           "bytes", "energy_measured_j", "energy_predicted_j", "tightness", "rel_error",
+                           "energy_source", "model"]
+
+
+def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
+    """Choi's energy roofline ``E = e_f N_f + e_b N_b + p_s max(t_f N_f, t_b N_b)`` against metered runs.
+
+    One row per metered run and *processor* whose energy the meter attributed to
+    it (``energy_<role>_median_j``), with that processor's static counts; and a
+    ``node`` row comparing the run's whole measured energy with the sum of both
+    processors' energy rooflines. The roofline is a lower bound on energy (the
+    fastest time, the characterised costs), so ``tightness = predicted /
+    measured`` is at most 1 when the model holds; ``rel_error = (predicted -
+    measured) / measured``. A processor that did no work predicts 0 J: its
+    idle draw is in the measured node energy but not in the bound. Runs
+    without a meter or a platform without ``e_f, e_b, p_s`` give no rows.
+    """
+    from analysis.models import roofline
+
+    out: list[dict[str, Any]] = []
+    if len(runs):
+        have = runs[runs["energy_median_j"].notna()]
+        for c in ENERGY_COLS:
+            have = have[have[c].notna()] if c in have.columns else have.iloc[:0]
+        for row in have.itertuples(index=False):
+            per_role = {}
+            for role in ("host", "accel"):
+                nf, nb = (float(getattr(row, f"{q}_{role}") or 0.0) for q in ("flops", "bytes"))
+                nf, nb = (0.0 if np.isnan(nf) else nf), (0.0 if np.isnan(nb) else nb)
+                per_role[role] = (nf, nb, float(roofline.energy(
+                    nf, nb, getattr(row, f"e_f_{role}"), getattr(row, f"e_b_{role}"), getattr(row, f"p_s_{role}"),
+                    getattr(row, f"t_f_{role}"), getattr(row, f"t_b_{role}"))))
+            measured = {role: getattr(row, f"energy_{role}_median_j") for role in ("host", "accel")}
+            measured["node"] = row.energy_median_j
+            per_role["node"] = (sum(v[0] for v in per_role.values()), sum(v[1] for v in per_role.values()),
+                                sum(v[2] for v in per_role.values()))
+            for proc in ("host", "accel", "node"):
+                m = measured[proc]
+                if m is None or not np.isfinite(m) or m <= 0:
+                    continue
+                nf, nb, pred = per_role[proc]
+                out.append({
+                    "run_id": row.run_id, "study": row.study, "case": row.case, "variant": row.variant,
+                    "platform": row.platform, "size": row.size, "alpha": row.alpha, "processor": proc,
+                    "flops": nf, "bytes": nb, "energy_measured_j": float(m), "energy_predicted_j": pred,
+                    "tightness": pred / float(m), "rel_error": (pred - float(m)) / float(m),
+                    "energy_source": row.energy_source, "model": ROOFLINE_ENERGY_MODEL,
+                })
+    df = pd.DataFrame(out, columns=ROOFLINE_ENERGY_COLUMNS)
+    strings = ["run_id", "study", "case", "variant", "platform", "processor", "energy_source", "model"]
+    return df.astype({c: "string" for c in strings}).astype(
+        {c: "float64" for c in ROOFLINE_ENERGY_COLUMNS if c not in strings})
+
+
 def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     """The per-operation model (Kannan et al.) for SA runs with characterised ``tau_add``/``tau_mul``.
 
@@ -355,9 +411,14 @@ def validate(
             joined.map_partitions(predict_perop, meta=predict_sa(joined._meta)),
         ])
         energy_predicted = joined.map_partitions(predict_energy, meta=predict_energy(joined._meta))
-        (runs_pdf, energy_pdf, failed_pdf, n_records, n_reduced, n_metered, fdm_pdf, n_fdm, published_pdf,
-         peach_pdf) = dask.compute(
-            predicted, energy_predicted, failed, ddf.shape[0], reduced.shape[0],
+        peach_joined = peach_reduced.merge(platforms, on="platform", how="inner")
+        roofline_energy = dd.concat([
+            part.map_partitions(predict_energy_roofline, meta=predict_energy_roofline(part._meta))
+            for part in (joined, peach_joined)
+        ])
+        (runs_pdf, energy_pdf, roofline_energy_pdf, failed_pdf, n_records, n_reduced, n_metered, fdm_pdf, n_fdm,
+         published_pdf, peach_pdf) = dask.compute(
+            predicted, energy_predicted, roofline_energy, failed, ddf.shape[0], reduced.shape[0],
             reduced["energy_median_j"].count(), fdm_predicted, fdm_reduced.shape[0], published_ddf,
             peach_reduced)
     runs_pdf = runs_pdf.sort_values(["study", "case", "platform", "size", "model", "variant"]).reset_index(drop=True)
@@ -373,6 +434,9 @@ def validate(
     _write_parquet_atomic(peach_runs, out_dir / "peach_runs.parquet")
     _write_parquet_atomic(peach_fid, out_dir / "peach_fidelity.parquet")
     _write_parquet_atomic(energy_pdf, out_dir / "energy_runs.parquet")
+    roofline_energy_pdf = roofline_energy_pdf.sort_values(["study", "case", "platform", "size", "variant", "alpha",
+                                                           "processor"]).reset_index(drop=True)
+    _write_parquet_atomic(roofline_energy_pdf, out_dir / "energy_roofline.parquet")
     fdm_pdf = fdm_pdf.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling"]).reset_index(drop=True)
     if n_fdm != len(fdm_pdf):
         log(f"[hetval validate] warning: {n_fdm - len(fdm_pdf)} ok FDM runs have no characterised platform/backend")
@@ -402,6 +466,7 @@ def validate(
         "runs_ok": n_sa,
         # every ok run whose energy came from a meter, whether or not the platform has energy parameters to predict it
         "runs_metered": int(n_metered) + int(peach_runs["energy_median_j"].notna().sum()),
+        "energy_roofline_rows": int(len(roofline_energy_pdf)),
         "peach_runs_ok": int(len(peach_runs)),
         "peach_curves": int(peach_fid[["study", "platform", "workload", "size", "frequency"]].drop_duplicates().shape[0]),
         "sa_models": sorted(runs_pdf["model"].astype(str).unique().tolist()),

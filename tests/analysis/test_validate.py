@@ -232,7 +232,10 @@ def test_dask_job_validates_metered_runs_against_the_energy_bound(tmp_path):
         recs = [dict(r) for r in STUDY if r["run_id"] == run_id]
         if run_id in metered:
             for rec, joules in zip(recs, metered[run_id], strict=True):
-                rec.update(energy_j=joules, energy_host_j=joules, energy_source="trace")
+                rec.update(energy_j=joules, energy_source="trace")
+                # one-processor WPs: the whole energy is that processor's; the others only node energy
+                if run_id in ("a", "b"):
+                    rec["energy_host_j" if run_id == "a" else "energy_accel_j"] = joules
         write_raw(raw / f"{run_id}.json", run_id, recs)
         files.append(raw / f"{run_id}.json")
     dataset.gather(files, tmp_path / "runs", tmp_path / "q", tmp_path / "failed", log=lambda *_: None)
@@ -252,3 +255,53 @@ def test_dask_job_validates_metered_runs_against_the_energy_bound(tmp_path):
     [row] = fid[fid["quantity"] == "energy"].to_dict("records")
     assert row["best_measured"] == "GO" and row["model"] == validate.ENERGY_MODEL
     assert set(fid["quantity"]) == {"time", "energy"}
+    roof = pd.read_parquet(tmp_path / "val" / "energy_roofline.parquet")
+    assert summary["energy_roofline_rows"] == len(roof) == 4 + 2
+    assert sorted(roof.loc[roof["processor"] != "node", "variant"] + roof.loc[roof["processor"] != "node", "processor"]) \
+        == ["COhost", "GOaccel"]
+    co = roof[(roof["variant"] == "CO") & (roof["processor"] == "host")].iloc[0]
+    expected = EN["e_f_host"] * F + EN["e_b_host"] * B + EN["p_s_host"] * max(T["t_f_host"] * F, T["t_b_host"] * B)
+    assert co["energy_predicted_j"] == pytest.approx(expected) and co["energy_measured_j"] == 41.0
+    assert co["tightness"] == pytest.approx(expected / 41.0)
+    # the report's energy section reads these files
+    from analysis import report_energy
+
+    (tmp_path / "rep").mkdir()
+    html_text, lines, _ = report_energy.section(tmp_path / "val", tmp_path / "rep", [])
+    assert lines[0].startswith("Energy was measured for 4 run(s)")
+    assert any(line.startswith("PeaPaw energy bound: 4 metered runs") for line in lines)
+    assert any(line.startswith("Energy roofline sa node: 4 metered") for line in lines)
+    assert "Energy roofline (Choi)" in html_text and "could not be measured" not in html_text
+
+
+def test_report_says_in_one_line_that_nothing_was_metered():
+    from analysis import report_energy
+
+    _, line = report_energy.meter_statement([], 0)
+    assert line.startswith("Energy could not be measured on this machine")
+    for source in ("RAPL", "NVML", "energy.trace"):
+        assert source in line
+
+
+def test_energy_roofline_per_processor_and_node():
+    recs = frame(STUDY)
+    cp = recs["run_id"] == "d"
+    recs.loc[cp, ["energy_j", "energy_host_j", "energy_accel_j", "energy_source"]] = [10.0, 4.0, 5.0, "rapl+nvml"]
+    runs = validate.reduce_repetitions(recs).assign(**T, **EN)
+    out = validate.predict_energy_roofline(runs)
+    assert list(out.columns) == validate.ROOFLINE_ENERGY_COLUMNS
+    got = out.set_index("processor")
+    assert sorted(got.index) == ["accel", "host", "node"] and (out["run_id"] == "d").all()
+
+    def roof(role, nf, nb):
+        return (EN[f"e_f_{role}"] * nf + EN[f"e_b_{role}"] * nb
+                + EN[f"p_s_{role}"] * max(T[f"t_f_{role}"] * nf, T[f"t_b_{role}"] * nb))
+
+    host, accel = roof("host", N, 12 * N), roof("accel", 2048 * N, 256 * N)
+    assert got.loc["host", "energy_predicted_j"] == pytest.approx(host)
+    assert got.loc["accel", "energy_predicted_j"] == pytest.approx(accel)
+    assert got.loc["node", "energy_predicted_j"] == pytest.approx(host + accel)
+    assert got.loc["node", "tightness"] == pytest.approx((host + accel) / 10.0)
+    assert got.loc["host", "rel_error"] == pytest.approx((host - 4.0) / 4.0)
+    # a platform without energy parameters: nothing to compare
+    assert validate.predict_energy_roofline(validate.reduce_repetitions(recs).assign(**T)).empty

@@ -19,6 +19,7 @@ rule validate_models:
         peach_runs="results/validation/peach_runs.parquet",
         peach_fidelity="results/validation/peach_fidelity.parquet",
         energy_runs="results/validation/energy_runs.parquet",
+        energy_roofline="results/validation/energy_roofline.parquet",
     conda:
         "../envs/hetval.yaml"
     log:
