@@ -38,7 +38,8 @@ def section(platforms: list, validation_dir: Path) -> tuple[str, list[str]]:
         try:
             e_cat = hetero.energy_category(host, accel)[0]
         except ValueError:
-            e_cat = "not determined: e_f, e_b, p_s not measured (no energy meter)"
+            e_cat = ("not determined: e_f, e_b, p_s not measured (no energy meter during characterisation; "
+                     "hetval attach-trace --platform-file fits them from a later trace)")
         sub = None
         if runs is not None and len(runs):
             # one row per run (runs.parquet holds a row per run and model)
@@ -58,12 +59,16 @@ def section(platforms: list, validation_dir: Path) -> tuple[str, list[str]]:
                 0.0 if math.isnan(r.intensity_accel) else float(r.intensity_accel))]
             verdict = "n/a" if follows is None else ("yes" if follows else "no")
             e_verdict = "n/a: no measured energy"
-            if "energy_median_j" in g and g["energy_median_j"].notna().all() and not e_cat.startswith("not "):
+            if "energy_median_j" in g and g["energy_median_j"].notna().all():
                 best_e = g.loc[g["energy_median_j"].idxmin()]
-                e_follow = hetero.energy_guideline_followed(
-                    e_cat, *(0.0 if math.isnan(float(best_e[c])) else float(best_e[c])
-                             for c in ("intensity", "intensity_host", "intensity_accel")))
-                e_verdict = f"{best_e['variant']}: " + ("n/a" if e_follow is None else ("yes" if e_follow else "no"))
+                if e_cat.startswith("not "):
+                    e_follow, why = None, " (E-Paw category unknown)"
+                else:
+                    e_follow, why = hetero.energy_guideline_followed(
+                        e_cat, *(0.0 if math.isnan(float(best_e[c])) else float(best_e[c])
+                                 for c in ("intensity", "intensity_host", "intensity_accel"))), ""
+                e_verdict = (f"{best_e['variant']}: " + ("n/a" if e_follow is None else ("yes" if e_follow else "no"))
+                             + why)
                 lines.append(f"  {plat.name} {study} {case} size {int(size)}: E-Paw {e_cat}; least energy "
                              f"{best_e['variant']}; follows: {e_verdict}")
             rows.append([plat.name, f"{host.balance:.3g}", f"{accel.balance:.3g}", p_cat, p_text, e_cat,

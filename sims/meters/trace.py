@@ -63,47 +63,78 @@ def _timestamp(text: str, where: str) -> float:
     return ts.timestamp()
 
 
+class _Parser:
+    """Rows of a trace CSV into per-channel samples; errors name the file, the line and the problem."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = path
+        self.idx: list[int] | None = None
+        self.ncols = 0
+        self.line = 0
+        self.samples: dict[str, list[tuple[float, float]]] = {}
+
+    def feed(self, lines: list[str]) -> None:
+        for row in csv.reader(lines):
+            self.line += 1
+            sample = self._sample(row, self.line)
+            if sample is not None:
+                self.samples.setdefault(sample[0], []).append(sample[1:])
+
+    def _sample(self, row: list[str], line: int) -> tuple[str, float, float] | None:
+        """One row as ``(channel, t, watts)``; the header row sets the columns and gives None."""
+        if self.idx is None:
+            cols = [h.strip().lower() for h in row]
+            missing = [c for c in COLUMNS if c not in cols]
+            if missing:
+                raise TraceError(f"trace {self.path}: header {row} lacks column(s) {', '.join(missing)}")
+            self.idx, self.ncols = [cols.index(c) for c in COLUMNS], len(cols)
+            return None
+        if not row or all(not c.strip() for c in row):
+            return None
+        where = f"trace {self.path}, line {line}"
+        try:
+            ts, ch, w = (row[i] for i in self.idx)
+        except IndexError:
+            raise TraceError(f"{where}: expected {self.ncols} fields, got {len(row)}") from None
+        try:
+            watts = float(w)
+        except ValueError:
+            raise TraceError(f"{where}: watts {w!r} is not a number") from None
+        if not np.isfinite(watts) or watts < 0:
+            raise TraceError(f"{where}: watts {w!r} must be finite and >= 0")
+        return ch.strip(), _timestamp(ts, where), watts
+
+    def tail(self, line: str) -> tuple[str, float, float] | None:
+        """A last line without its newline, parsed without consuming it (the header must be known)."""
+        if self.idx is None:
+            return None
+        rows = list(csv.reader([line]))
+        return self._sample(rows[0], self.line + 1) if rows else None
+
+    def channels(self, extra: tuple[str, float, float] | None = None) -> dict[str, Channel]:
+        if self.idx is None:
+            raise TraceError(f"trace {self.path}: empty file (expected a header {','.join(COLUMNS)})")
+        if not self.samples:
+            raise TraceError(f"trace {self.path}: no samples")
+        out = {}
+        for ch, pts in self.samples.items():
+            arr = np.array(sorted(pts + [extra[1:]] if extra is not None and extra[0] == ch else pts))
+            if np.any(np.diff(arr[:, 0]) == 0):
+                raise TraceError(f"trace {self.path}: channel {ch!r} has two samples with the same timestamp")
+            out[ch] = Channel(arr[:, 0].copy(), arr[:, 1].copy())
+        return out
+
+
 def read_trace(path: str | os.PathLike[str]) -> dict[str, Channel]:
-    """Parse a trace CSV into channels; errors name the file, the line and the problem."""
-    samples: dict[str, list[tuple[float, float]]] = {}
+    """Parse a whole trace CSV into channels; errors name the file, the line and the problem."""
     try:
         fh = open(path, newline="", encoding="utf-8")
     except OSError as exc:
         raise TraceError(f"trace {path}: cannot open ({exc})") from exc
+    parser = _Parser(path)
     with fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if header is None:
-            raise TraceError(f"trace {path}: empty file (expected a header {','.join(COLUMNS)})")
-        cols = [h.strip().lower() for h in header]
-        missing = [c for c in COLUMNS if c not in cols]
-        if missing:
-            raise TraceError(f"trace {path}: header {header} lacks column(s) {', '.join(missing)}")
-        idx = [cols.index(c) for c in COLUMNS]
-        for n, row in enumerate(reader, start=2):
-            if not row or all(not c.strip() for c in row):
-                continue
-            where = f"trace {path}, line {n}"
-            try:
-                ts, ch, w = (row[i] for i in idx)
-            except IndexError:
-                raise TraceError(f"{where}: expected {len(cols)} fields, got {len(row)}") from None
-            try:
-                watts = float(w)
-            except ValueError:
-                raise TraceError(f"{where}: watts {w!r} is not a number") from None
-            if not np.isfinite(watts) or watts < 0:
-                raise TraceError(f"{where}: watts {w!r} must be finite and >= 0")
-            samples.setdefault(ch.strip(), []).append((_timestamp(ts, where), watts))
-    if not samples:
-        raise TraceError(f"trace {path}: no samples")
-    out = {}
-    for ch, pts in samples.items():
-        arr = np.array(sorted(pts))
-        if np.any(np.diff(arr[:, 0]) == 0):
-            raise TraceError(f"trace {path}: channel {ch!r} has two samples with the same timestamp")
-        out[ch] = Channel(arr[:, 0].copy(), arr[:, 1].copy())
-    return out
+        parser.feed(fh.read().splitlines())
+    return parser.channels()
 
 
 def integrate(channel: Channel, t0: float, t1: float) -> float:
@@ -124,17 +155,25 @@ class TraceMeter(Meter):
     """Energy from an external power-meter trace, integrated over each region's wall-clock window.
 
     ``read()`` returns the host's wall-clock time; :meth:`energy_between`
-    integrates every mapped channel over the window between two reads. The file
-    is (re)loaded when it changes, so a logger may still be appending to it
-    while the study runs.
+    integrates every mapped channel over the window between two reads. A logger
+    may still be appending to the file while the study runs: new complete lines
+    are read incrementally (a line still being written is left for the next
+    read), and a window that ended less than ``wait_s`` ago but is not yet covered
+    by every channel is waited for (the file polled) before it is refused. A file
+    that shrank or was replaced is read again from the start.
     """
 
     source = "trace"
     scope = "external"
 
-    def __init__(self, path: str, clock_offset_s: float = 0.0, channels: dict[str, str] | None = None) -> None:
+    def __init__(self, path: str, clock_offset_s: float = 0.0, channels: dict[str, str] | None = None,
+                 wait_s: float | None = None) -> None:
         self.path = str(path)
         self.clock_offset_s = float(clock_offset_s)
+        self._parser: _Parser | None = None
+        self._ident: tuple[int, int] | None = None
+        self._offset = 0
+        self._data: dict[str, Channel] = {}
         try:
             data = self._load()
         except TraceError as exc:
@@ -149,15 +188,45 @@ class TraceMeter(Meter):
                                    f"are not in the file (it has {', '.join(sorted(data))})")
         self.mapping = mapping
         self.update_period_s = max(data[ch].period_s for ch in mapping)
+        if wait_s is None:
+            finite = self.update_period_s if np.isfinite(self.update_period_s) else 1.0
+            wait_s = max(2.0, 3.0 * finite)
+        self.wait_s = float(wait_s)
 
     def _load(self) -> dict[str, Channel]:
+        """The channels as of now: complete lines appended since the last call are parsed and added."""
         try:
-            stamp = os.stat(self.path).st_mtime_ns
+            fh = open(self.path, "rb")
         except OSError as exc:
             raise TraceError(f"trace {self.path}: cannot open ({exc})") from exc
-        if getattr(self, "_stamp", None) != stamp:
-            self._data = read_trace(self.path)
-            self._stamp = stamp
+        with fh:
+            st = os.fstat(fh.fileno())
+            ident = (st.st_dev, st.st_ino)
+            if self._parser is None or ident != self._ident or st.st_size < self._offset:
+                self._parser, self._ident, self._offset = _Parser(self.path), ident, 0
+            if st.st_size == self._offset and self._data:
+                return self._data
+            fh.seek(self._offset)
+            chunk = fh.read(st.st_size - self._offset)
+        end = chunk.rfind(b"\n") + 1
+        try:
+            text, tail = chunk[:end].decode("utf-8"), chunk[end:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"trace {self.path}: not UTF-8 text ({exc})") from None
+        if end:
+            self._parser.feed(text.splitlines())
+            self._offset += end
+        extra = None
+        if tail.strip() and time.time() - st.st_mtime > 1.0:
+            # a last line without its newline in a file nobody has written to for a second is
+            # complete (a hand-written trace); a fresher one may still be being written
+            if self._parser.idx is None:
+                self._parser.feed([tail])
+                self._offset += len(chunk) - end
+            else:
+                extra = self._parser.tail(tail)
+        if not self._data or end or extra is not None:
+            self._data = self._parser.channels(extra)
         return self._data
 
     @property
@@ -170,6 +239,12 @@ class TraceMeter(Meter):
     def energy_between(self, before, after):
         if before is None or after is None:
             return None
-        data = self._load()
         t0, t1 = before + self.clock_offset_s, after + self.clock_offset_s
+        data = self._load()
+        # a live logger writes a sample after the fact: give it until wait_s after the window's end
+        deadline = after + self.wait_s
+        poll = min(0.05, max(self.update_period_s / 4.0, 0.001)) if np.isfinite(self.update_period_s) else 0.05
+        while any(data[ch].t[-1] < t1 for ch in self.mapping) and time.time() < deadline:
+            time.sleep(poll)
+            data = self._load()
         return {ch: integrate(data[ch], t0, t1) for ch in self.mapping}

@@ -34,3 +34,19 @@ def test_category_and_guideline_check(tmp_path):
 def test_no_platform():
     html, lines = report_guidelines.section([], "/nonexistent")
     assert "No characterised platform" in html and lines
+
+
+def test_least_energy_wp_named_without_energy_parameters(tmp_path):
+    """Energy attached from a later trace: the least-energy WP is known even when E-Paw's category is not."""
+    plat = PlatformFile("pair", "x.yaml", {"processors": {"host": _proc(1e-10, 1e-10), "accel": _proc(1e-11, 5e-11)}})
+    base = {"platform": "pair", "study": "s", "case": "sa", "size": 10, "axis_wp": True, "intensity": 2.0,
+            "intensity_host": 2.0, "intensity_accel": 2.0}
+    runs = pd.DataFrame([{**base, "run_id": "a", "variant": "CO", "time_median_s": 1.0, "energy_median_j": 3.0},
+                         {**base, "run_id": "b", "variant": "GO", "time_median_s": 2.0, "energy_median_j": 2.0}])
+    runs.to_parquet(tmp_path / "runs.parquet")
+    html, _ = report_guidelines.section([plat], tmp_path)
+    assert "GO: n/a (E-Paw category unknown)" in html
+    runs["energy_median_j"] = [3.0, None]
+    runs.to_parquet(tmp_path / "runs.parquet")
+    html, _ = report_guidelines.section([plat], tmp_path)
+    assert "n/a: no measured energy" in html

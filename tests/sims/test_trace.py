@@ -91,3 +91,71 @@ def test_trace_meter_configuration_errors(tmp_path):
     with pytest.raises(MeterUnavailable, match="needs energy.trace"):
         open_meter("trace")
     assert open_meter("trace", trace={"path": str(p)}).source == "trace"
+
+
+def test_live_trace_partial_lines_and_waiting_for_the_window_end(tmp_path):
+    """A logger appending while the run reads: half-written lines wait, a just-ended window is waited for."""
+    import threading
+    import time
+
+    p = tmp_path / "live.csv"
+    now = time.time()
+    p.write_text("timestamp,channel,watts\n" + "".join(f"{now - 2 + 0.1 * i:.3f},w,20\n" for i in range(20)))
+    m = TraceMeter(str(p), wait_s=3.0)
+    assert m.update_period_s == pytest.approx(0.1, rel=1e-3)
+    with open(p, "a") as fh:  # a sample half written: not read until its newline arrives
+        fh.write(f"{now:.3f},w,2")
+    assert m._load()["w"].t.size == 20
+    with open(p, "a") as fh:
+        fh.write("0\n")
+    assert m._load()["w"].w[-1] == 20.0 and m._load()["w"].t.size == 21
+
+    def logger():  # the meter's next samples arrive 0.3 s after the window ended
+        time.sleep(0.3)
+        with open(p, "a") as fh:
+            fh.write("".join(f"{now + 0.1 * i:.3f},w,20\n" for i in range(1, 6)))
+
+    t = threading.Thread(target=logger)
+    t.start()
+    t_end = now + 0.35
+    while time.time() < t_end:
+        time.sleep(0.01)
+    e = m.energy_between(now - 1.0, t_end)
+    t.join()
+    assert e["w"] == pytest.approx(20 * 1.35, rel=1e-6)
+    # an old window the trace will never cover is refused at once, without waiting
+    t0 = time.perf_counter()
+    with pytest.raises(TraceError, match="not covered"):
+        m.energy_between(now - 100.0, now - 99.0)
+    assert time.perf_counter() - t0 < 0.5
+
+
+def test_live_trace_waits_no_longer_than_wait_s(tmp_path):
+    import time
+
+    now = time.time()
+    p = write(tmp_path, "timestamp,channel,watts\n" + "".join(f"{now - 1 + 0.1 * i:.3f},w,5\n" for i in range(10)))
+    m = TraceMeter(str(p), wait_s=0.3)
+    t0 = time.perf_counter()
+    with pytest.raises(TraceError, match="not covered"):
+        m.energy_between(now - 0.5, time.time())
+    assert 0.2 < time.perf_counter() - t0 < 2.0
+
+
+def test_trace_replaced_or_truncated_is_read_again(tmp_path):
+    import os
+
+    p = write(tmp_path, "timestamp,channel,watts\n0,w,10\n1,w,10\n2,w,10\n")
+    m = TraceMeter(str(p))
+    assert m.energy_between(0.0, 2.0) == {"w": pytest.approx(20.0)}
+    q = write(tmp_path, "timestamp,channel,watts\n0,w,1\n1,w,1\n", name="new.csv")
+    os.replace(q, p)  # the logger rotated its file: shorter, another inode
+    assert m.energy_between(0.0, 1.0) == {"w": pytest.approx(1.0)}
+
+
+def test_hand_written_trace_without_final_newline(tmp_path):
+    import os
+
+    p = write(tmp_path, "timestamp,channel,watts\n0,w,10\n1,w,10\n2,w,30")
+    os.utime(p, (1, 1))  # written long ago: its last line is complete
+    assert TraceMeter(str(p)).energy_between(1.0, 2.0) == {"w": pytest.approx(20.0)}
