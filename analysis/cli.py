@@ -95,7 +95,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_attach_trace(args: argparse.Namespace) -> int:
     from sims.meters import MeterUnavailable
-    from sims.meters.posthoc import attach_trace
+    from sims.meters.posthoc import attach_trace, attach_trace_to_platform
 
     channels = {}
     for item in args.channel or []:
@@ -104,8 +104,16 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
             print(f"hetval attach-trace: --channel {item!r} is not NAME=host|accel|node", file=sys.stderr)
             return 2
         channels[name] = target
+    if not args.raw_dir and not args.platform_file:
+        print("hetval attach-trace: give --raw-dir, --platform-file or both", file=sys.stderr)
+        return 2
     try:
-        attach_trace(args.raw_dir, args.trace, channels or None, args.clock_offset, args.min_periods, args.replace)
+        # the platform's overlay first, the records second: the re-gathered records then meet the new parameters
+        for platform_file in args.platform_file or []:
+            attach_trace_to_platform(platform_file, args.trace, channels or None, args.clock_offset, args.min_periods,
+                                     args.replace)
+        if args.raw_dir:
+            attach_trace(args.raw_dir, args.trace, channels or None, args.clock_offset, args.min_periods, args.replace)
     except MeterUnavailable as exc:
         print(f"hetval attach-trace: {exc}", file=sys.stderr)
         return 2
@@ -155,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ingest_published)
 
     p = sub.add_parser("attach-trace", help="fill the energy of recorded runs from an external power-meter CSV")
-    p.add_argument("--raw-dir", required=True, help="raw records of one study (results/raw/<study>)")
+    p.add_argument("--raw-dir", help="raw records of one study (results/raw/<study>)")
+    p.add_argument("--platform-file", action="append",
+                   help="a platform characterised while the meter logged (results/platforms/<p>.yaml; repeatable): "
+                        "idle power and e_f, e_b, p_s from its kept windows, into <p>.energy.json beside it")
     p.add_argument("--trace", required=True, help="CSV with timestamp, channel, watts")
     p.add_argument("--channel", action="append", metavar="NAME=host|accel|node",
                    help="what a trace channel measures (repeat; default: every channel is node)")

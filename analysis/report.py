@@ -238,6 +238,8 @@ def _read_platforms(platforms_dir: Path) -> tuple[list[PlatformFile], list[str]]
     """Load every ``*.yaml`` / ``*.yml`` platform file; problems are returned, not raised."""
     import yaml
 
+    from sims.meters.posthoc import load_platform
+
     if not platforms_dir.is_dir():
         return [], [f"platform directory {platforms_dir} is missing"]
     found: list[PlatformFile] = []
@@ -245,8 +247,8 @@ def _read_platforms(platforms_dir: Path) -> tuple[list[PlatformFile], list[str]]
     paths = sorted([*platforms_dir.glob("*.yaml"), *platforms_dir.glob("*.yml")])
     for path in paths:
         try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
+            data = load_platform(path)  # with the energy a later trace measured for it, if any
+        except (OSError, yaml.YAMLError, ValueError) as exc:
             problems.append(f"{path.name}: unreadable ({exc})")
             continue
         if not isinstance(data, dict) or not isinstance(data.get("processors"), dict):
@@ -346,12 +348,15 @@ def _obtained(param: Any) -> str:
 
 def platform_rows(platforms: Sequence[PlatformFile]) -> list[list[str]]:
     """One table row per (platform, processor) with the machine parameters in readable units."""
+    from analysis.validate import energy_fit_problem
+
     rows = []
     for plat in platforms:
         for proc_name, proc in sorted(plat.data["processors"].items(), key=lambda kv: _proc_order(kv[0])):
             proc = proc if isinstance(proc, dict) else {}
             t_f, t_b = param_value(proc.get("t_f")), param_value(proc.get("t_b"))
             placement = proc.get("cores", proc.get("device"))
+            unused = " (unphysical fit: not used)" if energy_fit_problem(proc) else ""
             rows.append(
                 [
                     plat.name,
@@ -362,9 +367,8 @@ def platform_rows(platforms: Sequence[PlatformFile]) -> list[list[str]]:
                     f"{t_b / t_f:.3g} flop/B" if t_f and t_b else _NA,
                     f"t_f: {_obtained(proc.get('t_f'))}; t_b: {_obtained(proc.get('t_b'))}",
                     f"{_n_samples(proc.get('t_f'))} / {_n_samples(proc.get('t_b'))}",
-                    _energy_cell(proc.get("e_f"), "J/flop"),
-                    _energy_cell(proc.get("e_b"), "J/B"),
-                    _energy_cell(proc.get("p_s"), "W"),
+                    *(_energy_cell(proc.get(k), unit) + unused for k, unit in (("e_f", "J/flop"), ("e_b", "J/B"),
+                                                                                 ("p_s", "W"))),
                     _sweep_fit_cell(proc.get("roofline_fit")),
                 ]
             )

@@ -70,6 +70,30 @@ def peach_figure(runs: Any, fid: Any) -> Any:
     return fig
 
 
+def model_gaps(platforms: list) -> list[str]:
+    """Per characterised platform, why its energy models cannot be scored (no fitted parameters, an unphysical fit)."""
+    from analysis.validate import energy_fit_problem
+
+    out = []
+    for plat in platforms:
+        procs = plat.data.get("processors") or {}
+        ours = {r: p for r, p in procs.items() if isinstance(p, dict) and "backend" in p}
+        if not ours:
+            continue  # a published machine: its parameters are the paper's
+        missing = [r for r, p in ours.items() if not isinstance(p.get("e_f"), dict) or p["e_f"].get("value") is None]
+        if missing:
+            out.append(f"{plat.name}: characterisation had no meter, so e_f, e_b, p_s ({', '.join(missing)}) and the "
+                       "idle power are unknown and the energy models (PeaPaw bound, energy roofline, PEACH's energy "
+                       "curve) are not scored; characterise with the meter running, or fit them from a later trace "
+                       "with hetval attach-trace --platform-file.")
+        for r, p in ours.items():
+            problem = energy_fit_problem(p)
+            if problem:
+                out.append(f"{plat.name} {r}: {problem}; its energy models are not scored (the fit is reported in "
+                           "the platform file, never clipped).")
+    return out
+
+
 def section(validation_dir: Path, out_dir: Path, platforms: list) -> tuple[str, list[str], list[str]]:
     """HTML, summary lines and figure files of the energy and PEACH sections."""
     vdir = Path(validation_dir)
@@ -86,6 +110,10 @@ def section(validation_dir: Path, out_dir: Path, platforms: list) -> tuple[str, 
     statement_html, statement = meter_statement(platforms, metered)
     parts = ["<h2>Energy</h2>", statement_html]
     lines = [statement]
+    if metered:
+        for gap in model_gaps(platforms):
+            parts.append(f'<p class="missing">{html.escape(gap)}</p>')
+            lines.append(gap)
     files: list[str] = []
 
     # energy per WP per processor (SA and LA), measured only

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.models import hetero
+from analysis.validate import energy_fit_problem
 
 
 def _processor(proc: dict[str, Any]) -> hetero.Processor | None:
@@ -15,6 +16,8 @@ def _processor(proc: dict[str, Any]) -> hetero.Processor | None:
         kw = {k: float(proc[k]["value"]) for k in ("t_f", "t_b")}
     except (KeyError, TypeError, ValueError):
         return None
+    if energy_fit_problem(proc):
+        return hetero.Processor(**kw)  # an unphysical energy fit is not used (the energy section says so)
     for k in ("e_f", "e_b", "p_s"):
         v = proc.get(k)
         if isinstance(v, dict) and v.get("value") is not None:
@@ -38,7 +41,10 @@ def section(platforms: list, validation_dir: Path) -> tuple[str, list[str]]:
         try:
             e_cat = hetero.energy_category(host, accel)[0]
         except ValueError:
-            e_cat = ("not determined: e_f, e_b, p_s not measured (no energy meter during characterisation; "
+            problems = [f"{r}: {energy_fit_problem(procs.get(r))}" for r in ("host", "accel")
+                        if energy_fit_problem(procs.get(r))]
+            e_cat = ("not determined: " + "; ".join(problems) if problems else
+                     "not determined: e_f, e_b, p_s not measured (no energy meter during characterisation; "
                      "hetval attach-trace --platform-file fits them from a later trace)")
         sub = None
         if runs is not None and len(runs):

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from analysis import metrics, validate_fdm
 from analysis.models import hetero
@@ -47,12 +46,31 @@ def _energy_source(sources: pd.Series) -> str:
 
 
 # ---------------------------------------------------------------- platforms
+def energy_fit_problem(proc: Any) -> str | None:
+    """Why a processor's fitted ``e_f, e_b, p_s`` cannot be used (None when they can, or when there are none).
+
+    A least-squares fit of measured energy can come out with a negative
+    coefficient (the sweep's energy barely depends on flops or bytes, or the
+    meter is noisy). Such a fit is flagged ``unphysical`` by characterisation;
+    it is reported and not used by any energy model - never clipped to fit.
+    """
+    if not isinstance(proc, dict):
+        return None
+    values = {p: (proc.get(p) or {}).get("value") if isinstance(proc.get(p), dict) else None for p in ENERGY_PARAMS}
+    negative = [f"{p} = {v:.3g}" for p, v in values.items() if v is not None and float(v) < 0]
+    flagged = bool((proc.get("energy_fit") or {}).get("unphysical")) if isinstance(proc.get("energy_fit"), dict) else False
+    if negative or flagged:
+        return "unphysical energy fit (" + (", ".join(negative) or "flagged by characterisation") + ")"
+    return None
+
+
 def load_platforms(platforms_dir: str | Path) -> pd.DataFrame:
     """One row per characterised platform: ``t_f``/``t_b`` (median-based) of host and accel."""
     rows = []
+    from sims.meters.posthoc import load_platform
+
     for path in sorted(Path(platforms_dir).glob("*.yaml")):
-        with open(path, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh) or {}
+        doc = load_platform(path)  # with the energy a later trace measured for it, if any
         procs = doc.get("processors") or {}
         try:
             row = {"platform": doc.get("platform", path.stem)}
@@ -62,9 +80,11 @@ def load_platforms(platforms_dir: str | Path) -> pd.DataFrame:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: missing or bad processors.<role>.<t_f|t_b>.value ({exc})") from exc
         for role in ("host", "accel"):
+            usable = energy_fit_problem(procs[role]) is None
             for p in ENERGY_PARAMS:
                 v = procs[role].get(p) if isinstance(procs[role], dict) else None
-                row[f"{p}_{role}"] = float(v["value"]) if isinstance(v, dict) and v.get("value") is not None else np.nan
+                have = usable and isinstance(v, dict) and v.get("value") is not None
+                row[f"{p}_{role}"] = float(v["value"]) if have else np.nan
         idle = doc.get("idle_power") or {}
         row["idle_w"] = float(idle["value"]) if idle.get("value") is not None else np.nan
         for role in ("host", "accel"):
@@ -216,37 +236,46 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
     One row per metered run and *processor* whose energy the meter attributed to
     it (``energy_<role>_median_j``), with that processor's static counts; and a
     ``node`` row comparing the run's whole measured energy with the sum of both
-    processors' energy rooflines. The roofline is a lower bound on energy (the
+    processors' energy rooflines (a processor that did no work has no row of
+    its own). The roofline is a lower bound on energy (the
     fastest time, the characterised costs), so ``tightness = predicted /
     measured`` is at most 1 when the model holds; ``rel_error = (predicted -
     measured) / measured``. A processor that did no work predicts 0 J: its
     idle draw is in the measured node energy but not in the bound. Runs
-    without a meter or a platform without ``e_f, e_b, p_s`` give no rows.
+    without a meter give no rows; a processor without usable ``e_f, e_b, p_s``
+    (none measured, or an unphysical fit) gives no row of its own and no node row
+    when it did work.
     """
     from analysis.models import roofline
 
     out: list[dict[str, Any]] = []
     if len(runs):
         have = runs[runs["energy_median_j"].notna()]
-        for c in ENERGY_COLS:
-            have = have[have[c].notna()] if c in have.columns else have.iloc[:0]
         for row in have.itertuples(index=False):
-            per_role = {}
+            per_role: dict[str, tuple[float, float, float | None]] = {}
+            idle: set[str] = set()
             for role in ("host", "accel"):
                 nf, nb = (float(getattr(row, f"{q}_{role}") or 0.0) for q in ("flops", "bytes"))
                 nf, nb = (0.0 if np.isnan(nf) else nf), (0.0 if np.isnan(nb) else nb)
-                per_role[role] = (nf, nb, float(roofline.energy(
-                    nf, nb, getattr(row, f"e_f_{role}"), getattr(row, f"e_b_{role}"), getattr(row, f"p_s_{role}"),
-                    getattr(row, f"t_f_{role}"), getattr(row, f"t_b_{role}"))))
+                params = [getattr(row, f"{p}_{role}", np.nan) for p in (*ENERGY_PARAMS, "t_f", "t_b")]
+                if nf == 0 and nb == 0:
+                    pred: float | None = 0.0  # no work: nothing in the bound, whatever the parameters
+                    idle.add(role)
+                elif all(p is not None and np.isfinite(p) for p in params):
+                    pred = float(roofline.energy(nf, nb, *params))
+                else:
+                    pred = None  # no usable e_f, e_b, p_s for this processor
+                per_role[role] = (nf, nb, pred)
             measured = {role: getattr(row, f"energy_{role}_median_j") for role in ("host", "accel")}
             measured["node"] = row.energy_median_j
+            preds = [v[2] for v in per_role.values()]
             per_role["node"] = (sum(v[0] for v in per_role.values()), sum(v[1] for v in per_role.values()),
-                                sum(v[2] for v in per_role.values()))
+                                None if any(p is None for p in preds) else sum(preds))
             for proc in ("host", "accel", "node"):
                 m = measured[proc]
-                if m is None or not np.isfinite(m) or m <= 0:
-                    continue
                 nf, nb, pred = per_role[proc]
+                if m is None or not np.isfinite(m) or m <= 0 or pred is None or proc in idle:
+                    continue  # an idle processor's bound is 0 J: only the node row compares its draw
                 out.append({
                     "run_id": row.run_id, "study": row.study, "case": row.case, "variant": row.variant,
                     "platform": row.platform, "size": row.size, "alpha": row.alpha, "processor": proc,

@@ -114,7 +114,11 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     descs = comm.allgather(meters.describe())
     energies: dict[str, dict[int, list[float]]] = {r: {} for r in ROLES}
     period = comm.allreduce(meters.update_period_s, op=mpi_op("MAX"))
-    min_window = meters.settings.min_periods * period if metered and meters.settings.short_region == "lengthen" else 0.0
+    # energy.update_period_s lengthens the sweep even with no meter now, for a trace attached later
+    min_window = meters.settings.min_periods * period if period > 0 and meters.settings.short_region == "lengthen" \
+        else 0.0
+    # the host's wall-clock window of every sweep sample (rank 0's clock), for hetval attach-trace
+    windows: dict[str, dict[int, list[dict[str, Any]]]] = {r: {} for r in ROLES}
 
     def joules(before: Any, after: Any, target: str | None, inner: int) -> float | None:
         """Measured joules of one window: the target processor's share when attributable, else the total."""
@@ -133,9 +137,10 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         if metered:
             # a node meter covers both processors: the idle one's static power is in every sample
             energies[target][k] = [joules(r.meter_before, r.meter_after, target, m.inner) for r in m.repetitions]
+        windows[target][k] = [{"window": list(r.wall_s), "inner": m.inner} for r in m.repetitions]
         return [r.own_s for r in m.repetitions] if role == target else None
 
-    idle = _idle_power(comm, meters, descs, spec) if metered else None
+    idle, idle_windows = _idle_power(comm, meters, descs, spec, metered)
     for target in ROLES:
         if rank == 0:
             print(f"[hetval characterize] {spec['platform']}: intensity sweep on {target}, "
@@ -214,13 +219,28 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                    f"fitted from the intensity sweep's {source} readings (Choi et al.): E = e_f N_f + e_b N_b "
                    "+ p_s T; where a meter covers the node, p_s includes the idle processor's static power"),
         "idle_power": idle,
+        "energy_windows": {
+            "clock": "POSIX seconds of the host running rank 0",
+            "elements": n_triad,
+            "idle": idle_windows,
+            "sweep": {r: [{"k": k, "flops": 2 * k * n_triad, "bytes": sweep.BYTES_PER_ELEMENT * n_triad,
+                           "time_s": t, **w} for k in sorted(windows[r])
+                          for t, w in zip(gathered[i]["sweep"][k], windows[r][k], strict=True)]
+                      for i, r in enumerate(ROLES)},
+        },
         "processors": processors,
         "network": _network(pp),
     }
 
 
-def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, Any] | None:
-    """Static (idle) power: every rank sleeps through one metered window of at least 1 s (and 10 meter updates)."""
+def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[str, Any],
+                metered: bool) -> tuple[dict[str, Any] | None, list[list[float]]]:
+    """Static (idle) power: every rank sleeps through three windows of at least 1 s (and 10 meter updates).
+
+    Returns the idle power (None with no meter) and the windows' wall-clock
+    ``[start, end]`` (rank 0's clock), kept so that a trace attached later can
+    measure the idle power too.
+    """
     import time
 
     from sims.meters.node import attribute
@@ -228,29 +248,35 @@ def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[
     period = comm.allreduce(meters.update_period_s, op=mpi_op("MAX"))
     window = max(1.0, meters.settings.min_periods * period)
     if comm.Get_rank() == 0:
-        print(f"[hetval characterize] {spec['platform']}: idle power over {window:.3g} s", flush=True)
+        print(f"[hetval characterize] {spec['platform']}: idle power over {window:.3g} s"
+              + ("" if metered else " (no meter: only its wall-clock windows are kept)"), flush=True)
     samples: list[dict[str, Any]] = []
+    walls: list[list[float]] = []
     for _ in range(3):
         comm.Barrier()
         before = meters.read()
+        wall0 = time.time()
         t0 = time.perf_counter()
         time.sleep(window)
         comm.Barrier()
         after = meters.read()
+        walls.append([wall0, time.time()])
         elapsed = comm.allreduce(time.perf_counter() - t0, op=mpi_op("MAX"))
-        row = attribute(descs, comm.allgather(meters.deltas(before, after)))
-        samples.append({k: (v / elapsed if isinstance(v, float) else None)
-                        for k, v in row.items() if k in ("energy_j", "energy_host_j", "energy_accel_j")})
-    if comm.Get_rank() != 0:
-        return None
+        if metered:
+            row = attribute(descs, comm.allgather(meters.deltas(before, after)))
+            samples.append({k: (v / elapsed if isinstance(v, float) else None)
+                            for k, v in row.items() if k in ("energy_j", "energy_host_j", "energy_accel_j")})
+    if comm.Get_rank() != 0 or not metered:
+        return None, walls
 
     def med(key: str) -> float | None:
         vals = [s[key] for s in samples if s[key] is not None]
         return float(statistics.median(vals)) if vals else None
 
-    return {"value": med("energy_j"), "unit": "W", "host": med("energy_host_j"), "accel": med("energy_accel_j"),
-            "obtained": "measured", "samples_w": [s["energy_j"] for s in samples],
-            "method": f"all ranks asleep for {window:.3g} s, 3 windows, median; host/accel where attributable"}
+    return ({"value": med("energy_j"), "unit": "W", "host": med("energy_host_j"), "accel": med("energy_accel_j"),
+             "obtained": "measured", "samples_w": [s["energy_j"] for s in samples],
+             "method": f"all ranks asleep for {window:.3g} s, 3 windows, median; host/accel where attributable"},
+            walls)
 
 
 def _energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n: int, source: str) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sims.meters.base import MeterUnavailable
 from sims.meters.node import attribute
 from sims.meters.trace import TraceError, TraceMeter
 
@@ -79,3 +80,127 @@ def attach_trace(raw_dir: str | Path, trace: str | Path, channels: dict[str, str
             counts["files_written"] += 1
     log(f"[hetval attach-trace] {trace}: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
     return counts
+
+
+OVERLAY_SUFFIX = ".energy.json"
+
+
+def overlay_path(platform_file: str | Path) -> Path:
+    """Where the energy a later trace measured for a platform file is kept: ``<name>.energy.json`` beside it."""
+    p = Path(platform_file)
+    return p.with_name(p.stem + OVERLAY_SUFFIX)
+
+
+def load_platform(path: str | Path) -> dict[str, Any]:
+    """A platform file with the energy a later trace measured for it (its overlay, if any) merged in.
+
+    The platform file itself stays as characterisation wrote it; the overlay's
+    idle power, ``e_f, e_b, p_s`` and energy fit take the place of the missing
+    ones, and ``energy`` says where they came from.
+    """
+    import yaml
+
+    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    over = overlay_path(path)
+    if not isinstance(doc, dict) or not over.exists():
+        return doc
+    extra = json.loads(over.read_text(encoding="utf-8"))
+    if extra.get("idle_power") is not None:
+        doc["idle_power"] = extra["idle_power"]
+    for role, params in (extra.get("processors") or {}).items():
+        proc = (doc.get("processors") or {}).get(role)
+        if isinstance(proc, dict):
+            proc.update(params)
+    doc["energy"] = extra.get("energy", doc.get("energy"))
+    return doc
+
+
+def attach_trace_to_platform(platform_file: str | Path, trace: str | Path, channels: dict[str, str] | None = None,
+                             clock_offset_s: float = 0.0, min_periods: float = 10.0, replace: bool = False,
+                             log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Idle power and the energy fit of a characterisation that ran without a meter, from a later trace.
+
+    Characterisation keeps the wall-clock windows of its idle sleeps and of every
+    intensity-sweep sample (``energy_windows``); the trace is integrated over
+    them exactly as a trace meter during characterisation would have been, and
+    Choi's ``E = e_f N_f + e_b N_b + p_s T`` is fitted to the sweep's samples.
+    The result goes to the overlay file beside the platform file (see
+    :func:`overlay_path`), written atomically; returns it.
+    """
+    import statistics
+
+    import yaml
+
+    from sims import record as rec
+    from sims.bench.characterize import _energy_fit, _energy_parameters
+
+    path = Path(platform_file)
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    windows = doc.get("energy_windows")
+    if not windows:
+        raise MeterUnavailable(f"{path}: no energy_windows (characterised before hetval kept them): "
+                               "characterise again, then attach the trace")
+    procs = doc.get("processors") or {}
+    if not replace and any(isinstance(p, dict) and isinstance(p.get("e_f"), dict) for p in procs.values()):
+        raise MeterUnavailable(f"{path}: characterisation already measured energy (use --replace to override)")
+    meter = TraceMeter(str(trace), clock_offset_s, channels)
+    desc = _descriptor(meter)
+    refused: list[str] = []
+
+    def window_row(t0: float, t1: float, inner: int = 1) -> dict[str, Any] | None:
+        if t1 - t0 < min_periods * meter.update_period_s:
+            refused.append(f"window {t1 - t0:.3g} s shorter than {min_periods:g} trace samples")
+            return None
+        try:
+            return attribute(desc, [{"trace": meter.energy_between(t0, t1)}], inner=inner)
+        except TraceError as exc:
+            refused.append(str(exc))
+            return None
+
+    idle_rows = []
+    for t0, t1 in windows.get("idle") or []:
+        row = window_row(float(t0), float(t1))
+        if row is not None:
+            dur = float(t1) - float(t0)
+            idle_rows.append({k: (row[k] / dur if row[k] is not None else None)
+                              for k in ("energy_j", "energy_host_j", "energy_accel_j")})
+
+    def med(key: str) -> float | None:
+        vals = [r[key] for r in idle_rows if r[key] is not None]
+        return float(statistics.median(vals)) if vals else None
+
+    idle = None
+    if idle_rows:
+        idle = {"value": med("energy_j"), "unit": "W", "host": med("energy_host_j"), "accel": med("energy_accel_j"),
+                "obtained": "measured", "samples_w": [r["energy_j"] for r in idle_rows],
+                "method": f"trace {trace} integrated over characterisation's idle windows, median"}
+    n = int(windows.get("elements") or 0)
+    out_procs: dict[str, Any] = {}
+    for role, samples in (windows.get("sweep") or {}).items():
+        times: dict[int, list[float]] = {}
+        joules: dict[int, list[float | None]] = {}
+        for s in samples:
+            row = window_row(float(s["window"][0]), float(s["window"][1]), int(s.get("inner", 1)))
+            # the target processor's share where the trace attributes it, else the whole (as characterisation does)
+            j = None if row is None else (row.get(f"energy_{role}_j") if row.get(f"energy_{role}_j") is not None
+                                          else row["energy_j"])
+            times.setdefault(int(s["k"]), []).append(float(s["time_s"]))
+            joules.setdefault(int(s["k"]), []).append(j)
+        fit = _energy_fit(times, joules, n, "trace") if n else None
+        out_procs[role] = _energy_parameters(fit)
+    fitted = [r for r, p in out_procs.items() if p.get("e_f") is not None]
+    overlay = {
+        "platform": doc.get("platform", path.stem),
+        "trace": str(trace), "clock_offset_s": clock_offset_s, "channels": meter.mapping, "attached_at": rec.utc_now(),
+        "idle_power": idle,
+        "processors": {r: p for r, p in out_procs.items() if p.get("e_f") is not None},
+        "energy": (f"fitted from trace {trace} attached after characterisation (Choi et al.): E = e_f N_f + e_b N_b "
+                   f"+ p_s T over the intensity sweep's windows ({', '.join(fitted) or 'no processor'} fitted)"),
+        "refused": sorted(set(refused)),
+    }
+    rec.atomic_write_text(overlay_path(path), json.dumps(overlay, indent=1, sort_keys=True))
+    log(f"[hetval attach-trace] {path.name}: idle power "
+        + (f"{idle['value']:.3g} W" if idle and idle["value"] is not None else "not measured")
+        + f"; energy fit for {', '.join(fitted) or 'no processor'}; {len(refused)} window(s) refused"
+        + f" -> {overlay_path(path)}")
+    return overlay

@@ -305,3 +305,22 @@ def test_energy_roofline_per_processor_and_node():
     assert got.loc["host", "rel_error"] == pytest.approx((host - 4.0) / 4.0)
     # a platform without energy parameters: nothing to compare
     assert validate.predict_energy_roofline(validate.reduce_repetitions(recs).assign(**T)).empty
+    # the accel's parameters unusable: the host's own row stays, the node row (accel did work) goes
+    half = validate.reduce_repetitions(recs).assign(**T, **{**EN, "e_f_accel": np.nan})
+    assert sorted(validate.predict_energy_roofline(half)["processor"]) == ["host"]
+
+
+def test_unphysical_energy_fit_is_reported_and_not_used(tmp_path):
+    write_platform(tmp_path / "p")
+    doc = yaml.safe_load((tmp_path / "p" / "pair.yaml").read_text())
+    doc["processors"]["host"].update(e_f={"value": 1e-10}, e_b={"value": 1e-10}, p_s={"value": 5.0},
+                                     energy_fit={"unphysical": False})
+    doc["processors"]["accel"].update(e_f={"value": -1e-11}, e_b={"value": 2e-10}, p_s={"value": 9.0},
+                                      energy_fit={"unphysical": True})
+    (tmp_path / "p" / "pair.yaml").write_text(yaml.safe_dump(doc))
+    row = validate.load_platforms(tmp_path / "p").iloc[0]
+    assert row["e_f_host"] == 1e-10 and row["p_s_host"] == 5.0
+    assert np.isnan(row["e_f_accel"]) and np.isnan(row["e_b_accel"]) and np.isnan(row["p_s_accel"])
+    assert validate.energy_fit_problem(doc["processors"]["accel"]) == "unphysical energy fit (e_f = -1e-11)"
+    assert validate.energy_fit_problem(doc["processors"]["host"]) is None
+    assert validate.energy_fit_problem({"t_f": {"value": 1.0}}) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import yaml
@@ -119,3 +120,48 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
     # constant power: the sweep's energy is all static, p_s = the clamp's watts (each processor attributable)
     assert doc["processors"]["host"]["p_s"]["value"] == pytest.approx(20.0, rel=0.25)
     assert doc["processors"]["accel"]["p_s"]["value"] == pytest.approx(30.0, rel=0.25)
+
+
+def test_characterize_without_a_meter_then_attach_a_later_trace(mpiexec, env, tmp_path):
+    """No meter while characterising: the idle and sweep windows are kept; a later trace gives idle power and the fit."""
+    from analysis.cli import main
+    from analysis.validate import load_platforms
+    from sims.meters.posthoc import load_platform, overlay_path
+    out = tmp_path / "pair.yaml"
+    s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2,
+         "energy": {"meter": "none", "update_period_s": 0.002}}
+    proc = run_mpi(mpiexec, 2, ["-m", "sims.bench", "--spec", json.dumps(s), "--out", str(out)], env)
+    assert proc.returncode == 0, proc.stderr
+    doc = yaml.safe_load(out.read_text())
+    assert doc["idle_power"] is None and doc["processors"]["host"]["e_f"] is None
+    win = doc["energy_windows"]
+    assert len(win["idle"]) == 3 and all(t1 - t0 >= 1.0 for t0, t1 in win["idle"])
+    for role in ("host", "accel"):
+        samples = win["sweep"][role]
+        assert len(samples) == 9 * 5
+        # lengthened for the announced 2 ms meter: every window spans >= 10 samples
+        assert all(w["window"][1] - w["window"][0] >= 0.02 for w in samples)
+    trace = tmp_path / "later.csv"
+    t_start = min(t0 for t0, _ in win["idle"]) - 5.0
+    trace.write_text("timestamp,channel,watts\n" + "".join(
+        f"{t_start + 0.002 * i:.4f},clamp-cpu0,20\n{t_start + 0.002 * i:.4f},clamp-cpu1,30\n"
+        for i in range(int((time.time() + 5.0 - t_start) / 0.002))))
+    assert main(["attach-trace", "--platform-file", str(out), "--trace", str(trace),
+                 "--channel", "clamp-cpu0=host", "--channel", "clamp-cpu1=accel"]) == 0
+    assert yaml.safe_load(out.read_text()) == doc  # the characterisation's own file is untouched
+    overlay = json.loads(overlay_path(out).read_text())
+    assert overlay["idle_power"]["value"] == pytest.approx(50.0, rel=0.02)
+    assert overlay["idle_power"]["host"] == pytest.approx(20.0, rel=0.02)
+    merged = load_platform(out)
+    assert merged["idle_power"]["value"] == pytest.approx(50.0, rel=0.02)
+    assert merged["processors"]["host"]["p_s"]["value"] == pytest.approx(20.0, rel=0.25)
+    assert merged["processors"]["accel"]["p_s"]["value"] == pytest.approx(30.0, rel=0.25)
+    assert "attached after characterisation" in merged["energy"]
+    row = load_platforms(tmp_path).iloc[0]
+    assert row["idle_w"] == pytest.approx(50.0, rel=0.02)
+    # attaching again gives the same overlay (idempotent)
+    assert main(["attach-trace", "--platform-file", str(out), "--trace", str(trace),
+                 "--channel", "clamp-cpu0=host", "--channel", "clamp-cpu1=accel"]) == 0
+    again = json.loads(overlay_path(out).read_text())
+    assert {k: v for k, v in again.items() if k != "attached_at"} == {k: v for k, v in overlay.items()
+                                                                      if k != "attached_at"}
