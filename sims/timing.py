@@ -70,6 +70,9 @@ class Measurement:
     inner: int = 1  # executions of ``work`` per timed region (> 1 only when lengthened for a meter)
 
 
+PROBES = 4  # at most this many probes to find how many executions span a meter's window
+
+
 def measure(
     comm: Any,
     work: Callable[[], None],
@@ -100,13 +103,14 @@ def measure(
         right after the closing barrier (so the window covers every rank's work).
         Called on every rank (a rank with no meter returns an empty reading).
     min_window_s
-        When > 0, one untimed probe execution after the warm-up times the
-        region; if the slowest rank's region is shorter than this (with a 25 %
-        margin), every timed region runs ``work``
-        ``inner = ceil(1.25 min_window_s / probe)`` times (the
-        same on all ranks) and the reported time is the region divided by
-        ``inner`` - a meter that updates slowly then still sees a long enough
-        window. :attr:`Measurement.inner` says how many.
+        When > 0, untimed probes after the warm-up time the region; while the
+        slowest rank's region is shorter than this (with a 25 % margin), the
+        execution count is raised to ``ceil(inner 1.25 min_window_s / probe)``
+        and probed again (at most ``PROBES`` times). Every timed region then
+        runs ``work`` ``inner`` times (the same on all ranks) and the reported
+        time is the region divided by ``inner`` - a meter that updates slowly
+        then still sees a long enough window. :attr:`Measurement.inner` says
+        how many.
     """
     if repetitions < 1:
         raise ValueError("repetitions must be >= 1")
@@ -117,15 +121,20 @@ def measure(
         polite_barrier(comm)
     inner = 1
     if min_window_s > 0:
-        comm.Barrier()
-        start = time.perf_counter()
-        work()
-        sync()
-        probe = comm.allreduce(time.perf_counter() - start, op=mpi_op("MAX"))
-        polite_barrier(comm)
-        # 25 % margin: executions after the probe are often faster (warm caches, settled clocks)
-        if probe < 1.25 * min_window_s:
-            inner = max(1, math.ceil(1.25 * min_window_s / max(probe, 1e-9)))
+        # Untimed probes of the lengthened region itself until it spans the window with a 25 %
+        # margin: a single first execution is often slower than the ones after it (caches,
+        # clocks, library warm-up), so the count is checked, not just extrapolated.
+        for _ in range(PROBES):
+            comm.Barrier()
+            start = time.perf_counter()
+            for _ in range(inner):
+                work()
+                sync()
+            probe = comm.allreduce(time.perf_counter() - start, op=mpi_op("MAX"))
+            polite_barrier(comm)
+            if probe >= 1.25 * min_window_s:
+                break
+            inner = max(inner + 1, math.ceil(inner * 1.25 * min_window_s / max(probe, 1e-9)))
     resolution = timer_resolution()
     result = Measurement(resolution_s=resolution, inner=inner)
     for _ in range(repetitions):

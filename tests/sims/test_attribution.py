@@ -97,3 +97,24 @@ def test_rank_meters_open_only_what_this_rank_reads(tmp_path):
     with pytest.raises(Exception, match="no RAPL zones"):
         RankMeters(EnergySettings.from_spec({"meter": "rapl", "rapl_root": str(tmp_path / "x")}),
                    "host", "n1", 0, 0).open()
+
+
+def test_lengthened_regions_span_the_window_even_when_the_first_execution_is_slow():
+    """The execution count is probed until the region spans the meter's window, not extrapolated from one execution."""
+    import time
+
+    from mpi4py import MPI
+
+    from sims.timing import measure
+
+    calls = []
+
+    def work():  # the first execution takes 50 ms (a cold library), the others 5 ms
+        time.sleep(0.05 if not calls else 0.005)
+        calls.append(1)
+
+    m = measure(MPI.COMM_SELF, work, lambda: None, warmup=0, repetitions=3, min_region_factor=1.0,
+                min_window_s=0.05)
+    assert m.inner >= 10
+    for r in m.repetitions:
+        assert r.wall_s[1] - r.wall_s[0] >= 0.05
