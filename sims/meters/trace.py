@@ -71,14 +71,15 @@ class _Parser:
         self.idx: list[int] | None = None
         self.ncols = 0
         self.line = 0
-        self.samples: dict[str, list[tuple[float, float]]] = {}
+        self.pending: dict[str, list[tuple[float, float]]] = {}  # parsed since the channels were last built
+        self.built: dict[str, Channel] = {}
 
     def feed(self, lines: list[str]) -> None:
         for row in csv.reader(lines):
             self.line += 1
             sample = self._sample(row, self.line)
             if sample is not None:
-                self.samples.setdefault(sample[0], []).append(sample[1:])
+                self.pending.setdefault(sample[0], []).append(sample[1:])
 
     def _sample(self, row: list[str], line: int) -> tuple[str, float, float] | None:
         """One row as ``(channel, t, watts)``; the header row sets the columns and gives None."""
@@ -112,17 +113,39 @@ class _Parser:
         return self._sample(rows[0], self.line + 1) if rows else None
 
     def channels(self, extra: tuple[str, float, float] | None = None) -> dict[str, Channel]:
+        """Every channel's samples in time order, with ``extra`` (not kept) added.
+
+        Samples parsed since the last call are appended to the arrays built
+        before - a copy of the new part only when they arrive in time order, as
+        a logger writes them - so a long live trace is not re-sorted per region.
+        """
         if self.idx is None:
             raise TraceError(f"trace {self.path}: empty file (expected a header {','.join(COLUMNS)})")
-        if not self.samples:
+        if not self.pending and not self.built:
             raise TraceError(f"trace {self.path}: no samples")
-        out = {}
-        for ch, pts in self.samples.items():
-            arr = np.array(sorted(pts + [extra[1:]] if extra is not None and extra[0] == ch else pts))
-            if np.any(np.diff(arr[:, 0]) == 0):
-                raise TraceError(f"trace {self.path}: channel {ch!r} has two samples with the same timestamp")
-            out[ch] = Channel(arr[:, 0].copy(), arr[:, 1].copy())
+        for ch, pts in self.pending.items():
+            self.built[ch] = self._merge(ch, self.built.get(ch), pts)
+        self.pending = {}
+        if extra is None:
+            return dict(self.built)
+        out = dict(self.built)
+        out[extra[0]] = self._merge(extra[0], out.get(extra[0]), [extra[1:]])
         return out
+
+    def _merge(self, ch: str, old: Channel | None, pts: list[tuple[float, float]]) -> Channel:
+        new = np.array(sorted(pts), dtype=float).reshape(-1, 2)
+        if old is not None and old.t.size and new[0, 0] > old.t[-1]:
+            t, w = np.concatenate((old.t, new[:, 0])), np.concatenate((old.w, new[:, 1]))
+            dup = bool(np.any(np.diff(new[:, 0]) == 0))
+        else:
+            if old is not None:
+                new = np.concatenate((np.column_stack((old.t, old.w)), new))
+                new = new[np.argsort(new[:, 0], kind="stable")]
+            t, w = new[:, 0].copy(), new[:, 1].copy()
+            dup = bool(np.any(np.diff(t) == 0))
+        if dup:
+            raise TraceError(f"trace {self.path}: channel {ch!r} has two samples with the same timestamp")
+        return Channel(t, w)
 
 
 def read_trace(path: str | os.PathLike[str]) -> dict[str, Channel]:
