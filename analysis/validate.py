@@ -51,17 +51,14 @@ def energy_fit_problem(proc: Any) -> str | None:
 
     A least-squares fit of measured energy can come out with a negative
     coefficient (the sweep's energy barely depends on flops or bytes, or the
-    meter is noisy). Such a fit is flagged ``unphysical`` by characterisation;
-    it is reported and not used by any energy model - never clipped to fit.
+    meter is noisy; characterisation flags it ``unphysical``). It is reported
+    and not used by any energy model - never clipped to fit.
     """
     if not isinstance(proc, dict):
         return None
-    values = {p: (proc.get(p) or {}).get("value") if isinstance(proc.get(p), dict) else None for p in ENERGY_PARAMS}
-    negative = [f"{p} = {v:.3g}" for p, v in values.items() if v is not None and float(v) < 0]
-    flagged = bool((proc.get("energy_fit") or {}).get("unphysical")) if isinstance(proc.get("energy_fit"), dict) else False
-    if negative or flagged:
-        return "unphysical energy fit (" + (", ".join(negative) or "flagged by characterisation") + ")"
-    return None
+    negative = [f"{p} = {proc[p]['value']:.3g}" for p in ENERGY_PARAMS
+                if isinstance(proc.get(p), dict) and proc[p].get("value") is not None and float(proc[p]["value"]) < 0]
+    return "unphysical energy fit (" + ", ".join(negative) + ")" if negative else None
 
 
 def load_platforms(platforms_dir: str | Path) -> pd.DataFrame:
@@ -233,18 +230,17 @@ ROOFLINE_ENERGY_COLUMNS = ["run_id", "study", "case", "variant", "platform", "si
 def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
     """Choi's energy roofline ``E = e_f N_f + e_b N_b + p_s max(t_f N_f, t_b N_b)`` against metered runs.
 
-    One row per metered run and *processor* whose energy the meter attributed to
-    it (``energy_<role>_median_j``), with that processor's static counts; and a
-    ``node`` row comparing the run's whole measured energy with the sum of both
-    processors' energy rooflines (a processor that did no work has no row of
-    its own). The roofline is a lower bound on energy (the
-    fastest time, the characterised costs), so ``tightness = predicted /
-    measured`` is at most 1 when the model holds; ``rel_error = (predicted -
-    measured) / measured``. A processor that did no work predicts 0 J: its
-    idle draw is in the measured node energy but not in the bound. Runs
-    without a meter give no rows; a processor without usable ``e_f, e_b, p_s``
-    (none measured, or an unphysical fit) gives no row of its own and no node row
-    when it did work.
+    One row per metered run and *working processor* whose energy the meter
+    attributed to it (``energy_<role>_median_j``), with that processor's static
+    counts; and a ``node`` row comparing the run's whole measured energy with
+    the sum of both processors' energy rooflines. A processor that did no work
+    contributes 0 J to the node bound (its idle draw is in the measured node
+    energy, not in the bound) and has no row of its own. The roofline is a lower
+    bound on energy (the fastest time, the characterised costs), so
+    ``tightness = predicted / measured`` is at most 1 when the model holds;
+    ``rel_error = (predicted - measured) / measured``. Runs without a meter give
+    no rows; a working processor without usable ``e_f, e_b, p_s`` (none
+    measured, or an unphysical fit) gives no row of its own and no node row.
     """
     from analysis.models import roofline
 

@@ -106,7 +106,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     from sims.bench import sweep
 
     sweep_state = sweep.setup(backend, n_triad, seed=7 + rank)
-    from sims.meters.node import attribute
+    from sims.meters.node import attribute, share_or_total
     from sims.run import node_rank, open_meters
 
     meters = open_meters(spec, role, proc, rank, node_rank(comm))
@@ -123,9 +123,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     def joules(before: Any, after: Any, target: str | None, inner: int) -> float | None:
         """Measured joules of one window: the target processor's share when attributable, else the total."""
         deltas = comm.allgather(meters.deltas(before or {}, after or {}))
-        row = attribute(descs, deltas, inner=inner)
-        part = row.get(f"energy_{target}_j") if target else None
-        return part if part is not None else row["energy_j"]
+        return share_or_total(attribute(descs, deltas, inner=inner), target)
 
     def run_sweep(k: int, target: str) -> list[float] | None:
         def work() -> None:
@@ -183,7 +181,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     if rank != 0:
         return None
     source = "+".join(sorted({m["source"] for d in descs for m in d["meters"].values()})) or "none"
-    energy_fits = {r: _energy_fit(gathered[i]["sweep"], energies[r], n_triad, source) if metered else None
+    energy_fits = {r: energy_fit(gathered[i]["sweep"], energies[r], n_triad, source) if metered else None
                    for i, r in enumerate(ROLES)}
 
     processors = {}
@@ -205,7 +203,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                 data["t_b_shared"], "s/byte",
                 "STREAM triad as t_b, both processors streaming at the same time (informational)", warmup,
             ),
-            **_energy_parameters(energy_fits[r]),
+            **energy_parameters(energy_fits[r]),
         }
     return {
         "platform": spec["platform"],
@@ -223,8 +221,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             "clock": "POSIX seconds of the host running rank 0",
             "elements": n_triad,
             "idle": idle_windows,
-            "sweep": {r: [{"k": k, "flops": 2 * k * n_triad, "bytes": sweep.BYTES_PER_ELEMENT * n_triad,
-                           "time_s": t, **w} for k in sorted(windows[r])
+            "sweep": {r: [{"k": k, "time_s": t, **w} for k in sorted(windows[r])
                           for t, w in zip(gathered[i]["sweep"][k], windows[r][k], strict=True)]
                       for i, r in enumerate(ROLES)},
         },
@@ -268,18 +265,22 @@ def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[
                             for k, v in row.items() if k in ("energy_j", "energy_host_j", "energy_accel_j")})
     if comm.Get_rank() != 0 or not metered:
         return None, walls
+    return idle_summary(samples, f"all ranks asleep for {window:.3g} s, 3 windows, median; host/accel where "
+                                 "attributable"), walls
+
+
+def idle_summary(samples: list[dict[str, float | None]], method: str) -> dict[str, Any]:
+    """Idle power from per-window watts (``energy_j``, ``energy_host_j``, ``energy_accel_j`` per second): medians."""
 
     def med(key: str) -> float | None:
         vals = [s[key] for s in samples if s[key] is not None]
         return float(statistics.median(vals)) if vals else None
 
-    return ({"value": med("energy_j"), "unit": "W", "host": med("energy_host_j"), "accel": med("energy_accel_j"),
-             "obtained": "measured", "samples_w": [s["energy_j"] for s in samples],
-             "method": f"all ranks asleep for {window:.3g} s, 3 windows, median; host/accel where attributable"},
-            walls)
+    return {"value": med("energy_j"), "unit": "W", "host": med("energy_host_j"), "accel": med("energy_accel_j"),
+            "obtained": "measured", "samples_w": [s["energy_j"] for s in samples], "method": method}
 
 
-def _energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n: int, source: str) -> dict[str, Any] | None:
+def energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n: int, source: str) -> dict[str, Any] | None:
     """Choi et al.'s regression of the sweep's measured energy on flops, bytes and time."""
     from sims.bench import sweep
 
@@ -299,7 +300,7 @@ def _energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n
     return fit
 
 
-def _energy_parameters(fit: dict[str, Any] | None) -> dict[str, Any]:
+def energy_parameters(fit: dict[str, Any] | None) -> dict[str, Any]:
     if fit is None:
         return {"e_f": None, "e_b": None, "p_s": None}
     common = {"obtained": "fitted", "method": f"least squares E = e_f N_f + e_b N_b + p_s T on the intensity sweep "

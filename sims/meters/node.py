@@ -164,6 +164,12 @@ def _package_owner(host: str, package: int, ranks: list[dict[str, Any]]) -> tupl
     return role, why
 
 
+def share_or_total(row: dict[str, Any], target: str | None) -> float | None:
+    """A window's joules for ``target``: its attributed share where the meter could split it, else the total."""
+    part = row.get(f"energy_{target}_j") if target else None
+    return part if part is not None else row["energy_j"]
+
+
 def attribute(ranks: list[dict[str, Any]], deltas: list[dict[str, Any]], *, inner: int = 1,
               lengthened_why: str | None = None) -> dict[str, Any]:
     """One repetition's energy columns from every rank's :meth:`RankMeters.describe` and deltas.

@@ -29,6 +29,18 @@ def _descriptor(meter: TraceMeter) -> list[dict[str, Any]]:
              "notes": []}]
 
 
+def window_energy(meter: TraceMeter, desc: list[dict[str, Any]], t0: float, t1: float, inner: int,
+                  min_periods: float) -> tuple[dict[str, Any] | None, str | None]:
+    """One host window's attributed energy from the trace, or None and why it was refused."""
+    if t1 - t0 < min_periods * meter.update_period_s:
+        return None, (f"window {t1 - t0:.3g} s is shorter than {min_periods:g} trace samples "
+                      f"({meter.update_period_s:.3g} s each); set energy.update_period_s for such runs")
+    try:
+        return attribute(desc, [{"trace": meter.energy_between(t0, t1)}], inner=inner), None
+    except TraceError as exc:
+        return None, f"trace: {exc}"
+
+
 def attach_trace(raw_dir: str | Path, trace: str | Path, channels: dict[str, str] | None = None,
                  clock_offset_s: float = 0.0, min_periods: float = 10.0, replace: bool = False,
                  log: Callable[[str], None] = print) -> dict[str, int]:
@@ -53,16 +65,7 @@ def attach_trace(raw_dir: str | Path, trace: str | Path, channels: dict[str, str
                 counts["no_window"] += 1
                 continue
             inner = int(detail.get("executions_per_region", 1))
-            t0, t1 = float(window[0]), float(window[1])
-            refused = None
-            if t1 - t0 < min_periods * meter.update_period_s:
-                refused = (f"window {t1 - t0:.3g} s is shorter than {min_periods:g} trace samples "
-                           f"({meter.update_period_s:.3g} s each); set energy.update_period_s for such runs")
-            else:
-                try:
-                    row = attribute(desc, [{"trace": meter.energy_between(t0, t1)}], inner=inner)
-                except TraceError as exc:
-                    refused = f"trace: {exc}"
+            row, refused = window_energy(meter, desc, float(window[0]), float(window[1]), inner, min_periods)
             attached = {"trace": str(trace), "clock_offset_s": clock_offset_s, "at": rec.utc_now()}
             if refused:
                 counts["refused"] += 1
@@ -95,8 +98,8 @@ def load_platform(path: str | Path) -> dict[str, Any]:
     """A platform file with the energy a later trace measured for it (its overlay, if any) merged in.
 
     The platform file itself stays as characterisation wrote it; the overlay's
-    idle power, ``e_f, e_b, p_s`` and energy fit take the place of the missing
-    ones, and ``energy`` says where they came from.
+    idle power, ``e_f, e_b, p_s`` and energy fit replace the file's (null, as
+    characterised without a meter), and ``energy`` says where they came from.
     """
     import yaml
 
@@ -127,12 +130,11 @@ def attach_trace_to_platform(platform_file: str | Path, trace: str | Path, chann
     The result goes to the overlay file beside the platform file (see
     :func:`overlay_path`), written atomically; returns it.
     """
-    import statistics
-
     import yaml
 
     from sims import record as rec
-    from sims.bench.characterize import _energy_fit, _energy_parameters
+    from sims.bench.characterize import energy_fit, energy_parameters, idle_summary
+    from sims.meters.node import share_or_total
 
     path = Path(platform_file)
     doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -148,46 +150,29 @@ def attach_trace_to_platform(platform_file: str | Path, trace: str | Path, chann
     refused: list[str] = []
 
     def window_row(t0: float, t1: float, inner: int = 1) -> dict[str, Any] | None:
-        if t1 - t0 < min_periods * meter.update_period_s:
-            refused.append(f"window {t1 - t0:.3g} s shorter than {min_periods:g} trace samples")
-            return None
-        try:
-            return attribute(desc, [{"trace": meter.energy_between(t0, t1)}], inner=inner)
-        except TraceError as exc:
-            refused.append(str(exc))
-            return None
+        row, why = window_energy(meter, desc, t0, t1, inner, min_periods)
+        if why:
+            refused.append(why)
+        return row
 
     idle_rows = []
     for t0, t1 in windows.get("idle") or []:
         row = window_row(float(t0), float(t1))
         if row is not None:
-            dur = float(t1) - float(t0)
-            idle_rows.append({k: (row[k] / dur if row[k] is not None else None)
+            idle_rows.append({k: (row[k] / (float(t1) - float(t0)) if row[k] is not None else None)
                               for k in ("energy_j", "energy_host_j", "energy_accel_j")})
-
-    def med(key: str) -> float | None:
-        vals = [r[key] for r in idle_rows if r[key] is not None]
-        return float(statistics.median(vals)) if vals else None
-
-    idle = None
-    if idle_rows:
-        idle = {"value": med("energy_j"), "unit": "W", "host": med("energy_host_j"), "accel": med("energy_accel_j"),
-                "obtained": "measured", "samples_w": [r["energy_j"] for r in idle_rows],
-                "method": f"trace {trace} integrated over characterisation's idle windows, median"}
-    n = int(windows.get("elements") or 0)
+    idle = idle_summary(idle_rows, f"trace {trace} integrated over characterisation's idle windows, median") \
+        if idle_rows else None
+    n = int(windows["elements"])
     out_procs: dict[str, Any] = {}
     for role, samples in (windows.get("sweep") or {}).items():
         times: dict[int, list[float]] = {}
         joules: dict[int, list[float | None]] = {}
         for s in samples:
-            row = window_row(float(s["window"][0]), float(s["window"][1]), int(s.get("inner", 1)))
-            # the target processor's share where the trace attributes it, else the whole (as characterisation does)
-            j = None if row is None else (row.get(f"energy_{role}_j") if row.get(f"energy_{role}_j") is not None
-                                          else row["energy_j"])
+            row = window_row(float(s["window"][0]), float(s["window"][1]), int(s["inner"]))
             times.setdefault(int(s["k"]), []).append(float(s["time_s"]))
-            joules.setdefault(int(s["k"]), []).append(j)
-        fit = _energy_fit(times, joules, n, "trace") if n else None
-        out_procs[role] = _energy_parameters(fit)
+            joules.setdefault(int(s["k"]), []).append(None if row is None else share_or_total(row, role))
+        out_procs[role] = energy_parameters(energy_fit(times, joules, n, "trace"))
     fitted = [r for r, p in out_procs.items() if p.get("e_f") is not None]
     overlay = {
         "platform": doc.get("platform", path.stem),

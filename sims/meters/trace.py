@@ -226,7 +226,7 @@ class TraceMeter(Meter):
             st = os.fstat(fh.fileno())
             ident = (st.st_dev, st.st_ino)
             if self._parser is None or ident != self._ident or st.st_size < self._offset:
-                self._parser, self._ident, self._offset = _Parser(self.path), ident, 0
+                self._parser, self._ident, self._offset, self._data = _Parser(self.path), ident, 0, {}
             if st.st_size == self._offset and self._data:
                 return self._data
             fh.seek(self._offset)

@@ -82,7 +82,7 @@ def test_per_operation_fit_recovers_the_cost():
         ops.fit(rows[:1])
 
 
-def test_energy_fit_recovers_choi_coefficients():
+def testenergy_fit_recovers_choi_coefficients():
     rng = np.random.default_rng(7)
     e_f, e_b, p_s = 50e-12, 400e-12, 25.0
     n = 1e7
@@ -97,13 +97,13 @@ def test_energy_fit_recovers_choi_coefficients():
         sweep.fit_energy([1.0], [1.0], [1.0], [1.0])
 
 
-def test_characterisation_energy_parameters_from_metered_sweep():
-    from sims.bench.characterize import _energy_fit, _energy_parameters
+def test_characterisationenergy_parameters_from_metered_sweep():
+    from sims.bench.characterize import energy_fit, energy_parameters
 
     n = 1_000_000
     times = {k: [max(2 * k * n / 50e9, 8 * n / 10e9)] * 3 for k in sweep.KS}
     joules = {k: [60e-12 * 2 * k * n + 300e-12 * 8 * n + 20.0 * t for t in ts] for k, ts in times.items()}
-    params = _energy_parameters(_energy_fit(times, joules, n, "rapl"))
+    params = energy_parameters(energy_fit(times, joules, n, "rapl"))
     assert params["e_f"]["value"] == pytest.approx(60e-12, rel=1e-3) and params["e_f"]["obtained"] == "fitted"
     assert params["p_s"]["value"] == pytest.approx(20.0, rel=1e-3) and params["p_s"]["unit"] == "W"
-    assert _energy_parameters(None) == {"e_f": None, "e_b": None, "p_s": None}  # no meter: null, never estimated
+    assert energy_parameters(None) == {"e_f": None, "e_b": None, "p_s": None}  # no meter: null, never estimated
