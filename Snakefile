@@ -7,14 +7,18 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# Relative to this file, so `snakemake -d <workdir>` runs the same default study elsewhere.
-configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+# The default study, relative to this file (so `snakemake -d <workdir>` runs it elsewhere), unless
+# --configfile names a study: a study file is then the whole study, layered as given, and a case it
+# does not name does not run (`hetval check-config` layers files the same way).
+if not workflow.overwrite_configfiles:
+
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
 
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/characterize.smk"
 include: "workflow/rules/simulate.smk"
-include: "workflow/rules/ingest.smk"
 include: "workflow/rules/gather.smk"
 include: "workflow/rules/validate.smk"
 include: "workflow/rules/report.smk"
@@ -25,7 +29,7 @@ include: "workflow/rules/report.smk"
 # the retry requests gather writes; see get_run_inputs.)
 rule all:
     input:
-        "results/report/index.html",
+        f"{OUT}/report/index.html",
         get_all_raw_records,
 
 

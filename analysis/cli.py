@@ -1,6 +1,7 @@
 """The ``hetval`` command: every workflow stage runnable alone, plus config checks and the study matrix.
 
-Subcommands: ``check-config``, ``matrix``, ``gather``, ``ingest-published``, ``validate``, ``report``.
+Subcommands: ``check-config``, ``matrix``, ``gather``, ``ingest-published``, ``validate``, ``report``,
+``attach-trace``.
 A bad config prints one line naming the key and exits 2 (no traceback).
 """
 
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from analysis.config import ConfigError, load_config, study_matrix
+from analysis.registry import RegistryError
 
 
 def _config(args: argparse.Namespace) -> dict:
@@ -37,13 +39,14 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         print(json.dumps({k: v for k, v in found[0].items() if k != "run_id"}, sort_keys=True))
         return 0
     for spec in runs:
-        print(spec["run_id"], spec["study"], spec["case"], spec["variant"], spec["platform"], json.dumps(spec["params"]))
+        what = spec.get("params", {"table": spec.get("table")})
+        print(spec["run_id"], spec["study"], spec["case"], spec["variant"], spec["platform"], json.dumps(what))
     return 0
 
 
 def cmd_gather(args: argparse.Namespace) -> int:
     from analysis.dataset import clear_tmp, gather
-    from sims.record import atomic_write_text
+    from sims.atomic import atomic_write_text
 
     files = list(args.records)
     if args.raw_dir:
@@ -70,10 +73,15 @@ def _published_dir(arg: str | None):
 def cmd_ingest_published(args: argparse.Namespace) -> int:
     import os
 
-    from analysis.published_runs import write_raw_records
+    from analysis.cases.published import write_raw_record
 
-    paths = write_raw_records(args.table, args.study, args.out, os.environ.get("HETVAL_CONFIG_HASH", "unknown"))
-    print(f"[hetval ingest-published] {args.table}: {len(paths)} published run(s) -> {args.out}")
+    try:
+        path = write_raw_record(args.table, args.study, args.run_id, Path(args.out),
+                                os.environ.get("HETVAL_CONFIG_HASH", "unknown"))
+    except (OSError, ValueError) as exc:
+        print(f"hetval ingest-published: {exc}", file=sys.stderr)
+        return 2
+    print(f"[hetval ingest-published] {args.table}: run {args.run_id} -> {path}")
     return 0
 
 
@@ -81,14 +89,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from analysis.validate import validate
 
     validate(args.runs, args.platforms, args.out, studies=args.study or None, address=args.scheduler or None,
-             published_dir=_published_dir(args.published))
+             published_dir=_published_dir(args.published), platform_files=args.platform_file)
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import build_report
 
-    summary = build_report(args.validation, args.platforms, args.quarantine, args.out, title=args.title)
+    summary = build_report(args.validation, args.platform_file or args.platforms, args.manifest or args.quarantine,
+                           args.out, title=args.title)
     print(summary)
     return 0
 
@@ -147,8 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="Dask job: runs x platforms x models -> tightness and fidelity")
     p.add_argument("--runs", default="results/runs")
-    p.add_argument("--platforms", default="results/platforms")
-    p.add_argument("--out", default="results/validation")
+    p.add_argument("--platforms", default="results/default/platforms", help="directory of characterised platforms")
+    p.add_argument("--platform-file", nargs="+", help="the study's platform files (instead of --platforms)")
+    p.add_argument("--out", default="results/default/validation")
     p.add_argument("--study", action="append", help="restrict to this study (repeatable); default all")
     p.add_argument("--scheduler", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or local)")
     p.add_argument("--published", default=None,
@@ -156,10 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the repository's config/platforms/published; '' to skip)")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("ingest-published", help="published measurements (config/published/<table>.yaml) -> raw records")
+    p = sub.add_parser("ingest-published", help="one published measurement (config/published/<table>.yaml) -> a raw record")
     p.add_argument("--table", required=True, help="table name, e.g. peach-2014-table-viii")
     p.add_argument("--study", required=True)
-    p.add_argument("--out", required=True, help="directory for <run_id>.json raw records")
+    p.add_argument("--run-id", required=True, help="the run (see `hetval matrix`)")
+    p.add_argument("--out", required=True, help="the raw record to write (results/raw/<study>/<run_id>.json)")
     p.set_defaults(func=cmd_ingest_published)
 
     p = sub.add_parser("attach-trace", help="fill the energy of recorded runs from an external power-meter CSV")
@@ -176,10 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_attach_trace)
 
     p = sub.add_parser("report", help="HTML report with figures, and a plain-text summary")
-    p.add_argument("--validation", default="results/validation")
-    p.add_argument("--platforms", default="results/platforms")
-    p.add_argument("--quarantine", default="results/quarantine")
-    p.add_argument("--out", default="results/report")
+    p.add_argument("--validation", default="results/default/validation")
+    p.add_argument("--platforms", default="results/default/platforms", help="directory of characterised platforms")
+    p.add_argument("--platform-file", nargs="+", help="the study's platform files (instead of --platforms)")
+    p.add_argument("--manifest", help="the study's gather manifest (its quarantined records are listed)")
+    p.add_argument("--quarantine", default="results/quarantine", help="quarantine directory (without --manifest)")
+    p.add_argument("--out", default="results/default/report")
     p.add_argument("--title", default="hetval validation report")
     p.set_defaults(func=cmd_report)
     return parser
@@ -189,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ConfigError as exc:
+    except (ConfigError, RegistryError) as exc:
         print(f"hetval: config error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading

@@ -8,14 +8,14 @@ allowed. The Snakefile and the ``hetval`` CLI print that line and exit non-zero.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-from sims.record import run_id_of, stable_hash
+from sims.record import stable_hash
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -27,8 +27,23 @@ class ConfigError(ValueError):
 
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
+    """The study schema: the base file with every registered case's fragment under ``cases.<name>``.
+
+    A case's section gets ``enabled`` (default true): a study runs exactly the cases whose sections
+    it has and does not disable.
+    """
+    from analysis.registry import cases
+
     with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        schema = yaml.safe_load(fh)
+    props = schema["properties"]["cases"].setdefault("properties", {})
+    for name, case in cases().items():
+        frag = copy.deepcopy(dict(case.schema))
+        frag.pop("default", None)  # an absent section stays absent: that case does not run
+        frag.setdefault("properties", {})["enabled"] = {
+            "type": "boolean", "default": True, "description": "false keeps the section but skips the case"}
+        props[name] = frag
+    return schema
 
 
 def _with_defaults(cls):
@@ -125,7 +140,12 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
 
 
 def load_config(*paths: str | Path) -> dict[str, Any]:
-    """Read and merge YAML files (later ones override, dicts merged recursively) and validate the result."""
+    """Read and merge YAML files (later ones override, dicts merged recursively) and validate the result.
+
+    Layered exactly as the Snakefile layers them: ``config/config.yaml`` (the default study) when no
+    file is given, else only the given files, in order - so a study file is a whole study and a case
+    it does not name does not run.
+    """
     merged: dict[str, Any] = {}
     for path in paths or (DEFAULT_CONFIG,):
         try:
@@ -174,109 +194,21 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
     }
 
 
-def _sa_variants(sa: Mapping[str, Any]) -> Iterator[str]:
-    from sims.sa.case import dp_variant
-
-    yield from sa["wps"]
-    for alpha in sa["alphas"]:
-        yield dp_variant(float(alpha))
-
-
 def study_matrix(config: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every run of the study as a run spec (with ``run_id``), in a stable order.
+    """Every run of the study as a run spec (with ``run_id``), case by registered case, in a stable order.
 
-    The spec holds only what defines a run, so that changing an unrelated key
+    A spec holds only what defines a run, so that changing an unrelated key
     (another case's sizes, the report title) never re-runs existing runs; the
     config hash travels separately (``--config-hash``) as provenance.
     """
+    from analysis.registry import enabled_cases
+
     runs: list[dict[str, Any]] = []
-    layouts = platform_layouts(config)
-    cases = config["cases"]
-
-    def add(case: str, variant: str, params: dict[str, Any], seed: int) -> None:
-        for platform, layout in layouts.items():
-            spec = {
-                "study": config["study"],
-                "case": case,
-                "variant": variant,
-                "params": params,
-                "platform": platform,
-                "layout": {"host": layout["host"], "accel": layout["accel"]},
-                "warmup": config["runs"]["warmup"],
-                "repetitions": config["runs"]["repetitions"],
-                "seed": seed,
-                "min_region_factor": config["runs"]["min_region_factor"],
-                # how energy is measured is not part of what defines a run (not hashed into run_id)
-                "energy": config["energy"],
-            }
-            spec["run_id"] = run_id_of(spec)
-            runs.append(spec)
-
-    sa = cases["sa"]
-    if sa["enabled"]:
-        for size in sa["sizes"]:
-            for variant in dict.fromkeys(_sa_variants(sa)):
-                add("sa", variant, {"size": int(size)}, sa["seed"])
-    la = cases["la"]
-    if la["enabled"]:
-        for sizes in la["sizes"]:
-            params = {"n_mm": int(sizes["matmul"]), "n_tr": int(sizes["transpose"]), "dtype": la["dtype"]}
-            for variant in dict.fromkeys(_sa_variants(la)):
-                add("la", variant, params, la["seed"])
-    peach = cases["peach"]
-    if peach["enabled"]:
-        from sims.sa.case import dp_variant
-
-        for w in peach["workloads"]:
-            for pair in peach["frequencies"] or [None]:
-                params = {"workload": w["name"], "n": int(w["n"]), "dtype": w.get("dtype", "float64")}
-                if pair and (pair.get("f_C") is not None or pair.get("f_G") is not None):
-                    params["frequency"] = {k: pair.get(k) for k in ("f_C", "f_G")}
-                for alpha in peach["alphas"]:
-                    add("peach", dp_variant(float(alpha)), params, peach["seed"])
-    runs.extend(fdm_runs(config))
+    for case in enabled_cases(config):
+        runs.extend(case.expand(config))
+    seen: set[str] = set()
+    for spec in runs:
+        if spec["run_id"] in seen:
+            raise ConfigError(f"cases.{spec['case']}: run {spec['run_id']} ({spec.get('variant')}) is listed twice")
+        seen.add(spec["run_id"])
     return runs
-
-
-def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The FDM runs of the study: scale x order x marshaling design x decomposition.
-
-    Each spec carries ``fdm_doc``, the run spec handed to ``python -m sims.fdm run``,
-    and the identity fields the FDM driver hashes, so the workflow's ``run_id``
-    is the one the driver writes into its records.
-    """
-    from sims.fdm.driver import run_identity
-    from sims.fdm.spec import SpecError, parse
-
-    fdm = config["cases"].get("fdm") or {}
-    if not fdm.get("enabled"):
-        return []
-    platform = fdm.get("platform") or config["platforms"][0]["name"]
-    if platform not in platform_layouts(config):
-        raise ConfigError(f"cases.fdm.platform: {platform!r} is not one of the configured platforms")
-    h = float(fdm["spacing"])
-    out = []
-    for n, scale in enumerate(fdm["scales"]):
-        shape = [int(x) for x in scale["shape"]]
-        extent = [s * h for s in shape]
-        source = dict(fdm["source"], position=[f * e for f, e in zip(fdm["position_fraction"], extent, strict=True)])
-        receivers = [[f * e for f, e in zip(r, extent, strict=True)] for r in fdm["receivers_fraction"]]
-        for order in fdm["orders"]:
-            for decomposition in scale.get("decompositions", ["auto"]):
-                for design in fdm["marshaling"]:
-                    doc = {
-                        "study": config["study"], "platform": platform, "ranks": int(scale["ranks"]),
-                        "warmup": config["runs"]["warmup"], "repetitions": config["runs"]["repetitions"],
-                        "grid": {"shape": shape, "spacing": h}, "time": {"steps": int(fdm["steps"])},
-                        "medium": fdm["medium"], "source": source, "receivers": receivers,
-                        "boundary": fdm["boundary"], "order": int(order), "backend": fdm["backend"],
-                        "free_surface": bool(fdm["free_surface"]),
-                        "decomposition": decomposition, "marshaling": design,
-                    }
-                    try:
-                        parse(doc)
-                    except SpecError as exc:
-                        raise ConfigError(f"cases.fdm.scales[{n}] (order {order}): {exc}") from None
-                    ident = run_identity(doc)
-                    out.append({**ident, "run_id": run_id_of(ident), "ranks": int(scale["ranks"]), "fdm_doc": doc})
-    return out

@@ -18,9 +18,7 @@ overwrites it.)
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +27,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from analysis.schema import (
     FILE_SCHEMA,
@@ -40,7 +37,7 @@ from analysis.schema import (
     RecordError,
     check_record,
 )
-from sims.record import atomic_write_text
+from sims.atomic import atomic_write_parquet, atomic_write_text
 
 PART_FILE = "part.parquet"
 
@@ -109,21 +106,6 @@ def request_retry(retry_dir: Path, study: str, run_id: str, why: str) -> Path:
     path = retry_dir / study / f"{run_id}.json"
     atomic_write_text(path, json.dumps({"run_id": run_id, "why": why}) + "\n")
     return path
-
-
-def _write_atomic_table(table: pa.Table, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".part-", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def partition_path(runs_dir: str | Path, study: str, case: str) -> Path:
@@ -202,7 +184,7 @@ def gather(
         keys = list(zip(merged["run_id"].to_pylist(), merged["rep"].to_pylist(), strict=True))
         if len(set(keys)) != len(keys):
             raise AssertionError(f"duplicate (run_id, rep) rows would be written to {path}")
-        _write_atomic_table(merged.drop_columns(list(PARTITION_KEYS)).cast(FILE_SCHEMA), path)
+        atomic_write_parquet(merged.drop_columns(list(PARTITION_KEYS)).cast(FILE_SCHEMA), path)
         result.partitions_written.append(str(path))
 
     # Only now that their rows are safely in the dataset, ask for failed runs to be retried.
@@ -215,6 +197,6 @@ def gather(
 
 def clear_tmp(runs_dir: str | Path) -> None:
     """Remove temporary files an interrupted gather may have left (they are never read)."""
-    for tmp in Path(runs_dir).glob("study=*/case=*/.part-*.tmp"):
+    for tmp in Path(runs_dir).glob("study=*/case=*/.*.tmp"):
         tmp.unlink(missing_ok=True)
 

@@ -11,11 +11,12 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from sims.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:  # matplotlib and pandas are imported inside the functions that need them
     import pandas as pd
@@ -234,21 +235,23 @@ def _read_summary(path: Path) -> tuple[dict[str, Any] | None, str]:
     return data, "ok" if data else "empty"
 
 
-def _read_platforms(platforms_dir: Path) -> tuple[list[PlatformFile], list[str]]:
-    """Load every ``*.yaml`` / ``*.yml`` platform file; problems are returned, not raised."""
-    import yaml
+def _read_platforms(platforms: Path | Sequence[Path]) -> tuple[list[PlatformFile], list[str]]:
+    """Load the platform files (a directory's ``*.yaml`` / ``*.yml``, or the given files); problems are returned."""
+    from sims.platform_file import PlatformFileError, read_platform
 
-    from sims.meters.posthoc import load_platform
-
-    if not platforms_dir.is_dir():
-        return [], [f"platform directory {platforms_dir} is missing"]
+    if isinstance(platforms, Path):
+        if not platforms.is_dir():
+            return [], [f"platform directory {platforms} is missing"]
+        paths = sorted([*platforms.glob("*.yaml"), *platforms.glob("*.yml")])
+        where = str(platforms)
+    else:
+        paths, where = [Path(p) for p in platforms], "the given list"
     found: list[PlatformFile] = []
     problems: list[str] = []
-    paths = sorted([*platforms_dir.glob("*.yaml"), *platforms_dir.glob("*.yml")])
     for path in paths:
         try:
-            data = load_platform(path)  # with the energy a later trace measured for it, if any
-        except (OSError, yaml.YAMLError, ValueError) as exc:
+            data = read_platform(path)  # with the energy a later trace measured for it, if any
+        except PlatformFileError as exc:
             problems.append(f"{path.name}: unreadable ({exc})")
             continue
         if not isinstance(data, dict) or not isinstance(data.get("processors"), dict):
@@ -256,12 +259,19 @@ def _read_platforms(platforms_dir: Path) -> tuple[list[PlatformFile], list[str]]
             continue
         found.append(PlatformFile(str(data.get("platform") or path.stem), path.name, data))
     if not paths:
-        problems.append(f"no platform files in {platforms_dir}")
+        problems.append(f"no platform files in {where}")
     return found, problems
 
 
 def _read_quarantine(quarantine_dir: Path) -> tuple[list[Quarantined], str]:
-    """Every ``<name>.reason.txt`` under the quarantine dir, as (relative record path, reason)."""
+    """The quarantined records, as (record path, reason): from a gather manifest (JSON), or every
+    ``<name>.reason.txt`` under a quarantine directory."""
+    if quarantine_dir.suffix == ".json":
+        try:
+            doc = json.loads(quarantine_dir.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return [], f"manifest unreadable: {exc}"
+        return [Quarantined(Path(q["file"]).name, q["reason"]) for q in doc.get("quarantined", [])], "ok"
     if not quarantine_dir.is_dir():
         return [], "missing"
     records = []
@@ -275,7 +285,7 @@ def _read_quarantine(quarantine_dir: Path) -> tuple[list[Quarantined], str]:
     return records, "ok"
 
 
-def load_inputs(validation_dir: Path, platforms_dir: Path, quarantine_dir: Path) -> Inputs:
+def load_inputs(validation_dir: Path, platforms_dir: Path | Sequence[Path], quarantine_dir: Path) -> Inputs:
     """Read every input of the report; nothing here raises on a missing or empty input."""
     summary, summary_status = _read_summary(validation_dir / "summary.json")
     platforms, platform_problems = _read_platforms(platforms_dir)
@@ -348,7 +358,7 @@ def _obtained(param: Any) -> str:
 
 def platform_rows(platforms: Sequence[PlatformFile]) -> list[list[str]]:
     """One table row per (platform, processor) with the machine parameters in readable units."""
-    from analysis.validate import energy_fit_problem
+    from analysis.platforms import energy_fit_problem
 
     rows = []
     for plat in platforms:
@@ -1111,19 +1121,6 @@ def render_html(
 # --------------------------------------------------------------------------- writing
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temp file next to ``path``, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be read by others
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _prune_stale_figures(out_dir: Path, keep: set[str]) -> None:
     """Remove figures of an earlier build that this build did not produce (so the page lists all PNGs)."""
     for path in out_dir.glob("*.png"):
@@ -1133,7 +1130,7 @@ def _prune_stale_figures(out_dir: Path, keep: set[str]) -> None:
 
 def build_report(
     validation_dir: str | os.PathLike[str],
-    platforms_dir: str | os.PathLike[str],
+    platforms_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     quarantine_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     title: str = "hetval validation report",
@@ -1145,10 +1142,11 @@ def build_report(
     validation_dir : path
         ``results/validation``: runs.parquet, fidelity.parquet, failed.parquet, summary.json.
         Any of them may be missing or empty; the page says so.
-    platforms_dir : path
-        ``results/platforms`` with the characterised ``*.yaml`` platform files.
+    platforms_dir : path or list of paths
+        ``results/<study>/platforms`` with the characterised ``*.yaml`` platform files, or the files.
     quarantine_dir : path
-        ``results/quarantine``; every ``**/<name>.reason.txt`` is listed.
+        The study's gather manifest (``results/<study>/gathered.json``), whose quarantined records are
+        listed, or a quarantine directory (every ``**/<name>.reason.txt`` is listed).
     out_dir : path
         Where ``index.html``, the figures and ``summary.txt`` are written (created if needed).
     title : str
@@ -1161,7 +1159,8 @@ def build_report(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    inputs = load_inputs(Path(validation_dir), Path(platforms_dir), Path(quarantine_dir))
+    plats = Path(platforms_dir) if isinstance(platforms_dir, str | os.PathLike) else [Path(p) for p in platforms_dir]
+    inputs = load_inputs(Path(validation_dir), plats, Path(quarantine_dir))
     figures, notes = make_figures(inputs, out)
     from analysis import report_energy, report_fdm, report_guidelines, report_published
 

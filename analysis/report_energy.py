@@ -72,7 +72,7 @@ def peach_figure(runs: Any, fid: Any) -> Any:
 
 def model_gaps(platforms: list) -> list[str]:
     """Per characterised platform, why its energy models cannot be scored (no fitted parameters, an unphysical fit)."""
-    from analysis.validate import energy_fit_problem
+    from analysis.platforms import energy_fit_problem
 
     out = []
     for plat in platforms:

@@ -24,7 +24,7 @@ def _save(fig, out_dir: Path, name: str) -> None:
 
     import matplotlib.pyplot as plt
 
-    from analysis.report import atomic_write_bytes
+    from sims.atomic import atomic_write_bytes
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")

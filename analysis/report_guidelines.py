@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.models import hetero
-from analysis.validate import energy_fit_problem
+from analysis.platforms import energy_fit_problem
 
 
 def _processor(proc: dict[str, Any]) -> hetero.Processor | None:

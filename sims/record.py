@@ -1,4 +1,4 @@
-"""The run-record contract (DESIGN §5): field names and types, ids, provenance and atomic writes.
+"""The run-record contract: field names and types, ids, provenance, and the raw-record writer.
 
 This module is the single definition of the record's fields. ``analysis.schema``
 builds the pyarrow schema of the Parquet dataset from :data:`FIELDS`, so the
@@ -13,9 +13,10 @@ import json
 import os
 import socket
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from sims.atomic import atomic_write_text
 
 #: (name, type, required) for every column of a run record. Types are the
 #: logical types ``string``, ``int64``, ``float64``, ``timestamp`` (UTC, ISO 8601
@@ -156,35 +157,12 @@ def _package_version(name: str) -> str:
 
 
 def provenance() -> dict[str, Any]:
-    """The provenance fields of DESIGN §5 except ``config_hash`` (which the run spec carries)."""
+    """The provenance fields of a record except ``config_hash`` (which the run spec carries)."""
     return {
         "hostname": socket.gethostname(),
         "git_sha": git_sha(),
         "versions": canonical_json(versions()),
     }
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
-
-    A reader sees either the old file or the complete new one, never a partial
-    write; the data is fsynced before the rename.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def write_raw(path: str | os.PathLike[str], run_id: str, records: list[dict[str, Any]]) -> None:

@@ -1,115 +1,72 @@
-"""Run one case-study run as one MPI job and write its raw record (DESIGN §4-§6).
+"""Run one two-processor case-study run as one MPI job and write its raw record.
 
-Usage (what the workflow's ``simulate_run`` rule launches)::
+Usage (what the workflow's ``simulate_run`` rule launches for the SA, LA and PEACH cases)::
 
     mpiexec -n 2 python -m mpi4py -m sims.run --spec '<json>' --out results/raw/<study>/<run_id>.json
 
 Rank 0 plays the platform's ``host`` processor and rank 1 its ``accel``
-processor. Any error on any rank - a bad spec, a missing backend, a region too
-short to time - becomes one ``failed`` record; the job itself exits 0 so the
-study goes on.
+processor. The spec names its *job*, ``"job": "package.module:Class"``: the
+case's per-rank work (see :class:`Job`), imported here by name, so a case from
+a plugin package runs through this same runner. Any error on any rank - a bad
+spec, a missing backend, a region too short to time - becomes one ``failed``
+record; the job itself exits 0 so the study goes on.
+
+Importing this module has no side effects; the thread limit is set by
+:func:`main`'s caller (``python -m``) before NumPy or Numba load.
 """
 
 from __future__ import annotations
 
-# Thread limits must be in place before NumPy / Numba load their pools.
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import statistics
+import sys
+import traceback
+from typing import Any, Protocol
+
+from sims import record as rec
 from sims._threads import limit_threads, pin_cores
-
-limit_threads(1)
-
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import traceback  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import Any  # noqa: E402
-
-from sims import record as rec  # noqa: E402
-from sims.timing import Measurement, measure, mpi_op  # noqa: E402
-
-ROLES = ("host", "accel")
+from sims.timing import Measurement, measure, mpi_op
+from sims.vocab import ROLES
 
 
-def _load_platform_rates(path: str) -> dict[str, dict[str, float]]:
-    import yaml
+class Job(Protocol):
+    """One rank's share of a run: built as ``Job(spec, role, platform_file)``.
 
-    with open(path, encoding="utf-8") as fh:
-        doc = yaml.safe_load(fh)
+    ``parts`` maps each role to its share (with ``flops``, ``bytes``, ``idle``),
+    ``alpha`` is the accelerator's data fraction (None for code partitions) and
+    ``executed`` the flops each role's kernels really execute.
+    """
+
+    parts: dict[str, Any]
+    alpha: float | None
+    executed: dict[str, int]
+
+    def work(self) -> None: ...
+
+    def sync(self) -> None: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+def load_job(path: str) -> Any:
+    """The job class named ``package.module:Class`` (a run spec's ``job``)."""
+    module, sep, name = str(path).partition(":")
+    if not sep or not module or not name:
+        raise ValueError(f"job {path!r} is not 'package.module:Class'")
     try:
-        return {
-            role: {p: float(doc["processors"][role][p]["value"]) for p in ("t_f", "t_b")} for role in ROLES
-        }
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"platform file {path} lacks processors.<host|accel>.<t_f|t_b>.value ({exc})") from exc
-
-
-class SARun:
-    """This rank's share of one synthetic-application run."""
-
-    def __init__(self, spec: dict[str, Any], role: str, platform_file: str | None):
-        from sims.backends import get_backend
-        from sims.sa import case, kernels
-
-        params = spec["params"]
-        variant = spec["variant"]
-        alpha_pdp = None
-        if variant == "p-DP":
-            if not platform_file:
-                raise ValueError("p-DP needs --platform-file (the characterised platform)")
-            r = _load_platform_rates(platform_file)
-            alpha_pdp = case.pdp_alpha(r["host"]["t_f"], r["host"]["t_b"], r["accel"]["t_f"], r["accel"]["t_b"])
-        self.parts, self.alpha = case.partition(variant, int(params["size"]), alpha_pdp)
-        self.part = self.parts[role]
-        proc = spec["layout"][role]
-        self.backend_name = proc["backend"]
-        self.backend = get_backend(proc["backend"], proc.get("device"))
-        self.executed = {
-            r: sum(
-                p.elements * kernels.executed_flops_per_element(spec["layout"][r]["backend"], ph)
-                for ph in p.phases
-            )
-            for r, p in self.parts.items()
-        }
-        self._work: list[Callable[[], None]] = []
-        if not self.part.idle:
-            arrays = kernels.allocate(self.backend, self.part.elements, set(self.part.phases), int(spec["seed"]))
-            for phase in self.part.phases:
-                kernel = getattr(kernels, phase)
-                self._work.append(lambda k=kernel, a=arrays: k(self.backend, a))
-
-    def work(self) -> None:
-        for step in self._work:
-            step()
-
-    def sync(self) -> None:
-        self.backend.synchronize()
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "alpha": self.alpha,
-            "elements": {r: p.elements for r, p in self.parts.items()},
-            "phases": {r: list(p.phases) for r, p in self.parts.items()},
-        }
-
-
-def _matrix_run(spec: dict[str, Any], role: str, platform_file: str | None) -> Any:
-    from sims.cases.job import MatrixRun
-
-    return MatrixRun(spec, role, platform_file)
-
-
-CASES: dict[str, Callable[..., Any]] = {"sa": SARun, "la": _matrix_run, "peach": _matrix_run}
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"job {path!r} cannot be loaded: {exc}") from exc
 
 
 def _base_record(spec: dict[str, Any], run_id: str, started_at: str, ranks: int) -> dict[str, Any]:
     prov = rec.provenance()
     params = spec.get("params", {})
-    size = params.get("size", params.get("n"))  # SA: elements per vector; PEACH: matrix order n
-    if "n_mm" in params and "n_tr" in params:  # LA: elements of the two outputs, C (n_mm^2) and E (n_tr^2)
-        size = int(params["n_mm"]) ** 2 + int(params["n_tr"]) ** 2
+    size = spec.get("size")  # the case's problem size, set when the case expanded the study
     return {
         **{name: None for name in rec.FIELD_TYPES},
         "run_id": run_id,
@@ -163,34 +120,6 @@ def _records(spec, run_id, started_at, ranks, job: Any, m: Measurement, energy, 
     return out
 
 
-def node_rank(comm: Any) -> int:
-    """This rank's rank among the ranks on its host (collective: every rank of ``comm`` calls it)."""
-    from mpi4py import MPI
-
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
-    try:
-        return node.Get_rank()
-    finally:
-        node.Free()
-
-
-def open_meters(spec: dict[str, Any], role: str, proc: dict[str, Any], world_rank: int, on_node: int) -> Any:
-    """This rank's meters (:class:`sims.meters.node.RankMeters`): node counters only on a host's leader (``on_node == 0``)."""
-    import socket
-
-    from sims.meters.node import EnergySettings, RankMeters
-    from sims.meters.rapl import package_of_cpu
-
-    settings = EnergySettings.from_spec(spec.get("energy"))
-    cores = proc.get("cores")
-    packages = None
-    if cores:
-        found = {package_of_cpu(c) for c in cores}
-        packages = sorted(found) if None not in found else None
-    return RankMeters(settings, role, socket.gethostname(), world_rank, on_node, proc["backend"],
-                      proc.get("device"), packages).open()
-
-
 def _energy(comm: Any, meters: Any, m: Measurement, lengthened: str | None) -> list[dict[str, Any]] | None:
     """Energy columns per repetition, attributed on rank 0 from every rank's own meter readings."""
     from sims.meters.node import attribute
@@ -233,6 +162,7 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
     frequency that cannot be set into one ``skipped`` record.
     """
     from sims.cases.frequency import NotControllable, pinned
+    from sims.meters.node import node_rank, open_meters
 
     rank, size = comm.Get_rank(), comm.Get_size()
     run_id = rec.run_id_of(spec)
@@ -251,10 +181,9 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
         proc = spec["layout"][role]
         if proc.get("cores"):
             pin_cores(proc["cores"])
-        case_cls = CASES.get(spec["case"])
-        if case_cls is None:
-            raise ValueError(f"unknown case {spec['case']!r}; known: {', '.join(sorted(CASES))}")
-        job = case_cls(spec, role, platform_file)
+        if not spec.get("job"):
+            raise ValueError(f"the run spec names no job ('job': 'package.module:Class') for case {spec.get('case')!r}")
+        job = load_job(spec["job"])(spec, role, platform_file)
         meters = open_meters(spec, role, proc, rank, on_node)
     except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
         error = f"rank {rank}: {type(exc).__name__}: {exc}"
@@ -371,4 +300,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    limit_threads(1)  # before the job's imports load NumPy / Numba thread pools
     sys.exit(main())

@@ -14,9 +14,6 @@ part outlasts the host's, ``max(T_G - T_C, 0)``, as eq. 11-12 write it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -118,38 +115,3 @@ def best_alpha(objective: str, R_C: float, R_G: float, P0: float = 0.0, Pd_C: fl
     score = r if objective == "performance" else eta
     best = int(np.flatnonzero(np.isclose(score, score.max(), rtol=1e-12, atol=0.0))[0])
     return float(grid[best]), float(r[best]), float(eta[best])
-
-
-def linear_fit(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
-    """Least-squares ``y = slope x + intercept`` (as PEACH §VII fits rates and powers to frequency), with R²."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.size < 2:
-        raise ValueError("linear_fit needs at least two (x, y) samples of equal length")
-    slope, intercept = np.polyfit(x, y, 1)
-    pred = slope * x + intercept
-    ss_tot = float(np.sum((y - y.mean()) ** 2))
-    r2 = 1.0 - float(np.sum((y - pred) ** 2)) / ss_tot if ss_tot > 0 else None
-    return {"slope": float(slope), "intercept": float(intercept), "r2": r2}
-
-
-def dvfs_search(freq_pairs: Sequence[tuple[float, float]], R_C: Callable[[float], float], R_G: Callable[[float], float],
-                P0: Callable[[float, float], float], Pd_C: Callable[[float], float], Pd_G: Callable[[float], float],
-                objective: str, P_OH: float = 0.0, T_OH: float = 0.0, W: float = 1.0,
-                step: float | None = None) -> dict[str, Any]:
-    """The coupled optimum over ``(f_C, f_G)`` pairs (PEACH §IV-B): ``{f_C, f_G, alpha, rate, efficiency, table}``.
-
-    For each pair the model parameters come from the callables (e.g. linear fits
-    of measurements against frequency) and :func:`best_alpha` gives that pair's
-    optimum; the best pair by ``objective`` is returned with the whole table
-    (one row per pair). Ties go to the first pair in ``freq_pairs``.
-    """
-    rows = []
-    for f_c, f_g in freq_pairs:
-        a, r, eta = best_alpha(objective, R_C(f_c), R_G(f_g), P0(f_c, f_g), Pd_C(f_c), Pd_G(f_g), P_OH, T_OH, W, step)
-        rows.append({"f_C": f_c, "f_G": f_g, "alpha": a, "rate": r, "efficiency": eta})
-    if not rows:
-        raise ValueError("dvfs_search needs at least one (f_C, f_G) pair")
-    key = "rate" if objective == "performance" else "efficiency"
-    best = max(range(len(rows)), key=lambda i: (rows[i][key], -i))
-    return {**rows[best], "table": rows}

@@ -2,7 +2,10 @@
 
 import sys
 
-from sims.bench.characterize import main
+from sims._threads import limit_threads
 
 if __name__ == "__main__":
+    limit_threads(1)  # before the benchmarks load NumPy / Numba thread pools
+    from sims.bench.characterize import main
+
     sys.exit(main())

@@ -14,20 +14,18 @@ memory system. Medians, spread and raw samples go into the platform file.
 
 from __future__ import annotations
 
-from sims._threads import limit_threads, pin_cores
+import argparse
+import json
+import statistics
+import sys
+from typing import Any
 
-limit_threads(1)
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-from typing import Any  # noqa: E402
-
-from sims import record as rec  # noqa: E402
-from sims.timing import measure, mpi_op  # noqa: E402
-
-ROLES = ("host", "accel")
+from sims import record as rec
+from sims._threads import pin_cores
+from sims.atomic import atomic_write_text
+from sims.bench.energy import energy_fit, energy_parameters, idle_summary
+from sims.timing import measure, mpi_op
+from sims.vocab import ROLES
 
 
 def spread(samples: list[float]) -> dict[str, float]:
@@ -106,8 +104,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     from sims.bench import sweep
 
     sweep_state = sweep.setup(backend, n_triad, seed=7 + rank)
-    from sims.meters.node import attribute, share_or_total
-    from sims.run import node_rank, open_meters
+    from sims.meters.node import attribute, node_rank, open_meters, share_or_total
 
     meters = open_meters(spec, role, proc, rank, node_rank(comm))
     metered = comm.allreduce(bool(meters.meters), op=mpi_op("LOR"))
@@ -269,50 +266,6 @@ def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[
                                  "attributable"), walls
 
 
-def idle_summary(samples: list[dict[str, float | None]], method: str) -> dict[str, Any]:
-    """Idle power from per-window watts (``energy_j``, ``energy_host_j``, ``energy_accel_j`` per second): medians."""
-
-    def med(key: str) -> float | None:
-        vals = [s[key] for s in samples if s[key] is not None]
-        return float(statistics.median(vals)) if vals else None
-
-    return {"value": med("energy_j"), "unit": "W", "host": med("energy_host_j"), "accel": med("energy_accel_j"),
-            "obtained": "measured", "samples_w": [s["energy_j"] for s in samples], "method": method}
-
-
-def energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n: int, source: str) -> dict[str, Any] | None:
-    """Choi et al.'s regression of the sweep's measured energy on flops, bytes and time."""
-    from sims.bench import sweep
-
-    F, B, T, E = [], [], [], []
-    for k, ts in sorted(times.items()):
-        for t, e in zip(ts, joules.get(k, []), strict=False):
-            if e is not None:
-                F.append(2 * k * n)
-                B.append(sweep.BYTES_PER_ELEMENT * n)
-                T.append(t)
-                E.append(e)
-    if len(E) < 4:
-        return None
-    fit = sweep.fit_energy(F, B, T, E)
-    fit["source"] = source
-    fit["samples"] = [{"flops": f, "bytes": b, "time_s": t, "energy_j": e} for f, b, t, e in zip(F, B, T, E, strict=True)]
-    return fit
-
-
-def energy_parameters(fit: dict[str, Any] | None) -> dict[str, Any]:
-    if fit is None:
-        return {"e_f": None, "e_b": None, "p_s": None}
-    common = {"obtained": "fitted", "method": f"least squares E = e_f N_f + e_b N_b + p_s T on the intensity sweep "
-              f"({fit['source']})", "r2": fit["r2"], "unphysical": fit["unphysical"]}
-    return {
-        "e_f": {"value": fit["e_f"], "unit": "J/flop", **common},
-        "e_b": {"value": fit["e_b"], "unit": "J/byte", **common},
-        "p_s": {"value": fit["p_s"], "unit": "W", **common},
-        "energy_fit": {k: fit[k] for k in ("r2", "residuals_j", "samples", "unphysical")},
-    }
-
-
 def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
     """Per-operation samples and, per op/dtype, the least-squares cost ``tau`` (s per element-operation)."""
     from sims.bench import ops
@@ -380,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = json.loads(args.spec)
     doc = characterize(comm, spec)
     if doc is not None:
-        rec.atomic_write_text(args.out, yaml.safe_dump(doc, sort_keys=False))
+        atomic_write_text(args.out, yaml.safe_dump(doc, sort_keys=False))
         for r, p in doc["processors"].items():
             print(
                 f"[hetval characterize] {spec['platform']} {r} ({p['backend']}): "

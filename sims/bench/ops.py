@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from sims.backends.jit import jit
+from sims.fit import linear_fit
 
 OPS = ("add", "mul", "fma", "divide", "random")
 DTYPES = ("float32", "float64")
@@ -113,13 +114,9 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     t = np.array([r["time_s"] for r in rows], dtype=float)
     if len(set(ops)) < 2:
         raise ValueError("the per-operation fit needs samples at two or more operation counts")
-    A = np.vstack([ops, np.ones_like(ops)]).T
-    (tau, c), *_ = np.linalg.lstsq(A, t, rcond=None)
-    pred = A @ np.array([tau, c])
-    ss_res = float(np.sum((t - pred) ** 2))
-    ss_tot = float(np.sum((t - t.mean()) ** 2))
-    return {"tau": float(tau), "intercept_s": float(c), "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else None,
-            "residuals_s": (t - pred).tolist(), "n_samples": len(rows)}
+    f = linear_fit([ops], t, intercept=True)
+    return {"tau": f.coef[0], "intercept_s": f.coef[1], "r2": f.r2, "residuals_s": list(f.residuals),
+            "n_samples": len(rows)}
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

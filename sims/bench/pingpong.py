@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from sims.fit import linear_fit
+
 #: message sizes in bytes, 8 B to 4 MiB (the halo faces of the FDM studies fall inside)
 SIZES = tuple(8 * 4**k for k in range(0, 10))
 
@@ -49,14 +51,12 @@ def fit(samples: dict[int, list[float]]) -> dict[str, Any]:
     """
     m = np.array(sorted(samples), dtype=float)
     t = np.array([statistics.median(samples[int(k)]) for k in m])
-    slope, intercept = np.polyfit(m, t, 1)
-    pred = intercept + slope * m
-    ss_res = float(np.sum((t - pred) ** 2))
-    ss_tot = float(np.sum((t - t.mean()) ** 2))
+    f = linear_fit([m], t, intercept=True)
+    slope, intercept = f.coef
     return {
         "latency_s": float(max(intercept, 0.0)),
         "t_net": float(slope),
-        "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else None,
-        "residuals_s": {int(k): float(r) for k, r in zip(m, t - pred, strict=True)},
+        "r2": f.r2,
+        "residuals_s": {int(k): float(r) for k, r in zip(m, f.residuals, strict=True)},
         "samples_s": {int(k): [float(x) for x in v] for k, v in samples.items()},
     }

@@ -19,13 +19,12 @@ from typing import Any
 import numpy as np
 
 from sims.backends.jit import jit
+from sims.fit import POOR_R2, linear_fit, r_squared
 
 #: FMAs per element of the sweep (intensity k / 4 flop/byte)
 KS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 BYTES_PER_ELEMENT = 8
 BLOCK = 2048  # elements per in-cache block (8 KiB)
-#: an R² below this flags the fit in the platform file and the report
-POOR_R2 = 0.9
 
 
 @jit(cache=True, fastmath={"contract"})
@@ -137,10 +136,7 @@ def fit_roofline(flops, nbytes, times) -> dict[str, Any]:
                 else:
                     t_b = c
     pred = np.maximum(F * t_f, B * t_b)
-    lt, lp = np.log(T), np.log(pred)
-    ss_res = float(np.sum((lt - lp) ** 2))
-    ss_tot = float(np.sum((lt - lt.mean()) ** 2))
-    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else None
+    r2 = r_squared(np.log(T), np.log(pred))
     return {
         "t_f": t_f, "t_b": t_b, "r2": r2, "poor_fit": r2 is None or r2 < POOR_R2,
         "relative_residuals": ((T - pred) / pred).tolist(),
@@ -158,10 +154,7 @@ def fit_energy(flops, nbytes, times, energies) -> dict[str, Any]:
     F, B, T, E = (np.asarray(x, dtype=float) for x in (flops, nbytes, times, energies))
     if not (F.shape == B.shape == T.shape == E.shape) or F.size < 4:
         raise ValueError("fit_energy needs at least 4 samples of flops, bytes, time and energy")
-    A = np.column_stack([F, B, T])
-    coef, *_ = np.linalg.lstsq(A, E, rcond=None)
-    pred = A @ coef
-    ss_tot = float(np.sum((E - E.mean()) ** 2))
-    r2 = 1.0 - float(np.sum((E - pred) ** 2)) / ss_tot if ss_tot > 0 else None
-    return {"e_f": float(coef[0]), "e_b": float(coef[1]), "p_s": float(coef[2]), "r2": r2,
-            "unphysical": bool(np.any(coef < 0)), "residuals_j": (E - pred).tolist()}
+    f = linear_fit([F, B, T], E)
+    e_f, e_b, p_s = f.coef
+    return {"e_f": e_f, "e_b": e_b, "p_s": p_s, "r2": f.r2,
+            "unphysical": min(f.coef) < 0, "residuals_j": list(f.residuals)}

@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from sims.cases import kernels, matrix
+from sims.platform_file import read_rates
 
 
-def _rates(platform_file: str | None) -> tuple[dict[str, float], dict[str, float]]:
-    from sims.run import _load_platform_rates
-
+def _rates(platform_file: str | None) -> dict[str, dict[str, float]]:
     if not platform_file:
         raise ValueError("p-DP needs --platform-file (the characterised platform)")
-    r = _load_platform_rates(platform_file)
-    return {k: r[k]["t_f"] for k in r}, {k: r[k]["t_b"] for k in r}
+    return read_rates(platform_file)
 
 
 class MatrixRun:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.sa.case import data_parallel_alpha, dp_variant, parse_alpha
+from sims.vocab import balanced_alpha, data_parallel_alpha, dp_variant, parse_alpha, roofline_time
 
 #: PeaPaw's LA sizes: 1024 x 1024 product, 8192 x 8192 transpose, float32.
 LA_MATMUL_N = 1024
@@ -78,33 +78,26 @@ def _split(n: int, alpha: float) -> tuple[int, int]:
     return n - accel, accel
 
 
-def pdp_alpha(whole: Part, t_f: dict[str, float], t_b: dict[str, float]) -> float:
-    """The balanced split: the accelerator's share that makes both roofline times equal.
-
-    ``whole`` is the whole workload (its counts split linearly with the rows);
-    each processor's time for all of it is ``max(N_f t_f, N_b t_b)`` with its
-    characterised ``t_f``/``t_b`` (keyed by role).
-    """
+def pdp_alpha(whole: Part, rates: dict[str, dict[str, float]]) -> float:
+    """The balanced split of ``whole`` (its counts split linearly with the rows) from ``{role: {t_f, t_b}}``."""
     f, b = whole.flops, whole.bytes
-    t_host = max(f * t_f["host"], b * t_b["host"])
-    t_accel = max(f * t_f["accel"], b * t_b["accel"])
-    return t_host / (t_host + t_accel)
+    return balanced_alpha(*(roofline_time(f, b, rates[r]["t_f"], rates[r]["t_b"]) for r in ("host", "accel")))
 
 
 def la_partition(variant: str, n_mm: int, n_tr: int, itemsize: int = 4,
-                 rates: tuple[dict[str, float], dict[str, float]] | None = None) -> tuple[dict[str, Part], float | None]:
+                 rates: dict[str, dict[str, float]] | None = None) -> tuple[dict[str, Part], float | None]:
     """Split the LA workload for ``variant`` (CO, GO, p-DP, CP or DP(alpha)); returns parts and alpha.
 
     CP puts the transpose on the host and the product on the accelerator
     (PeaPaw: the more compute-intensive code goes where the flops are cheaper).
-    p-DP needs ``rates`` = (t_f, t_b) per role from the characterised platform.
+    p-DP needs ``rates`` = ``{role: {t_f, t_b}}`` from the characterised platform.
     """
     if n_mm < 1 or n_tr < 1:
         raise ValueError(f"LA sizes must be >= 1, got matmul {n_mm}, transpose {n_tr}")
     if variant == "CP":
         return {"host": Part(0, n_tr, n_mm, n_tr, itemsize), "accel": Part(n_mm, 0, n_mm, n_tr, itemsize)}, None
     whole = Part(n_mm, n_tr, n_mm, n_tr, itemsize)
-    alpha = data_parallel_alpha(variant, pdp_alpha(whole, *rates) if variant == "p-DP" and rates else None,
+    alpha = data_parallel_alpha(variant, pdp_alpha(whole, rates) if variant == "p-DP" and rates else None,
                                 "LA", LA_WPS)
     mm_h, mm_a = _split(n_mm, alpha)
     tr_h, tr_a = _split(n_tr, alpha)

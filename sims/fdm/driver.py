@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import io
-import os
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,12 +12,11 @@ from typing import Any
 import numpy as np
 
 from sims import record as rec
+from sims.atomic import atomic_write_bytes
 
 from . import counts
 from .solver import PHASES, Simulation
-from .spec import FDMSpec, SpecError, parse
-
-META_KEYS = ("study", "platform", "repetitions", "warmup", "rep", "seed", "name")
+from .spec import FDMSpec, SpecError, parse, run_identity
 
 
 @dataclass
@@ -53,22 +50,6 @@ def load_doc(path: str) -> dict:
     if not isinstance(doc, dict):
         raise SpecError(f"{path}: the run spec must be a mapping")
     return doc
-
-
-def run_identity(doc: dict) -> dict[str, Any]:
-    """The fields that identify a run (hashed into ``run_id``)."""
-    params = {k: v for k, v in doc.items() if k not in META_KEYS}
-    return {
-        "study": str(doc.get("study", "manual")),
-        "case": "fdm",
-        "variant": str(doc.get("marshaling", "device-pack")),
-        "params": params,
-        "platform": str(doc.get("platform", "local")),
-        "layout": None,
-        "warmup": int(doc.get("warmup", 0)),
-        "repetitions": int(doc.get("repetitions", 1)),
-        "seed": doc.get("seed"),
-    }
 
 
 def _base(ident: dict, ranks: int, started_at: str, config_hash: str) -> dict[str, Any]:
@@ -168,20 +149,6 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
     return Result(records, seis)
 
 
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_outputs(out_dir: str, result: Result, raw_record: str | None = None) -> None:
     """Write ``seismograms.npz`` (removed when the run failed) and ``record.json``, each atomically.
 
@@ -191,7 +158,7 @@ def write_outputs(out_dir: str, result: Result, raw_record: str | None = None) -
     if result.seismograms is not None:
         buf = io.BytesIO()
         np.savez(buf, **result.seismograms)
-        _atomic_bytes(out / "seismograms.npz", buf.getvalue())
+        atomic_write_bytes(out / "seismograms.npz", buf.getvalue())
     else:
         (out / "seismograms.npz").unlink(missing_ok=True)  # never leave an older run's traces beside a failure
     rec.write_raw(out / "record.json", result.records[0]["run_id"], result.records)

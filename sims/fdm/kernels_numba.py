@@ -158,13 +158,6 @@ def _psi_scalar(p, a1, a0, b1, b0, aa, bb, c1, c2, n):
 
 
 @jit(inline="always")
-def _psi_vector(p, a1, a0, b1, b0, aa, bb, c1, c2, n):
-    """``p = bb p + aa D`` over a row with a profile varying along it (z layers)."""
-    for k in range(n):
-        p[k] = bb[k] * p[k] + aa[k] * (c1 * (a1[k] - a0[k]) + c2 * (b1[k] - b0[k]))
-
-
-@jit(inline="always")
 def _add(t, w, p, n):
     """``t += w p`` over a row."""
     for k in range(n):

@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sims.vocab import FDM_PHASES
+
 from . import cpml, kernels_xp
 from .decomp import HALO, Block, block_of, choose_dims
 from .spec import FDMSpec
 
 VELOCITY = ("vx", "vy", "vz")
 STRESS = ("sxx", "syy", "szz", "sxy", "sxz", "syz")
-PHASES = ("velocity", "stress", "pack", "unpack", "halo", "h2d")
+PHASES = FDM_PHASES
 C4 = (9.0 / 8.0, -1.0 / 24.0)
 
 

@@ -11,12 +11,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from sims.vocab import MARSHALING
+
 from . import stability
 from .medium import Medium
 from .source import Source
 
 BACKENDS = ("numpy", "numba", "cupy")
-MARSHALING = ("host-staging", "device-pack", "gpu-aware")
+
 TOP_KEYS = {"grid", "time", "medium", "source", "receivers", "boundary", "order", "backend", "decomposition",
             "marshaling", "free_surface", "ranks", "study", "platform", "repetitions", "warmup", "rep", "seed", "name"}
 
@@ -189,3 +191,23 @@ def parse(doc: dict) -> FDMSpec:
         )
     return FDMSpec(shape, h, dt, steps, medium, source, receivers, kind, width, order, backend,  # type: ignore[arg-type]
                    decomposition, marshaling, free_surface, ppw, from_cfl, dict(doc))
+
+
+#: Keys of a run spec that say where and how often it runs, not what it computes.
+META_KEYS = ("study", "platform", "repetitions", "warmup", "rep", "seed", "name")
+
+
+def run_identity(doc: dict) -> dict[str, Any]:
+    """The fields that identify a run (hashed into ``run_id``)."""
+    params = {k: v for k, v in doc.items() if k not in META_KEYS}
+    return {
+        "study": str(doc.get("study", "manual")),
+        "case": "fdm",
+        "variant": str(doc.get("marshaling", "device-pack")),
+        "params": params,
+        "platform": str(doc.get("platform", "local")),
+        "layout": None,
+        "warmup": int(doc.get("warmup", 0)),
+        "repetitions": int(doc.get("repetitions", 1)),
+        "seed": doc.get("seed"),
+    }

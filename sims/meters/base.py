@@ -1,4 +1,4 @@
-"""The meter interface, the none meter, counter differences and :func:`open_meter`."""
+"""The meter interface, the none meter and counter differences."""
 
 from __future__ import annotations
 
@@ -100,36 +100,3 @@ class NoneMeter(Meter):
     """No energy measurement available: every reading is ``None``."""
 
     source = "none"
-
-
-def open_meter(kind: str = "auto", *, device: int = 0, rapl_root: str = RAPL_ROOT, trace: dict[str, Any] | None = None) -> Meter:
-    """Open an energy meter.
-
-    ``kind``: ``rapl`` / ``nvml`` / ``trace`` (raise :class:`MeterUnavailable`
-    if they cannot be used), ``none``, or ``auto`` (RAPL if readable, else NVML
-    for ``device``, else the none meter). ``rapl_root`` is the powercap
-    directory (tests point it at a fake tree); ``trace`` the trace settings
-    (``path``, ``clock_offset_s``, ``channels``) of :class:`TraceMeter`.
-    """
-    from sims.meters.nvml import NvmlMeter
-    from sims.meters.rapl import RaplMeter
-    from sims.meters.trace import TraceMeter
-
-    if kind not in METER_KINDS:
-        raise ValueError(f"unknown meter kind {kind!r}; allowed: {', '.join(METER_KINDS)}")
-    if kind == "none":
-        return NoneMeter()
-    if kind == "rapl":
-        return RaplMeter(rapl_root)
-    if kind == "nvml":
-        return NvmlMeter(device)
-    if kind == "trace":
-        if not trace:
-            raise MeterUnavailable("a trace meter needs energy.trace settings (path, clock_offset_s, channels)")
-        return TraceMeter(**trace)
-    for factory in (lambda: RaplMeter(rapl_root), lambda: NvmlMeter(device)):
-        try:
-            return factory()
-        except MeterUnavailable:
-            continue
-    return NoneMeter()

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sims.meters.base import Meter, MeterUnavailable, whole_channels
+from sims.meters.nvml import NvmlMeter
+from sims.meters.rapl import RaplMeter, package_of_cpu
+from sims.meters.trace import TraceMeter
 
 SHORT_REGION_POLICIES = ("lengthen", "refuse")
 
@@ -71,10 +74,6 @@ class RankMeters:
 
     def open(self) -> RankMeters:
         """Open this rank's meters; an explicitly requested meter that cannot be read raises."""
-        from sims.meters.nvml import NvmlMeter
-        from sims.meters.rapl import RaplMeter
-        from sims.meters.trace import TraceMeter
-
         kind = self.settings.meter
         if kind in ("auto", "rapl") and self.node_rank == 0:
             try:
@@ -225,3 +224,28 @@ def attribute(ranks: list[dict[str, Any]], deltas: list[dict[str, Any]], *, inne
         "energy_source": "+".join(sorted(sources)),
         "energy_detail": detail,
     }
+
+
+def node_rank(comm: Any) -> int:
+    """This rank's rank among the ranks on its host (collective: every rank of ``comm`` calls it)."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    try:
+        return node.Get_rank()
+    finally:
+        node.Free()
+
+
+def open_meters(spec: dict[str, Any], role: str, proc: dict[str, Any], world_rank: int, on_node: int) -> Any:
+    """This rank's meters (:class:`RankMeters`): node counters only on a host's leader (``on_node == 0``)."""
+    import socket
+
+    settings = EnergySettings.from_spec(spec.get("energy"))
+    cores = proc.get("cores")
+    packages = None
+    if cores:
+        found = {package_of_cpu(c) for c in cores}
+        packages = sorted(found) if None not in found else None
+    return RankMeters(settings, role, socket.gethostname(), world_rank, on_node, proc["backend"],
+                      proc.get("device"), packages).open()

@@ -20,6 +20,7 @@ from typing import Any
 from sims.meters.base import MeterUnavailable
 from sims.meters.node import attribute
 from sims.meters.trace import TraceError, TraceMeter
+from sims.platform_file import overlay_path, read_raw
 
 
 def _descriptor(meter: TraceMeter) -> list[dict[str, Any]]:
@@ -85,39 +86,6 @@ def attach_trace(raw_dir: str | Path, trace: str | Path, channels: dict[str, str
     return counts
 
 
-OVERLAY_SUFFIX = ".energy.json"
-
-
-def overlay_path(platform_file: str | Path) -> Path:
-    """Where the energy a later trace measured for a platform file is kept: ``<name>.energy.json`` beside it."""
-    p = Path(platform_file)
-    return p.with_name(p.stem + OVERLAY_SUFFIX)
-
-
-def load_platform(path: str | Path) -> dict[str, Any]:
-    """A platform file with the energy a later trace measured for it (its overlay, if any) merged in.
-
-    The platform file itself stays as characterisation wrote it; the overlay's
-    idle power, ``e_f, e_b, p_s`` and energy fit replace the file's (null, as
-    characterised without a meter), and ``energy`` says where they came from.
-    """
-    import yaml
-
-    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    over = overlay_path(path)
-    if not isinstance(doc, dict) or not over.exists():
-        return doc
-    extra = json.loads(over.read_text(encoding="utf-8"))
-    if extra.get("idle_power") is not None:
-        doc["idle_power"] = extra["idle_power"]
-    for role, params in (extra.get("processors") or {}).items():
-        proc = (doc.get("processors") or {}).get(role)
-        if isinstance(proc, dict):
-            proc.update(params)
-    doc["energy"] = extra.get("energy", doc.get("energy"))
-    return doc
-
-
 def attach_trace_to_platform(platform_file: str | Path, trace: str | Path, channels: dict[str, str] | None = None,
                              clock_offset_s: float = 0.0, min_periods: float = 10.0, replace: bool = False,
                              log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -130,14 +98,14 @@ def attach_trace_to_platform(platform_file: str | Path, trace: str | Path, chann
     The result goes to the overlay file beside the platform file (see
     :func:`overlay_path`), written atomically; returns it.
     """
-    import yaml
 
     from sims import record as rec
-    from sims.bench.characterize import energy_fit, energy_parameters, idle_summary
+    from sims.atomic import atomic_write_text
+    from sims.bench.energy import energy_fit, energy_parameters, idle_summary
     from sims.meters.node import share_or_total
 
     path = Path(platform_file)
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    doc = read_raw(path)
     windows = doc.get("energy_windows")
     if not windows:
         raise MeterUnavailable(f"{path}: no energy_windows (characterised before hetval kept them): "
@@ -183,7 +151,7 @@ def attach_trace_to_platform(platform_file: str | Path, trace: str | Path, chann
                    f"+ p_s T over the intensity sweep's windows ({', '.join(fitted) or 'no processor'} fitted)"),
         "refused": sorted(set(refused)),
     }
-    rec.atomic_write_text(overlay_path(path), json.dumps(overlay, indent=1, sort_keys=True))
+    atomic_write_text(overlay_path(path), json.dumps(overlay, indent=1, sort_keys=True))
     log(f"[hetval attach-trace] {path.name}: idle power "
         + (f"{idle['value']:.3g} W" if idle and idle["value"] is not None else "not measured")
         + f"; energy fit for {', '.join(fitted) or 'no processor'}; {len(refused)} window(s) refused"

@@ -35,15 +35,12 @@ from typing import Any
 import numpy as np
 
 from sims.backends.jit import jit
-
-VECADD_FLOPS = 1
-VECADD_BYTES = 12
-POWADD_TERMS = 32
-POW_EXPONENT = 63
-POWADD_FLOPS = 2048  # POWADD_TERMS * (POW_EXPONENT + 1)
-POWADD_BYTES = 256  # POWADD_TERMS * 8, as counted in the paper
-
-PHASES = ("vecadd", "powadd")
+from sims.sa.counts import (
+    PHASES,
+    POW_EXPONENT,
+    POWADD_TERMS,
+    VECADD_FLOPS,
+)
 
 #: ranges of the initial data; e stays near 1 so e**63 is a normal float32
 #: (0.98**63 ~ 0.28, 1.02**63 ~ 3.5): denormals or infinities would wreck timing.

@@ -13,7 +13,8 @@ from analysis.config import ConfigError, load_config, merge, study_matrix, valid
 
 
 def minimal() -> dict:
-    return {"platforms": [{"name": "p", "host": {"backend": "numpy", "cores": [0]}, "accel": {"backend": "numba", "cores": [1]}}]}
+    return {"platforms": [{"name": "p", "host": {"backend": "numpy", "cores": [0]}, "accel": {"backend": "numba", "cores": [1]}}],
+            "cases": {"sa": {}}}
 
 
 def test_defaults_are_filled():
@@ -27,7 +28,7 @@ def test_defaults_are_filled():
 def test_shipped_configs_validate(repo):
     load_config(repo / "config" / "config.yaml")
     for study in sorted((repo / "config" / "studies").glob("*.yaml")):
-        load_config(repo / "config" / "config.yaml", study)
+        load_config(study)  # a study file is a whole study
 
 
 @pytest.mark.parametrize(
@@ -86,9 +87,33 @@ def test_duplicate_platform_names():
         validate_config(cfg)
 
 
-def test_missing_platforms_key():
-    with pytest.raises(ConfigError, match="platforms: required key is missing"):
-        validate_config({})
+def test_an_empty_study_runs_nothing_on_the_default_platform():
+    cfg = validate_config({})
+    assert [p["name"] for p in cfg["platforms"]] == ["cpu-pair-numpy-numba"]
+    assert cfg["cases"] == {} and study_matrix(cfg) == []
+
+
+def test_a_case_absent_or_disabled_in_the_study_does_not_run(repo):
+    fdm_only = load_config(repo / "config" / "studies" / "fdm-scaling.yaml")
+    assert {r["case"] for r in study_matrix(fdm_only)} == {"fdm"}
+    off = validate_config(merge(minimal(), {"cases": {"sa": {"enabled": False}, "la": {}}}))
+    assert {r["case"] for r in study_matrix(off)} == {"la"}
+
+
+def test_check_config_layers_files_as_snakemake_does(tmp_path, repo, env):
+    """No --configfile: the default study. With files: exactly those, in order (later keys win)."""
+    default = load_config()
+    assert default == load_config(repo / "config" / "config.yaml")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(yaml.safe_dump({"study": "layered", "runs": {"repetitions": 7}}))
+    layered = load_config(repo / "config" / "studies" / "tiny.yaml", extra)
+    assert layered["study"] == "layered" and layered["runs"]["repetitions"] == 7
+    assert layered["runs"]["warmup"] == 1 and set(layered["cases"]) == set(load_config(
+        repo / "config" / "studies" / "tiny.yaml")["cases"])
+    out = subprocess.run([sys.executable, "-m", "analysis.cli", "check-config", "--configfile",
+                          str(repo / "config" / "studies" / "tiny.yaml"), "--configfile", str(extra)],
+                         capture_output=True, text=True, env=env, cwd=repo)
+    assert out.returncode == 0 and "study 'layered'" in out.stdout and f"{len(study_matrix(layered))} run(s)" in out.stdout
 
 
 def test_matrix_is_stable_and_complete():

@@ -147,7 +147,9 @@ def test_interrupted_write_leaves_old_dataset_intact(dirs, monkeypatch):
         Path(where).write_bytes(b"PAR1 partial")
         raise OSError("disk full")
 
-    monkeypatch.setattr(dataset.pq, "write_table", crash)
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(pq, "write_table", crash)
     with pytest.raises(OSError, match="disk full"):
         gather(dirs, [write(dirs["raw"], "b" * 16)])
     monkeypatch.undo()

@@ -8,9 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import validate_fdm
+from analysis.cases.fdm import reduce_fdm, score_fdm
 from analysis.models import fdm
+from analysis.predictors.fdm import predict_fdm
 from sims.fdm import counts
+from sims.vocab import FDM_PHASES
 
 PARAMS = {"t_f": 1e-11, "t_b": 1e-10, "latency": 5e-6, "t_net": 2e-10}
 
@@ -75,22 +77,22 @@ def _records(design: str, dims, times, run_id: str) -> list[dict]:
         "status": "ok", "grid": json.dumps({"shape": [32, 32, 32], "spacing": 10.0}), "order": 2,
         "boundary": "cpml(4)", "decomposition": json.dumps(list(dims)), "marshaling": design, "steps": 10,
         "points": 32**3, "params": params, "time_s": t, "rep": k,
-        **{f"time_{p}_s": t / 6 for p in validate_fdm.PHASES},
+        **{f"time_{p}_s": t / 6 for p in FDM_PHASES},
     } for k, t in enumerate(times)]
 
 
 def test_validation_reduces_predicts_and_scores():
     rows = (_records("device-pack", (2, 1, 1), [1.0, 1.2, 1.1], "a") + _records("host-staging", (2, 1, 1), [2.0, 2.1, 2.2], "b")
             + _records("device-pack", (1, 2, 1), [1.5, 1.5, 1.6], "c"))
-    reduced = validate_fdm.reduce_fdm(pd.DataFrame(rows))
+    reduced = reduce_fdm(pd.DataFrame(rows))
     assert list(reduced["run_id"]) == ["a", "b", "c"] and list(reduced["n_reps"]) == [3, 3, 3]
     assert reduced.loc[0, "time_median_s"] == pytest.approx(1.1)
     params = pd.DataFrame([{"platform": "p", "backend": "numba", "t_f": 1e-11, "t_b": 1e-10, "t_b_shared": 2e-10,
                             "latency": 5e-6, "t_net": 2e-10, "cores": 2.0}]).astype({"platform": "string", "backend": "string"})
-    pred = validate_fdm.predict_fdm(reduced.merge(params, on=["platform", "backend"]))
+    pred = predict_fdm(reduced.merge(params, on=["platform", "backend"]))
     assert pred["time_predicted_s"].notna().all()
     assert np.allclose(pred["tightness"], pred["time_predicted_s"] / pred["time_median_s"])
-    fid = validate_fdm.score_fdm(pred)
+    fid = score_fdm(pred)
     assert set(fid["axis"]) == {"marshaling", "decomposition"}
     marsh = fid[fid["axis"] == "marshaling"].iloc[0]
     assert marsh["best_measured"] == "device-pack" and marsh["n_alternatives"] == 2

@@ -1,4 +1,4 @@
-"""Energy roofline, the per-operation model (Kannan et al.) and the three-component bound (Panwar)."""
+"""Energy roofline and the per-operation model (Kannan et al.)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.models import perop, roofline, threecomp
+from analysis.models import perop, roofline
 
 PS = 1e-12
 # Kannan et al., "Timing Model for the CPU & GPU" table (ps per operation)
@@ -24,54 +24,10 @@ def test_slide_examples():
     median = {"float/fma": 40, "float4/random": 10}
     assert perop.compute_time(median, TAU_CPU) == pytest.approx((40 * 510 + 10 * 710) * PS)
     # offloading pays when the transfer costs less than the time saved
-    assert perop.decide(median, TAU_CPU, TAU_GPU, B_to=8, B_from=4, Q_there=100 * PS, Q_back=100 * PS)
-    assert not perop.decide(median, TAU_CPU, TAU_GPU, B_to=8, B_from=4, Q_there=1e-8, Q_back=1e-8)
     # basic-block form: max of compute and working set x transfer cost
     assert perop.basic_block_time(median, TAU_GPU, sigma=40, tau_transfer=100 * PS) == pytest.approx(4000 * PS)
     with pytest.raises(ValueError, match="no per-operation cost"):
         perop.compute_time({"double/divide": 1}, TAU_CPU)
-
-
-def test_per_operation_fit_recovers_coefficients_with_noise():
-    rng = np.random.default_rng(11)
-    tau = {"add": 3e-10, "mul": 5e-10, "random": 8e-9}
-    eps, pi0 = {"add": 2e-10, "mul": 3e-10, "random": 4e-9}, 20.0
-    samples = []
-    for _ in range(60):
-        counts = {op: float(rng.integers(0, 10_000_000)) for op in tau}
-        t = (sum(counts[o] * tau[o] for o in tau) + 1e-4) * rng.normal(1, 0.003)  # the run's actual time
-        e = (sum(counts[o] * eps[o] for o in tau) + pi0 * t) * rng.normal(1, 0.0005)  # meter over that time
-        samples.append({"counts": counts, "time_s": t, "energy_j": e})
-    f = perop.fit(samples, pi0=pi0)  # static power measured at idle: the dynamic energies separate
-    for op in tau:
-        assert f["tau"][op] == pytest.approx(tau[op], rel=0.05)
-        assert f["eps"][op] == pytest.approx(eps[op], rel=0.2)
-    assert f["r2_time"] > 0.99 and f["r2_energy"] > 0.99
-    # with idle periods in some samples, time is no longer linear in the counts: pi0 is fitted too
-    for k, smp in enumerate(samples):
-        idle = 0.01 * (k % 4)
-        smp["energy_j"] += pi0 * idle
-        smp["time_s"] += idle
-    joint = perop.fit(samples)
-    assert joint["pi0"] == pytest.approx(pi0, rel=0.05)
-    with pytest.raises(ValueError, match="vary each count"):
-        perop.fit([{"counts": {"add": 1.0, "mul": 1.0}, "time_s": 1.0}, {"counts": {"add": 2.0, "mul": 2.0}, "time_s": 2.0}])
-
-
-def test_energy_per_work():
-    assert perop.energy_per_work(1e-9, 20.0, 2.0, 1e10) == pytest.approx(1e-9 + 4e-9)
-
-
-def test_three_component_bound():
-    t, which = threecomp.time({"fp32": 1e9, "int": 5e8}, {"fp32": 1e12, "int": 5e11},
-                              {"read": 1e6, "write": 1e6}, {"read": 1e9, "write": 5e8},
-                              {"read": 4e6}, {"read": 1e10})
-    assert t == pytest.approx(max(2e-3, 1e-3 + 2e-3, 4e-4)) and which == "global"
-    # vectorised: 0.5 ms vs 1 ms of global traffic, then 10 s of compute
-    t, which = threecomp.time({"fp32": np.array([5e8, 1e13])}, {"fp32": 1e12}, {"read": 1e6}, {"read": 1e9})
-    assert list(which) == ["global", "compute"] and np.allclose(t, [1e-3, 10.0])
-    with pytest.raises(ValueError, match="no instruction throughput"):
-        threecomp.t_compute({"fp64": 1}, {"fp32": 1.0})
 
 
 nonneg = st.floats(min_value=0.0, max_value=1e12)

@@ -38,19 +38,6 @@ def test_table_vi_optima():
     assert round(100 * peach.best_alpha("energy", **sys_ii)[0]) == 51
 
 
-def test_dvfs_search_and_linear_fit():
-    fit = peach.linear_fit([1.2, 1.6, 2.0, 2.6], [111 * f + 6.1 for f in (1.2, 1.6, 2.0, 2.6)])
-    assert fit["slope"] == pytest.approx(111.0) and fit["intercept"] == pytest.approx(6.1) and fit["r2"] == pytest.approx(1.0)
-    pairs = [(fc, fg) for fc in (2.6, 1.2) for fg in (705, 614)]
-    res = peach.dvfs_search(pairs, lambda f: 111 * f + 6.1, lambda f: 1.495 * f - 1.78, lambda fc, fg: 166.1,
-                            lambda f: 124 * f - 100.23, lambda f: 0.337 * f - 109, "energy", P_OH=30.0, step=0.02)
-    assert (res["f_C"], res["f_G"], round(100 * res["alpha"])) == (1.2, 705, 90)  # PEACH: [10 % CPU : 90 % GPU]
-    assert res["efficiency"] == pytest.approx(3.42, rel=0.01) and len(res["table"]) == 4
-    perf = peach.dvfs_search(pairs, lambda f: 111 * f + 6.1, lambda f: 1.495 * f - 1.78, lambda fc, fg: 166.1,
-                             lambda f: 124 * f - 100.23, lambda f: 0.337 * f - 109, "performance", P_OH=30.0, step=0.02)
-    assert (perf["f_C"], perf["f_G"], round(100 * perf["alpha"])) == (2.6, 705, 78)
-
-
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="alpha"):
         peach.rate(1.5, 1.0, 1.0)

@@ -8,7 +8,13 @@ import pytest
 import yaml
 
 from analysis import dataset, validate
+from analysis.cases.wp import FIDELITY_COLUMNS, score_groups
 from analysis.models import hetero
+from analysis.platforms import energy_fit_problem, load_platforms
+from analysis.predictors.energy_roofline import ROOFLINE_ENERGY_COLUMNS, predict_energy_roofline
+from analysis.predictors.peapaw import ENERGY_MODEL, MODEL, predict_energy, predict_sa
+from analysis.predictors.perop import PEROP_MODEL, predict_perop
+from analysis.runs import failed_runs, reduce_repetitions
 from sims.record import FIELDS, write_raw
 
 T = {"t_f_host": 1e-10, "t_b_host": 1e-10, "t_f_accel": 2.5e-11, "t_b_accel": 5e-11}
@@ -60,7 +66,7 @@ def write_platform(where):
 
 
 def test_reduce_repetitions_takes_medians_and_spread():
-    out = validate.reduce_repetitions(frame(STUDY)).set_index("run_id")
+    out = reduce_repetitions(frame(STUDY)).set_index("run_id")
     assert list(out.index) == ["a", "b", "c", "d", "e", "f", "g"]  # the failed run is not reduced
     assert out.loc["a", "time_median_s"] == pytest.approx(2.1)
     assert (out.loc["a", "time_min_s"], out.loc["a", "time_max_s"]) == (2.0, 2.2)
@@ -70,13 +76,13 @@ def test_reduce_repetitions_takes_medians_and_spread():
 
 def test_reduce_repetitions_on_empty_meta():
     empty = frame(STUDY).iloc[:0]
-    out = validate.reduce_repetitions(empty)
+    out = reduce_repetitions(empty)
     assert len(out) == 0 and "time_median_s" in out
 
 
 def test_predict_uses_the_right_equation_per_variant():
-    runs = validate.reduce_repetitions(frame(STUDY)).assign(**T)
-    out = validate.predict_sa(runs).set_index("variant")
+    runs = reduce_repetitions(frame(STUDY)).assign(**T)
+    out = predict_sa(runs).set_index("variant")
     host, accel = hetero.Processor(T["t_f_host"], T["t_b_host"]), hetero.Processor(T["t_f_accel"], T["t_b_accel"])
     I = F / B  # noqa: E741 - the papers' name
     assert out.loc["CO", "perf_predicted"] == pytest.approx(min(1e10, I * 1e10))
@@ -92,8 +98,8 @@ def test_predict_uses_the_right_equation_per_variant():
 
 
 def test_score_groups_over_wps_and_alpha():
-    runs = validate.predict_sa(validate.reduce_repetitions(frame(STUDY)).assign(**T))
-    fid = validate.score_groups(runs).set_index("axis")
+    runs = predict_sa(reduce_repetitions(frame(STUDY)).assign(**T))
+    fid = score_groups(runs).set_index("axis")
     assert set(fid.index) == {"wp", "alpha"}
     wp = fid.loc["wp"]
     assert wp["n_alternatives"] == 4 and wp["best_measured"] == "p-DP" and wp["best_predicted"] == "p-DP"
@@ -104,7 +110,7 @@ def test_score_groups_over_wps_and_alpha():
 
 
 def test_failed_runs_picks_the_newest_record():
-    out = validate.failed_runs(frame(STUDY))
+    out = failed_runs(frame(STUDY))
     assert out["run_id"].tolist() == ["h"] and out["error"].tolist() == ["boom"]
 
 
@@ -130,13 +136,13 @@ def test_dask_job_end_to_end(tmp_path):
     write_platform(tmp_path / "platforms")
     lines: list[str] = []
     summary = validate.validate(tmp_path / "runs", tmp_path / "platforms", tmp_path / "val", log=lines.append)
-    assert summary["runs_ok"] == 7 and summary["runs_failed"] == 1 and summary["records"] == 22
+    assert summary["runs_ok"]["sa"] == 7 and summary["runs_failed"] == 1 and summary["records"] == 22
     runs = pd.read_parquet(tmp_path / "val" / "runs.parquet")
     for col in ("run_id", "tightness", "perf_predicted", "perf_measured", "intensity_host", "time_iqr_s", "model"):
         assert col in runs
     assert runs["tightness"].notna().all()
     fid = pd.read_parquet(tmp_path / "val" / "fidelity.parquet")
-    assert list(fid.columns) == validate.FIDELITY_COLUMNS and len(fid) == 2
+    assert list(fid.columns) == FIDELITY_COLUMNS and len(fid) == 2
     failed = pd.read_parquet(tmp_path / "val" / "failed.parquet")
     assert failed["run_id"].tolist() == ["h"]
     assert any("Dask scheduler" in line for line in lines)
@@ -157,7 +163,7 @@ def test_dask_job_uses_a_given_scheduler(tmp_path):
             log=lines.append,
         )
         assert any(cluster.scheduler_address in line for line in lines)
-    assert summary["runs_ok"] == 2
+    assert summary["runs_ok"]["sa"] == 2
 
 
 def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
@@ -172,18 +178,18 @@ def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
         phases = {"host": ["vecadd", "powadd"], "accel": []} if r["variant"] == "CO" else {"host": ["vecadd"], "accel": ["powadd"]}
         elements = {"host": N, "accel": 0} if r["variant"] == "CO" else {"host": N, "accel": N}
         r["params"] = _json.dumps({"phases": phases, "elements": elements})
-    runs = validate.reduce_repetitions(frame(study)).assign(**T, **tau)
-    out = validate.predict_perop(runs).set_index("variant")
-    assert set(out["model"]) == {validate.PEROP_MODEL}
+    runs = reduce_repetitions(frame(study)).assign(**T, **tau)
+    out = predict_perop(runs).set_index("variant")
+    assert set(out["model"]) == {PEROP_MODEL}
     # CO: one part, both phases on the host: max(ops tau, bytes t_b)
     co = max(N * (33 * 1e-9 + 2016 * 2e-9), N * 268 * T["t_b_host"])
     assert out.loc["CO", "time_predicted_s"] == pytest.approx(co)
     # CP: VecAdd on the host, PowAdd on the accelerator, concurrently
     cp = max(max(N * 1e-9, N * 12 * T["t_b_host"]), max(N * (32 * 1e-10 + 2016 * 2e-10), N * 256 * T["t_b_accel"]))
     assert out.loc["CP", "time_predicted_s"] == pytest.approx(cp)
-    both = pd.concat([validate.predict_sa(runs), validate.predict_perop(runs)])
-    fid = validate.score_groups(both)
-    assert set(fid["model"]) == {validate.MODEL, validate.PEROP_MODEL}
+    both = pd.concat([predict_sa(runs), predict_perop(runs)])
+    fid = score_groups(both)
+    assert set(fid["model"]) == {MODEL, PEROP_MODEL}
 
 
 EN = {"e_f_host": 1e-9, "e_b_host": 5e-10, "p_s_host": 10.0, "e_f_accel": 2e-10, "e_b_accel": 1e-10, "p_s_accel": 5.0}
@@ -201,24 +207,24 @@ def test_energy_bound_only_for_metered_wp_runs_and_ranked_by_energy():
     recs.loc[recs["run_id"] == "a", ["energy_j", "energy_source"]] = [2 * F / bound_co, "trace"]
     recs.loc[recs["run_id"] == "b", ["energy_j", "energy_source"]] = [F / bound_go, "trace"]
     recs.loc[recs["run_id"] == "e", ["energy_j", "energy_source"]] = [1.0, "trace"]  # DP(alpha): no eq. 25 shares
-    runs = validate.reduce_repetitions(recs).assign(**T, **EN)
-    out = validate.predict_energy(runs).set_index("variant")
+    runs = reduce_repetitions(recs).assign(**T, **EN)
+    out = predict_energy(runs).set_index("variant")
     assert sorted(out.index) == ["CO", "GO"]
     assert out.loc["CO", "tightness"] == pytest.approx(0.5) and out.loc["GO", "tightness"] == pytest.approx(1.0)
     assert out.loc["CO", "energy_source"] == "trace" and (out["quantity"] == "energy").all()
-    fid = validate.score_groups(out.reset_index())
+    fid = score_groups(out.reset_index())
     [row] = fid.to_dict("records")
-    assert row["quantity"] == "energy" and row["model"] == validate.ENERGY_MODEL
+    assert row["quantity"] == "energy" and row["model"] == ENERGY_MODEL
     assert row["best_measured"] == ("GO" if F / bound_go < 2 * F / bound_co else "CO")
     # no energy parameters on the platform: nothing to compare
-    assert validate.predict_energy(validate.reduce_repetitions(recs).assign(**T)).empty
+    assert predict_energy(reduce_repetitions(recs).assign(**T)).empty
 
 
 def test_reduce_repetitions_keeps_energy_medians_and_source():
     recs = frame(STUDY)
     recs.loc[recs["run_id"] == "a", "energy_j"] = [3.0, 1.0, 2.0]
     recs.loc[recs["run_id"] == "a", "energy_source"] = "rapl"
-    out = validate.reduce_repetitions(recs).set_index("run_id")
+    out = reduce_repetitions(recs).set_index("run_id")
     assert out.loc["a", "energy_median_j"] == 2.0 and out.loc["a", "energy_source"] == "rapl"
     assert np.isnan(out.loc["b", "energy_median_j"]) and out.loc["b", "energy_source"] == "none"
 
@@ -253,7 +259,7 @@ def test_dask_job_validates_metered_runs_against_the_energy_bound(tmp_path):
     assert (energy["tightness"] > 0).all()
     fid = pd.read_parquet(tmp_path / "val" / "fidelity.parquet")
     [row] = fid[fid["quantity"] == "energy"].to_dict("records")
-    assert row["best_measured"] == "GO" and row["model"] == validate.ENERGY_MODEL
+    assert row["best_measured"] == "GO" and row["model"] == ENERGY_MODEL
     assert set(fid["quantity"]) == {"time", "energy"}
     roof = pd.read_parquet(tmp_path / "val" / "energy_roofline.parquet")
     assert summary["energy_roofline_rows"] == len(roof) == 4 + 2
@@ -287,9 +293,9 @@ def test_energy_roofline_per_processor_and_node():
     recs = frame(STUDY)
     cp = recs["run_id"] == "d"
     recs.loc[cp, ["energy_j", "energy_host_j", "energy_accel_j", "energy_source"]] = [10.0, 4.0, 5.0, "rapl+nvml"]
-    runs = validate.reduce_repetitions(recs).assign(**T, **EN)
-    out = validate.predict_energy_roofline(runs)
-    assert list(out.columns) == validate.ROOFLINE_ENERGY_COLUMNS
+    runs = reduce_repetitions(recs).assign(**T, **EN)
+    out = predict_energy_roofline(runs)
+    assert list(out.columns) == ROOFLINE_ENERGY_COLUMNS
     got = out.set_index("processor")
     assert sorted(got.index) == ["accel", "host", "node"] and (out["run_id"] == "d").all()
 
@@ -304,10 +310,10 @@ def test_energy_roofline_per_processor_and_node():
     assert got.loc["node", "tightness"] == pytest.approx((host + accel) / 10.0)
     assert got.loc["host", "rel_error"] == pytest.approx((host - 4.0) / 4.0)
     # a platform without energy parameters: nothing to compare
-    assert validate.predict_energy_roofline(validate.reduce_repetitions(recs).assign(**T)).empty
+    assert predict_energy_roofline(reduce_repetitions(recs).assign(**T)).empty
     # the accel's parameters unusable: the host's own row stays, the node row (accel did work) goes
-    half = validate.reduce_repetitions(recs).assign(**T, **{**EN, "e_f_accel": np.nan})
-    assert sorted(validate.predict_energy_roofline(half)["processor"]) == ["host"]
+    half = reduce_repetitions(recs).assign(**T, **{**EN, "e_f_accel": np.nan})
+    assert sorted(predict_energy_roofline(half)["processor"]) == ["host"]
 
 
 def test_unphysical_energy_fit_is_reported_and_not_used(tmp_path):
@@ -318,9 +324,9 @@ def test_unphysical_energy_fit_is_reported_and_not_used(tmp_path):
     doc["processors"]["accel"].update(e_f={"value": -1e-11}, e_b={"value": 2e-10}, p_s={"value": 9.0},
                                       energy_fit={"unphysical": True})
     (tmp_path / "p" / "pair.yaml").write_text(yaml.safe_dump(doc))
-    row = validate.load_platforms(tmp_path / "p").iloc[0]
+    row = load_platforms(tmp_path / "p").iloc[0]
     assert row["e_f_host"] == 1e-10 and row["p_s_host"] == 5.0
     assert np.isnan(row["e_f_accel"]) and np.isnan(row["e_b_accel"]) and np.isnan(row["p_s_accel"])
-    assert validate.energy_fit_problem(doc["processors"]["accel"]) == "unphysical energy fit (e_f = -1e-11)"
-    assert validate.energy_fit_problem(doc["processors"]["host"]) is None
-    assert validate.energy_fit_problem({"t_f": {"value": 1.0}}) is None
+    assert energy_fit_problem(doc["processors"]["accel"]) == "unphysical energy fit (e_f = -1e-11)"
+    assert energy_fit_problem(doc["processors"]["host"]) is None
+    assert energy_fit_problem({"t_f": {"value": 1.0}}) is None

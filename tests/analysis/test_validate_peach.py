@@ -8,10 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import validate_peach as vp
+from analysis.cases.peach import FIDELITY_COLUMNS, RUN_COLUMNS, score_curves
 from analysis.models import peach
+from analysis.predictors.peach import PEACHModel
 
 ALPHAS = np.round(np.linspace(0, 1, 11), 10)
+
+
+
+def validate_peach(reduced: pd.DataFrame, idle_w: dict[str, float]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The PEACH model and the PEACH case's scoring, as validation applies them (idle power per platform)."""
+    joined = reduced.assign(idle_w=reduced["platform"].map(idle_w).astype("float64"))
+    return score_curves(PEACHModel().predict(joined))
 
 
 def curve(R_C=10.0, R_G=30.0, W=100.0, P0=None, Pd_C=20.0, Pd_G=50.0, noise=None, platform="p"):
@@ -30,7 +38,7 @@ def curve(R_C=10.0, R_G=30.0, W=100.0, P0=None, Pd_C=20.0, Pd_G=50.0, noise=None
 
 
 def test_exact_peach_curve_is_recovered_with_its_optima():
-    runs, fid = vp.validate_peach(curve(P0=10.0), {"p": 10.0})
+    runs, fid = validate_peach(curve(P0=10.0), {"p": 10.0})
     assert len(runs) == 11 and runs["endpoint"].sum() == 2
     assert runs["time_rel_error"].max() == pytest.approx(0.0, abs=1e-12)
     assert runs["energy_rel_error"].max() == pytest.approx(0.0, abs=1e-12)
@@ -48,7 +56,7 @@ def test_exact_peach_curve_is_recovered_with_its_optima():
 def test_interior_error_is_measured_against_the_model():
     noise = np.ones(11)
     noise[5] = 1.25  # the run at alpha = 0.5 took 25 % longer than PEACH says
-    runs, fid = vp.validate_peach(curve(noise=noise), {})
+    runs, fid = validate_peach(curve(noise=noise), {})
     r = runs.set_index("alpha").loc[0.5]
     assert r["time_rel_error"] == pytest.approx(0.2)  # |pred - meas| / meas = 0.25 / 1.25
     t = fid.iloc[0]
@@ -58,12 +66,12 @@ def test_interior_error_is_measured_against_the_model():
 
 def test_curve_without_both_end_points_is_not_predicted():
     c = curve()
-    runs, fid = vp.validate_peach(c[c["alpha"] < 1.0], {})
+    runs, fid = validate_peach(c[c["alpha"] < 1.0], {})
     assert runs.empty and fid.empty
-    assert list(runs.columns) == vp.RUN_COLUMNS and list(fid.columns) == vp.FIDELITY_COLUMNS
+    assert list(runs.columns) == RUN_COLUMNS and list(fid.columns) == FIDELITY_COLUMNS
 
 
 def test_no_idle_power_means_no_energy_prediction():
-    runs, fid = vp.validate_peach(curve(P0=10.0), {})
+    runs, fid = validate_peach(curve(P0=10.0), {})
     assert runs["eta_measured"].notna().all() and runs["eta_predicted"].isna().all()
     assert list(fid["quantity"]) == ["time"]

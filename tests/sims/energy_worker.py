@@ -8,8 +8,7 @@ import sys
 
 from mpi4py import MPI
 
-from sims.meters.node import attribute
-from sims.run import node_rank, open_meters
+from sims.meters.node import attribute, node_rank, open_meters
 
 if __name__ == "__main__":
     root = sys.argv[1]

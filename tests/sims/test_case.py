@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sims import vocab
 from sims.sa import case
 
 
@@ -36,7 +37,7 @@ def test_counts_follow_the_papers_rules():
 
 
 def test_pdp_alpha_balances_roofline_times():
-    alpha = case.pdp_alpha(t_f_host=2e-10, t_b_host=1e-10, t_f_accel=5e-11, t_b_accel=1e-10)
+    alpha = case.pdp_alpha({"host": {"t_f": 2e-10, "t_b": 1e-10}, "accel": {"t_f": 5e-11, "t_b": 1e-10}})
     # host time per element 2049 * 2e-10, accel 2049 * 5e-11 -> accel gets 4/5
     assert alpha == pytest.approx(0.8)
     parts, used = case.partition("p-DP", 1000, alpha)
@@ -51,5 +52,5 @@ def test_bad_variants_raise(variant):
 
 
 def test_variant_names_round_trip():
-    assert case.dp_variant(0.1) == "DP(0.1)"
-    assert case.parse_alpha(case.dp_variant(0.1)) == 0.1
+    assert vocab.dp_variant(0.1) == "DP(0.1)"
+    assert vocab.parse_alpha(vocab.dp_variant(0.1)) == 0.1

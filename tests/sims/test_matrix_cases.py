@@ -37,7 +37,7 @@ def test_la_dp_splits_rows_and_keeps_totals():
 def test_la_pdp_balances_roofline_times():
     t_f = {"host": 1e-10, "accel": 1e-11}
     t_b = {"host": 1e-10, "accel": 2e-11}
-    parts, alpha = matrix.la_partition("p-DP", 1024, 8192, rates=(t_f, t_b))
+    parts, alpha = matrix.la_partition("p-DP", 1024, 8192, rates={r: {"t_f": t_f[r], "t_b": t_b[r]} for r in t_f})
     whole = matrix.la_partition("CO", 1024, 8192)[0]["host"]
     t_host = max(whole.flops * t_f["host"], whole.bytes * t_b["host"]) * (1 - alpha)
     t_accel = max(whole.flops * t_f["accel"], whole.bytes * t_b["accel"]) * alpha

@@ -98,7 +98,7 @@ def testenergy_fit_recovers_choi_coefficients():
 
 
 def test_characterisationenergy_parameters_from_metered_sweep():
-    from sims.bench.characterize import energy_fit, energy_parameters
+    from sims.bench.energy import energy_fit, energy_parameters
 
     n = 1_000_000
     times = {k: [max(2 * k * n / 50e9, 8 * n / 10e9)] * 3 for k in sweep.KS}

@@ -1,13 +1,14 @@
-# Microbenchmarks on each processor, inside the platform's own MPI layout -> t_f, t_b.
+# Microbenchmarks on each processor, inside the platform's own MPI layout -> t_f, t_b and more,
+# per study (results/<study>/platforms/), so that studies never re-characterise each other's platforms.
 
 
 rule characterize_platform:
     output:
-        platform="results/platforms/{platform}.yaml",
+        platform="results/{study}/platforms/{platform}.yaml",
     conda:
         "../envs/hetval.yaml"
     log:
-        "logs/characterize/{platform}.log",
+        "logs/{study}/characterize/{platform}.log",
     params:
         spec=get_characterize_spec,
     threads: 2

@@ -1,7 +1,7 @@
 # Config validation, the study matrix and the input functions every rule uses.
+# Nothing here branches on a case: every run's command, ranks and inputs come from its registered case.
 import json
 import os
-import shlex
 import sys
 
 sys.path.insert(0, workflow.basedir)
@@ -14,22 +14,22 @@ from analysis.config import (  # noqa: E402
     study_matrix,
     validate_config,
 )
+from analysis.registry import RegistryError, case  # noqa: E402
+from analysis.validate import output_files  # noqa: E402
 
 try:
     validate_config(config)
-except ConfigError as exc:
+    RUNS = {spec["run_id"]: spec for spec in study_matrix(config)}
+except (ConfigError, RegistryError) as exc:
     print("hetval: config error:", exc, file=sys.stderr)
     sys.exit(2)
 
 STUDY = config["study"]
-RUNS = {spec["run_id"]: spec for spec in study_matrix(config)}
 PLATFORMS = sorted(platform_layouts(config))
-# published measurements ingested as runs (energy_source: published)
-from analysis.published_runs import run_ids as published_run_ids  # noqa: E402
-
-PUBLISHED_RUNS = {
-    table: published_run_ids(table, config["study"]) for table in config["published_runs"]
-}
+# Every study's characterisation, validation and report live under results/<study>/.
+OUT = f"results/{STUDY}"
+# one table per name the registered cases declare, plus failed, published and summary.json
+VALIDATION_FILES = output_files(f"{OUT}/validation")
 # the papers' machine tables whose published claims the validation job recomputes
 PUBLISHED_DIR = os.path.join(workflow.basedir, "config", "platforms", "published")
 PUBLISHED_CATALOGS = sorted(
@@ -53,42 +53,29 @@ def get_run(wildcards):
         raise ValueError(f"run {wildcards.run_id} is not part of study {STUDY!r}") from None
 
 
-def get_run_spec(wildcards):
-    """The run spec as JSON text (quoted into the shell with :q); for FDM runs the sims.fdm run spec."""
-    spec = get_run(wildcards)
-    if spec["case"] == "fdm":
-        return json.dumps(spec["fdm_doc"], sort_keys=True)
-    return json.dumps({k: v for k, v in spec.items() if k != "run_id"}, sort_keys=True)
-
-
 def get_run_tasks(wildcards):
-    """MPI ranks of the run: 2 (host, accel) for SA, the scale's ranks for FDM."""
-    return int(get_run(wildcards).get("ranks", 2))
+    """MPI ranks of the run (its case decided them when it expanded the study)."""
+    return int(get_run(wildcards)["ranks"])
+
+
+def get_run_threads(wildcards):
+    spec = get_run(wildcards)
+    return case(spec["case"]).threads(spec)
 
 
 def get_run_command(wildcards, output, resources):
-    """The MPI launch of one run, by case (``resources.mpi`` is the launcher, e.g. mpiexec or srun)."""
+    """The run's launch, by its registered case (``resources.mpi`` is the launcher, e.g. mpiexec or srun)."""
     spec = get_run(wildcards)
-    if spec["case"] == "fdm":
-        out = f"results/fdm/{wildcards.study}/{wildcards.run_id}"
-        return (
-            f"mkdir -p {out} && printf '%s\\n' {shlex.quote(get_run_spec(wildcards))} > {out}/spec.yaml && "
-            f"{resources.mpi} -n {get_run_tasks(wildcards)} python -m mpi4py -m sims.fdm run --config {out}/spec.yaml"
-            f" --out {out} --raw-record {shlex.quote(output.record)} --record-failures"
-        )
-    return (
-        f"{resources.mpi} -n {get_run_tasks(wildcards)} python -m mpi4py -m sims.run --spec {shlex.quote(get_run_spec(wildcards))}"
-        f" --platform-file={shlex.quote(get_platform_file_arg(wildcards))} --out {shlex.quote(output.record)}"
-    )
+    return case(spec["case"]).command(spec, output.record, get_platform_file_arg(wildcards), resources.mpi)
 
 
 def get_run_inputs(wildcards):
-    """p-DP chooses its split from the characterised platform; a retry request (written by
-    gather for a failed or quarantined run) is a newer input, so that run is redone."""
+    """A run that reads the characterised platform (a p-DP split) takes it as an input; a retry request
+    (written by gather for a failed or quarantined run) is a newer input, so that run is redone."""
     spec = get_run(wildcards)
     inputs = {}
-    if spec["variant"] == "p-DP":
-        inputs["platform"] = f"results/platforms/{spec['platform']}.yaml"
+    if case(spec["case"]).needs_platform(spec):
+        inputs["platform"] = f"results/{wildcards.study}/platforms/{spec['platform']}.yaml"
     retry = f"results/retry/{wildcards.study}/{wildcards.run_id}.json"
     if os.path.exists(retry):
         inputs["retry"] = retry
@@ -106,8 +93,7 @@ def get_characterize_spec(wildcards):
 
 
 def get_raw_records(wildcards):
-    published = [f"results/published/{wildcards.study}/{run_id}.json" for ids in PUBLISHED_RUNS.values() for run_id in ids]
-    return [f"results/raw/{wildcards.study}/{run_id}.json" for run_id in RUNS] + published
+    return [f"results/raw/{wildcards.study}/{run_id}.json" for run_id in RUNS]
 
 
 def get_all_raw_records(wildcards):
@@ -115,7 +101,7 @@ def get_all_raw_records(wildcards):
 
 
 def get_platform_files(wildcards):
-    return [f"results/platforms/{p}.yaml" for p in PLATFORMS]
+    return [f"{OUT}/platforms/{p}.yaml" for p in PLATFORMS]
 
 
 def get_scheduler(wildcards):
@@ -123,7 +109,7 @@ def get_scheduler(wildcards):
 
 
 def print_summary():
-    path = "results/report/summary.txt"
+    path = f"{OUT}/report/summary.txt"
     try:
         with open(path, encoding="utf-8") as fh:
             print()

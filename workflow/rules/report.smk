@@ -1,22 +1,23 @@
 # HTML report with figures, and the plain-text summary printed at the end of the run.
+# It reads only its declared inputs: the study's validation tables, platform files and gather manifest.
 
 
 rule report_validation:
     input:
-        runs="results/validation/runs.parquet",
-        fidelity="results/validation/fidelity.parquet",
-        failed="results/validation/failed.parquet",
-        summary="results/validation/summary.json",
+        validation=VALIDATION_FILES,
         platforms=get_platform_files,
+        manifest=f"{OUT}/gathered.json",
     output:
-        html="results/report/index.html",
-        summary="results/report/summary.txt",
+        html=f"{OUT}/report/index.html",
+        summary=f"{OUT}/report/summary.txt",
     conda:
         "../envs/hetval.yaml"
     log:
-        "logs/report/report.log",
+        f"logs/{STUDY}/report.log",
     params:
         title=config["report"]["title"],
+        validation=f"{OUT}/validation",
+        out=f"{OUT}/report",
     shell:
-        "hetval report --validation results/validation --platforms results/platforms"
-        " --quarantine results/quarantine --out results/report --title {params.title:q} > {log:q} 2>&1"
+        "hetval report --validation {params.validation:q} --platform-file {input.platforms:q}"
+        " --manifest {input.manifest:q} --out {params.out:q} --title {params.title:q} > {log:q} 2>&1"

@@ -1,6 +1,7 @@
-# One MPI job per run; each writes its raw record (ok or failed) atomically.
-# SA runs: sims.run on the platform's two ranks; FDM runs: sims.fdm on the scale's ranks,
-# seismograms and spec under results/fdm/<study>/<run_id>/.
+# One job per run; each writes its raw record (ok, failed or skipped) atomically.
+# The command comes from the run's registered case: sims.run on the platform's two ranks (SA, LA,
+# PEACH), sims.fdm on the scale's ranks (FDM; seismograms under results/fdm/<study>/<run_id>/),
+# hetval ingest-published for published measurements.
 
 
 rule simulate_run:
@@ -9,11 +10,11 @@ rule simulate_run:
     output:
         record="results/raw/{study}/{run_id}.json",
     log:
-        "logs/simulate/{study}/{run_id}.log",
+        "logs/{study}/simulate/{run_id}.log",
     params:
         command=get_run_command,
-    # one thread per rank, at least 2: a multi-rank job never shares the cores with another
-    threads: lambda wildcards: max(2, get_run_tasks(wildcards))
+    # one thread per rank, at least 2 for an MPI job: a multi-rank job never shares the cores with another
+    threads: get_run_threads
     conda:
         "../envs/hetval.yaml"
     resources:

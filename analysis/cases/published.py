@@ -1,8 +1,8 @@
-"""Published measurements as run records (``energy_source: published``), and their validation.
+"""Published measurements as run records (``energy_source: published``), and their validation: the ``published`` case.
 
 A table such as PEACH's Table VIII lists, per application and strategy, a
 measured rate and energy efficiency next to the model's prediction. Each
-measured row becomes one run record of case ``peach``: ``time_s`` and
+measured row becomes one run record of case ``published``: ``time_s`` and
 ``energy_j`` are the time and energy of one unit of work (``1 / rate``,
 ``1 / efficiency``), the configuration and the published prediction go into
 ``params``. They are gathered into the dataset like any run; the validation
@@ -14,6 +14,8 @@ fidelity of the strategies per application, by time and by energy.
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,13 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics
+from analysis.config import REPO, ConfigError
 from analysis.published import load_yaml
+from analysis.registry import Case, Model
 from sims import record as rec
 
-PUBLISHED_RUNS_DIR = Path(__file__).resolve().parent.parent / "config" / "published"
-CASE = "peach"
+PUBLISHED_RUNS_DIR = REPO / "config" / "published"
+CASE = "published"
 
 
 def load_table(name: str, directory: Path = PUBLISHED_RUNS_DIR) -> dict[str, Any]:
@@ -76,7 +80,7 @@ def records(name: str, study: str, config_hash: str = "unknown", directory: Path
 
 def validate_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Published runs scored against their published predictions: per-run rows and per-application fidelity."""
-    runs = df[(df["case"] == CASE) & (df["energy_source"] == "published") & (df["status"] == "ok")]
+    runs = df[(df["case"] == CASE) & (df["status"] == "ok")]
     rows = []
     for r in runs.itertuples(index=False):
         p = json.loads(r.params)
@@ -95,32 +99,17 @@ def validate_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     out = pd.DataFrame(rows, columns=["run_id", "study", "platform", "application", "variant", "source", "time_s",
                                       "energy_j", "time_predicted_s", "energy_predicted_j", "rate_error",
                                       "efficiency_error", "tightness_time", "tightness_energy", "same_configuration"])
-    fid = []
-    for (study, app), g in out.groupby(["study", "application"], sort=True):
-        g = g.sort_values("variant")
-        names = g["variant"].tolist()
-        for axis, m_col, p_col in (("strategy by time", "time_s", "time_predicted_s"),
-                                   ("strategy by energy", "energy_j", "energy_predicted_j")):
-            m, p = g[m_col].to_numpy(float), g[p_col].to_numpy(float)
-            fid.append({"study": study, "application": app, "axis": axis, "n_alternatives": len(g),
-                        **metrics.ranking_summary(m, p, names)})
-    fid_df = pd.DataFrame(fid, columns=["study", "application", "axis", "n_alternatives", "kendall_tau",
-                                        "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error",
-                                        "best_measured", "best_predicted"])
-    for col in ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error"):
-        fid_df[col] = fid_df[col].astype("float64")
     out["same_configuration"] = out["same_configuration"].astype(bool)
-    return out, fid_df
+    return out, score_published(out)
 
 
-def write_raw_records(name: str, study: str, out_dir: Path, config_hash: str = "unknown") -> list[Path]:
-    """Write every run of the table as ``<out_dir>/<run_id>.json`` (raw-record format); returns the paths."""
-    paths = []
-    for run_id, recs in records(name, study, config_hash).items():
-        path = Path(out_dir) / f"{run_id}.json"
-        rec.write_raw(path, run_id, recs)
-        paths.append(path)
-    return paths
+def write_raw_record(name: str, study: str, run_id: str, out: Path, config_hash: str = "unknown") -> Path:
+    """Write the table's run ``run_id`` as a raw record at ``out``; a one-line error if the table has no such run."""
+    found = records(name, study, config_hash)
+    if run_id not in found:
+        raise ValueError(f"published table {name!r} has no run {run_id} for study {study!r}")
+    rec.write_raw(out, run_id, found[run_id])
+    return Path(out)
 
 
 def run_ids(name: str, study: str, directory: Path = PUBLISHED_RUNS_DIR) -> list[str]:
@@ -139,3 +128,88 @@ def summary_lines(runs: pd.DataFrame, fid: pd.DataFrame) -> list[str]:
         lines.append(f"  {r.application} | {r.axis}: top-1 {r.top1_agreement:.3f}, selection penalty "
                      f"{r.selection_penalty:.3f}, best measured {r.best_measured} vs predicted {r.best_predicted}")
     return lines
+
+
+def score_published(out: pd.DataFrame) -> pd.DataFrame:
+    """Per study and application: ranking fidelity of the strategies by time and by energy."""
+    fid = []
+    for (study, app), g in out.groupby(["study", "application"], sort=True):
+        g = g.sort_values("variant")
+        names = g["variant"].tolist()
+        for axis, m_col, p_col in (("strategy by time", "time_s", "time_predicted_s"),
+                                   ("strategy by energy", "energy_j", "energy_predicted_j")):
+            m, p = g[m_col].to_numpy(float), g[p_col].to_numpy(float)
+            fid.append({"study": study, "application": app, "axis": axis, "n_alternatives": len(g),
+                        **metrics.ranking_summary(m, p, names)})
+    fid_df = pd.DataFrame(fid, columns=["study", "application", "axis", "n_alternatives", "kendall_tau",
+                                        "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error",
+                                        "best_measured", "best_predicted"])
+    for col in ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error"):
+        fid_df[col] = fid_df[col].astype("float64")
+    return fid_df
+
+
+SCHEMA = {
+    "type": "object", "additionalProperties": False, "default": {},
+    "description": "published measurement tables (config/published/<name>.yaml) ingested as runs with "
+                   "energy_source published and scored against the paper's own predictions",
+    "properties": {"tables": {"type": "array", "uniqueItems": True,
+                              "items": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+                              "default": ["peach-2014-table-viii"]}},
+}
+PREDICTION = "published prediction"
+
+
+class PublishedPrediction(Model):
+    """The paper's own prediction of each published measurement (time and energy per unit of work)."""
+
+    name = PREDICTION
+    cases = (CASE,)
+    table = "published_runs"
+    rowwise = False
+
+    def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        return validate_runs(runs)[0]
+
+
+class PublishedCase(Case):
+    name = CASE
+    title = "published measurements (PEACH Table VIII), scored against the papers' own predictions"
+    order = 50
+    schema = SCHEMA
+    tables = ("published_runs", "published_fidelity")
+    section = "analysis.report.sections.published:PublishedSection"
+
+    def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        for table in config["cases"][CASE]["tables"]:
+            try:
+                idents = list(_identities(table, config["study"]))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"cases.published.tables: {table!r}: {exc}") from None
+            for run_id, variant, _params, doc in idents:
+                out.append({"run_id": run_id, "study": config["study"], "case": CASE, "variant": variant,
+                            "platform": doc["platform"], "table": table, "ranks": 1, "size": None})
+        return out
+
+    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
+        return (f"hetval ingest-published --table {shlex.quote(spec['table'])} --study {shlex.quote(spec['study'])}"
+                f" --run-id {spec['run_id']} --out {shlex.quote(record)}")
+
+    def threads(self, spec: Mapping[str, Any]) -> int:
+        return 1
+
+    def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
+        return records[records["status"] == "ok"]
+
+    def platform_frame(self, platforms: Any) -> tuple[pd.DataFrame | None, list[str]]:
+        return None, []
+
+    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
+        runs = predictions.get(PREDICTION)
+        if runs is None:
+            runs = validate_runs(pd.DataFrame(columns=["case", "status"]))[0]
+        return {"published_runs": runs, "published_fidelity": score_published(runs)}
+
+
+CASE_OBJECT = PublishedCase()

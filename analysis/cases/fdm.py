@@ -1,0 +1,251 @@
+"""The FDM seismology code (:mod:`sims.fdm`) at several scales: strong and weak scaling runs.
+
+Config ``cases.fdm``: the grid ``scales`` (``{ranks, shape, decompositions}``), space ``orders``, halo
+``marshaling`` designs, medium, source, receivers, boundary, ``backend``, ``steps``. Each scale x order x
+decomposition x design is one run of ``python -m mpi4py -m sims.fdm run`` on the scale's ranks, whose
+run id is the one the FDM driver hashes (:func:`sims.fdm.spec.run_identity`). Validation predicts each
+run with the FDM model and ranks, at each scale, the marshaling designs at a fixed decomposition and
+the decompositions at a fixed design.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from analysis.config import ConfigError, platform_layouts
+from analysis.predictors.fdm import MODEL
+from analysis.registry import Case
+from analysis.runs import FIDELITY_TAIL, fidelity_types, score_alternatives
+from sims.fdm.spec import SpecError, parse, run_identity
+from sims.record import run_id_of
+from sims.vocab import FDM_PHASES, MARSHALING
+
+DEFAULT_BACKEND = "numba"
+
+SCHEMA = yaml.safe_load(f"""
+type: object
+additionalProperties: false
+default: {{}}
+description: FDM seismology scaling runs (sims.fdm); each scale x order x design x decomposition is a run
+properties:
+  platform:
+    type: ["string", "null"]
+    description: the platform (of 'platforms') whose characterised parameters predict these runs; null = the first
+    default: null
+  backend:
+    enum: [numpy, numba, cupy]
+    default: numba
+  spacing:
+    type: number
+    exclusiveMinimum: 0
+    default: 10.0
+  steps:
+    type: integer
+    minimum: 1
+    default: 20
+  medium:
+    type: object
+    description: "{{homogeneous: {{vp, vs, rho}}}} or {{layers: [{{top, vp, vs, rho}}, ...]}} (sims.fdm run spec)"
+    default: {{homogeneous: {{vp: 3000.0, vs: 1732.0, rho: 2500.0}}}}
+  source:
+    type: object
+    description: the run spec's source without 'position'; it sits at position_fraction of the grid
+    default: {{kind: explosive, f0: 5.0, moment: 1.0e15}}
+  position_fraction:
+    type: array
+    items: {{type: number, minimum: 0, exclusiveMaximum: 1}}
+    minItems: 3
+    maxItems: 3
+    default: [0.5, 0.5, 0.5]
+  receivers_fraction:
+    type: array
+    description: receiver positions as fractions of the grid's extent
+    items:
+      type: array
+      items: {{type: number, minimum: 0, exclusiveMaximum: 1}}
+      minItems: 3
+      maxItems: 3
+    default: [[0.6, 0.5, 0.5], [0.5, 0.65, 0.4]]
+  boundary:
+    type: object
+    default: {{kind: cpml, width: 8}}
+  free_surface:
+    type: boolean
+    description: a free surface on top instead of the top absorbing layer
+    default: false
+  orders:
+    type: array
+    uniqueItems: true
+    minItems: 1
+    items: {{enum: [2, 4]}}
+    default: [2]
+  marshaling:
+    type: array
+    uniqueItems: true
+    minItems: 1
+    items: {{enum: [{", ".join(MARSHALING)}]}}
+    default: [{", ".join(MARSHALING)}]
+  scales:
+    type: array
+    description: "each {{ranks, shape: [nx, ny, nz], decompositions: [auto | [px, py, pz], ...]}}"
+    default: []
+    items:
+      type: object
+      additionalProperties: false
+      required: [ranks, shape]
+      properties:
+        ranks: {{type: integer, minimum: 1, maximum: 4096}}
+        shape:
+          type: array
+          items: {{type: integer, minimum: 1}}
+          minItems: 3
+          maxItems: 3
+        decompositions:
+          type: array
+          minItems: 1
+          default: [auto]
+          items:
+            anyOf:
+              - {{const: auto}}
+              - {{type: array, items: {{type: integer, minimum: 1}}, minItems: 3, maxItems: 3}}
+""")
+
+
+def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The FDM runs of the study: scale x order x marshaling design x decomposition.
+
+    Each spec carries ``fdm_doc``, the run spec handed to ``python -m sims.fdm run``,
+    and the identity fields the FDM driver hashes, so the workflow's ``run_id``
+    is the one the driver writes into its records.
+    """
+    fdm = config["cases"]["fdm"]
+    platform = fdm.get("platform") or config["platforms"][0]["name"]
+    if platform not in platform_layouts(config):
+        raise ConfigError(f"cases.fdm.platform: {platform!r} is not one of the configured platforms")
+    h = float(fdm["spacing"])
+    out = []
+    for n, scale in enumerate(fdm["scales"]):
+        shape = [int(x) for x in scale["shape"]]
+        extent = [s * h for s in shape]
+        source = dict(fdm["source"], position=[f * e for f, e in zip(fdm["position_fraction"], extent, strict=True)])
+        receivers = [[f * e for f, e in zip(r, extent, strict=True)] for r in fdm["receivers_fraction"]]
+        for order in fdm["orders"]:
+            for decomposition in scale.get("decompositions", ["auto"]):
+                for design in fdm["marshaling"]:
+                    doc = {
+                        "study": config["study"], "platform": platform, "ranks": int(scale["ranks"]),
+                        "warmup": config["runs"]["warmup"], "repetitions": config["runs"]["repetitions"],
+                        "grid": {"shape": shape, "spacing": h}, "time": {"steps": int(fdm["steps"])},
+                        "medium": fdm["medium"], "source": source, "receivers": receivers,
+                        "boundary": fdm["boundary"], "order": int(order), "backend": fdm["backend"],
+                        "free_surface": bool(fdm["free_surface"]),
+                        "decomposition": decomposition, "marshaling": design,
+                    }
+                    try:
+                        parse(doc)
+                    except SpecError as exc:
+                        raise ConfigError(f"cases.fdm.scales[{n}] (order {order}): {exc}") from None
+                    ident = run_identity(doc)
+                    out.append({**ident, "run_id": run_id_of(ident), "ranks": int(scale["ranks"]),
+                                "size": int(np.prod(shape)), "fdm_doc": doc})
+    return out
+
+
+SCALE_KEYS = ["study", "platform", "grid", "order", "boundary", "ranks"]
+
+
+FDM_FIDELITY_COLUMNS = [*SCALE_KEYS, "axis", "fixed", "model", *FIDELITY_TAIL]
+
+
+def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per ok FDM run: medians and spread of ``time_s`` and medians of the per-phase times."""
+    ok = df[(df["status"] == "ok") & (df["case"] == "fdm")]
+    first_cols = ["study", "variant", "platform", "ranks", "grid", "order", "boundary", "decomposition",
+                  "marshaling", "steps", "points", "params"]
+    g = ok.groupby("run_id", sort=True)
+    first = g[first_cols].first()
+    t = g["time_s"]
+    out = first.assign(
+        n_reps=t.count().astype("int64"),
+        time_median_s=t.median().astype("float64"),
+        time_min_s=t.min().astype("float64"),
+        time_max_s=t.max().astype("float64"),
+        time_iqr_s=(t.quantile(0.75) - t.quantile(0.25)).astype("float64"),
+        **{f"{p}_median_s": pd.to_numeric(g[f"time_{p}_s"].median()).astype("float64") for p in FDM_PHASES},
+    ).reset_index()
+    out["backend"] = [json.loads(p).get("backend", DEFAULT_BACKEND) if isinstance(p, str) else None for p in out["params"]]
+    out = out.drop(columns=["params"])
+    for c in ("run_id", "study", "variant", "platform", "grid", "boundary", "decomposition", "marshaling", "backend"):
+        out[c] = out[c].astype("string")
+    for c in ("ranks", "order", "steps", "points"):
+        out[c] = pd.to_numeric(out[c]).astype("int64")
+    return out
+
+
+def _score(g: pd.DataFrame, axis: str, fixed: str, names: list[str]) -> dict[str, Any]:
+    keys: dict[str, Any] = {k: g[k].iloc[0] for k in SCALE_KEYS}
+    keys.update(axis=axis, fixed=fixed, model=MODEL)
+    return score_alternatives(keys, g["time_median_s"].to_numpy(dtype="float64"),
+                              g["time_predicted_s"].to_numpy(dtype="float64"), names, g["tightness"])
+
+
+def score_fdm(runs: pd.DataFrame) -> pd.DataFrame:
+    """Fidelity of the model's ranking of marshaling designs and of decompositions at each scale."""
+    rows = []
+    have = runs[np.isfinite(runs["time_predicted_s"].to_numpy(dtype="float64"))]
+    for _, scale in have.groupby(SCALE_KEYS, sort=True, dropna=False):
+        for axis, other in (("marshaling", "decomposition"), ("decomposition", "marshaling")):
+            for fixed, g in scale.groupby(other, sort=True):
+                g = g.sort_values(axis, kind="stable")
+                if g[axis].nunique() >= 2:
+                    rows.append(_score(g, axis, f"{other}={fixed}", g[axis].astype(str).tolist()))
+    out = pd.DataFrame(rows, columns=FDM_FIDELITY_COLUMNS)
+    types = fidelity_types(FDM_FIDELITY_COLUMNS, ("study", "platform", "grid", "boundary", "axis", "fixed", "model"))
+    types.update(order="int64", ranks="int64")
+    return out.astype(types)
+
+
+class FDMCase(Case):
+    name = "fdm"
+    title = "FDM seismology scaling (elastic staggered grid, MPI domain decomposition)"
+    order = 40
+    schema = SCHEMA
+    tables = ("fdm_runs", "fdm_fidelity")
+    section = "analysis.report.sections.fdm:FDMSection"
+
+    def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return fdm_runs(config)
+
+    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
+        out = f"results/fdm/{spec['study']}/{spec['run_id']}"
+        doc = json.dumps(spec["fdm_doc"], sort_keys=True)
+        return (f"mkdir -p {out} && printf '%s\\n' {shlex.quote(doc)} > {out}/spec.yaml && "
+                f"{mpi} -n {int(spec['ranks'])} python -m mpi4py -m sims.fdm run --config {out}/spec.yaml"
+                f" --out {out} --raw-record {shlex.quote(record)} --record-failures")
+
+    def select(self, frame: Any) -> Any:
+        return frame[frame["case"] == self.name]
+
+    def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
+        return reduce_fdm(records)
+
+    def platform_frame(self, platforms: Any) -> tuple[pd.DataFrame, list[str]]:
+        return platforms.backends, ["platform", "backend"]
+
+    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
+        runs = predictions.get(MODEL)
+        if runs is None:
+            return {"fdm_runs": pd.DataFrame(), "fdm_fidelity": score_fdm(pd.DataFrame(columns=["time_predicted_s"]))}
+        runs = runs.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling"]
+                                ).reset_index(drop=True)
+        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs)}
+
+
+CASE = FDMCase()

@@ -1,0 +1,71 @@
+"""PeaPaw's linear-algebra case (§6.3.2): ``C = A B`` and ``E = D^T`` as two data-independent phases.
+
+Config ``cases.la``: ``sizes`` (``{matmul: n, transpose: m}`` per run; PeaPaw 1024 and 8192), ``wps``
+(CP = transpose on the host, multiply on the accelerator), ``alphas``, ``dtype``, ``seed``. The job is
+:class:`sims.cases.job.MatrixRun`; counts are :mod:`sims.cases.matrix`. The recorded ``size`` is the
+elements of the two outputs, ``n^2 + m^2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from analysis.cases.wp import WPCase
+from sims.cases.matrix import LA_WPS
+
+SCHEMA = yaml.safe_load(f"""
+type: object
+additionalProperties: false
+default: {{}}
+description: PeaPaw's linear-algebra case (matrix multiply + matrix transpose, two data-independent phases)
+properties:
+  sizes:
+    type: array
+    minItems: 1
+    description: "matrix sizes per run: {{matmul: n, transpose: m}} (PeaPaw: 1024 and 8192)"
+    items:
+      type: object
+      additionalProperties: false
+      required: [matmul, transpose]
+      properties:
+        matmul: {{type: integer, minimum: 1, maximum: 65536}}
+        transpose: {{type: integer, minimum: 1, maximum: 131072}}
+    default: [{{matmul: 1024, transpose: 8192}}]
+  wps:
+    type: array
+    uniqueItems: true
+    items: {{enum: [{", ".join(LA_WPS)}]}}
+    default: [{", ".join(LA_WPS)}]
+  alphas:
+    type: array
+    uniqueItems: true
+    items: {{type: number, minimum: 0, maximum: 1}}
+    default: []
+  dtype:
+    enum: [float32, float64]
+    default: float32
+  seed:
+    type: integer
+    minimum: 0
+    default: 1
+""")
+
+
+class LACase(WPCase):
+    name = "la"
+    title = "linear algebra (matrix multiply + transpose), PeaPaw §6.3.2"
+    order = 20
+    schema = SCHEMA
+    job = "sims.cases.job:MatrixRun"
+
+    def params_of(self, section: Mapping[str, Any], size: Any) -> dict[str, Any]:
+        return {"n_mm": int(size["matmul"]), "n_tr": int(size["transpose"]), "dtype": section["dtype"]}
+
+    def size_of(self, params: Mapping[str, Any]) -> int:
+        return int(params["n_mm"]) ** 2 + int(params["n_tr"]) ** 2
+
+
+CASE = LACase()

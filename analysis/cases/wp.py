@@ -1,0 +1,145 @@
+"""What the two-processor workload-partition cases share (SA, LA, and plugin cases of that kind).
+
+A WP case runs each *variant* - a fixed WP (CO, GO, p-DP, CP, ...) or a data
+partition DP(alpha) - of each problem size on every platform as one 2-rank MPI
+job of :mod:`sims.run`; its records carry static flops and bytes per
+processor. Validation reduces the repetitions per run, joins the platform's
+``t_f``/``t_b`` (and more), lets every registered model for the case predict
+each run, and scores the groups (study, case, platform, size) along the WP
+axis and the alpha axis. A subclass says what a size is (:meth:`sizes`,
+:meth:`params_of`, :meth:`size_of`) and names its job.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pandas as pd
+
+from analysis.config import platform_layouts
+from analysis.registry import Case
+from analysis.runs import FIDELITY_TAIL, GROUP_KEYS, fidelity_types, reduce_repetitions, score_alternatives
+from sims.record import run_id_of
+from sims.vocab import dp_variant
+
+#: Columns of ``fidelity.parquet``.
+FIDELITY_COLUMNS = [*GROUP_KEYS, "axis", "quantity", "model", *FIDELITY_TAIL]
+
+
+def two_processor_spec(config: Mapping[str, Any], case: str, variant: str, params: dict[str, Any], seed: int,
+                       platform: str, job: str, size: int | None) -> dict[str, Any]:
+    """A run spec of :mod:`sims.run` (2 ranks: host, accel) with its ``run_id``."""
+    layout = platform_layouts(config)[platform]
+    spec = {
+        "study": config["study"], "case": case, "variant": variant, "params": params, "platform": platform,
+        "layout": {"host": layout["host"], "accel": layout["accel"]},
+        "warmup": config["runs"]["warmup"], "repetitions": config["runs"]["repetitions"], "seed": seed,
+        "min_region_factor": config["runs"]["min_region_factor"],
+        # how energy is measured is not part of what defines a run (not hashed into run_id)
+        "energy": config["energy"],
+        "ranks": 2, "job": job, "size": size,
+    }
+    spec["run_id"] = run_id_of(spec)
+    return spec
+
+
+def run_command(spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
+    """The ``sims.run`` launch of a two-processor run (``mpi`` is the launcher, e.g. mpiexec or srun)."""
+    body = json.dumps({k: v for k, v in spec.items() if k != "run_id"}, sort_keys=True)
+    return (f"{mpi} -n {int(spec['ranks'])} python -m mpi4py -m sims.run --spec {shlex.quote(body)}"
+            f" --platform-file={shlex.quote(platform_file)} --out {shlex.quote(record)}")
+
+
+class WPCase(Case):
+    """A two-processor case validated with the WP models (PerDome/PeaPaw and their kin)."""
+
+    tables = ("runs", "fidelity", "energy_runs", "energy_roofline")
+    section = "analysis.report.sections.wp:WPSection"
+    job = ""
+
+    def sizes(self, section: Mapping[str, Any]) -> list[Any]:
+        return list(section["sizes"])
+
+    def params_of(self, section: Mapping[str, Any], size: Any) -> dict[str, Any]:
+        return {"size": int(size)}
+
+    def size_of(self, params: Mapping[str, Any]) -> int:
+        return int(params["size"])
+
+    def variants(self, section: Mapping[str, Any]) -> Iterator[str]:
+        yield from dict.fromkeys([*section["wps"], *(dp_variant(float(a)) for a in section["alphas"])])
+
+    def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        section = config["cases"][self.name]
+        out = []
+        for size in self.sizes(section):
+            params = self.params_of(section, size)
+            for variant in self.variants(section):
+                for platform in platform_layouts(config):
+                    out.append(two_processor_spec(config, self.name, variant, params, int(section["seed"]),
+                                                  platform, self.job, self.size_of(params)))
+        return out
+
+    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
+        return run_command(spec, record, platform_file, mpi)
+
+    def needs_platform(self, spec: Mapping[str, Any]) -> bool:
+        return spec["variant"] == "p-DP"
+
+    def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
+        return reduce_repetitions(records)
+
+    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
+        from analysis.registry import models_for
+
+        by_table: dict[str, list[pd.DataFrame]] = {}
+        for model in models_for(self.name):
+            rows = predictions.get(model.name)
+            if rows is not None:
+                by_table.setdefault(model.table, []).append(rows)
+        runs = _concat(by_table.get("runs"), ["study", "case", "platform", "size", "model", "variant"])
+        energy = _concat(by_table.get("energy_runs"), ["study", "case", "platform", "size", "variant"])
+        roofline = _concat(by_table.get("energy_roofline"),
+                           ["study", "case", "platform", "size", "variant", "alpha", "processor"])
+        fidelity = pd.concat([score_groups(runs), score_groups(energy)], ignore_index=True)
+        return {"runs": runs, "fidelity": fidelity.astype(score_groups(pd.DataFrame()).dtypes.to_dict()),
+                "energy_runs": energy, "energy_roofline": roofline}
+
+
+def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame:
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values([c for c in order if c in out.columns], kind="stable").reset_index(drop=True)
+
+
+def score_group(group: pd.DataFrame, axis: str) -> dict[str, Any]:
+    """Ranking fidelity and tightness of one group's alternatives along ``axis`` (``wp`` or ``alpha``).
+
+    Alternatives are ranked by time, or by energy for the energy models' rows
+    (``quantity == "energy"``): smaller is better for both.
+    """
+    g = group.sort_values("alpha" if axis == "alpha" else "variant", kind="stable")
+    quantity = str(g["quantity"].iloc[0]) if "quantity" in g else "time"
+    cols = ("energy_median_j", "energy_predicted_j") if quantity == "energy" else ("time_median_s", "time_predicted_s")
+    keys = {k: g[k].iloc[0] for k in GROUP_KEYS}
+    keys.update(axis=axis, quantity=quantity, model=str(g["model"].iloc[0]))
+    return score_alternatives(keys, g[cols[0]].to_numpy(dtype="float64"), g[cols[1]].to_numpy(dtype="float64"),
+                              g["variant"].astype(str).tolist(), g["tightness"])
+
+
+def score_groups(runs: pd.DataFrame) -> pd.DataFrame:
+    """Fidelity rows for every (group, axis) with at least two alternatives in ``runs``."""
+    rows = []
+    if len(runs):
+        for axis, flag in (("wp", "axis_wp"), ("alpha", "axis_alpha")):
+            for _, g in runs[runs[flag]].groupby([*GROUP_KEYS, "model"], sort=True, dropna=False):
+                if len(g) >= 2:
+                    rows.append(score_group(g, axis))
+    out = pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
+    return out.astype(fidelity_types(FIDELITY_COLUMNS, ("study", "case", "platform", "axis", "quantity", "model")))
+
+

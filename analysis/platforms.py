@@ -1,0 +1,130 @@
+"""Characterised platforms as the frames validation joins to runs.
+
+Every platform file is read through :func:`sims.platform_file.read_platform`
+(with its energy overlay). :class:`Platforms` holds two views: ``processors``,
+one row per platform with each role's ``t_f``, ``t_b``, per-operation costs,
+usable energy parameters and idle power (joined by the two-processor cases),
+and ``backends``, one row per (platform, backend) with the FDM model's inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sims.platform_file import PlatformFileError, read_platform
+
+TAU_COLS = ["tau_add_host", "tau_mul_host", "tau_add_accel", "tau_mul_accel"]
+ENERGY_PARAMS = ("e_f", "e_b", "p_s")
+ENERGY_COLS = [f"{p}_{r}" for r in ("host", "accel") for p in ENERGY_PARAMS]
+PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *ENERGY_COLS, "idle_w"]
+BACKEND_COLS = ["t_f", "t_b", "t_b_shared", "latency", "t_net", "cores"]
+
+
+@dataclass(frozen=True)
+class Platforms:
+    """The characterised platforms of one study, as validation joins them."""
+
+    processors: pd.DataFrame
+    backends: pd.DataFrame
+
+    @classmethod
+    def read(cls, platforms_dir: str | Path) -> Platforms:
+        paths = sorted(Path(platforms_dir).glob("*.yaml"))
+        docs = [(p, read_platform(p)) for p in paths]
+        return cls(load_platforms(docs), load_platform_params(docs))
+
+    @classmethod
+    def from_files(cls, paths: list[str | Path]) -> Platforms:
+        docs = [(Path(p), read_platform(p)) for p in paths]
+        return cls(load_platforms(docs), load_platform_params(docs))
+
+
+def energy_fit_problem(proc: Any) -> str | None:
+    """Why a processor's fitted ``e_f, e_b, p_s`` cannot be used (None when they can, or when there are none).
+
+    A least-squares fit of measured energy can come out with a negative
+    coefficient (the sweep's energy barely depends on flops or bytes, or the
+    meter is noisy; characterisation flags it ``unphysical``). It is reported
+    and not used by any energy model - never clipped to fit.
+    """
+    if not isinstance(proc, dict):
+        return None
+    negative = [f"{p} = {proc[p]['value']:.3g}" for p in ENERGY_PARAMS
+                if isinstance(proc.get(p), dict) and proc[p].get("value") is not None and float(proc[p]["value"]) < 0]
+    return "unphysical energy fit (" + ", ".join(negative) + ")" if negative else None
+
+
+def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.DataFrame:
+    """One row per characterised platform: ``t_f``/``t_b`` (median-based) of host and accel, and more.
+
+    ``docs`` are ``(path, document)`` pairs read with :func:`read_platform`, or a directory of platform files.
+    """
+    if not isinstance(docs, list):
+        docs = [(p, read_platform(p)) for p in sorted(Path(docs).glob("*.yaml"))]
+    rows = []
+    for path, doc in docs:
+        procs = doc.get("processors") or {}
+        try:
+            row = {"platform": doc.get("platform", path.stem)}
+            for role in ("host", "accel"):
+                for p in ("t_f", "t_b"):
+                    row[f"{p}_{role}"] = float(procs[role][p]["value"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PlatformFileError(f"{path}: missing or bad processors.<role>.<t_f|t_b>.value ({exc})") from exc
+        for role in ("host", "accel"):
+            usable = energy_fit_problem(procs[role]) is None
+            for p in ENERGY_PARAMS:
+                v = procs[role].get(p) if isinstance(procs[role], dict) else None
+                have = usable and isinstance(v, dict) and v.get("value") is not None
+                row[f"{p}_{role}"] = float(v["value"]) if have else np.nan
+        idle = doc.get("idle_power") or {}
+        row["idle_w"] = float(idle["value"]) if idle.get("value") is not None else np.nan
+        for role in ("host", "accel"):
+            fits = ((procs[role].get("operations") or {}).get("fits") or {}) if isinstance(procs[role], dict) else {}
+            for op in ("add", "mul"):
+                tau = (fits.get(f"{op}/float32") or {}).get("tau")
+                row[f"tau_{op}_{role}"] = float(tau) if tau is not None and tau > 0 else np.nan
+        rows.append(row)
+    cols = ["platform", *PLATFORM_COLS]
+    return pd.DataFrame(rows, columns=cols).astype({c: "float64" for c in cols[1:]})
+
+
+def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.DataFrame:
+    """Per platform and backend: ``t_f``, ``t_b``, ``t_b_shared``, ping-pong ``latency``/``t_net`` and ``cores``.
+
+    A platform file without a ``network`` section (characterised before the
+    ping-pong existed) gives null latency and bandwidth: its FDM runs get no
+    prediction rather than a guessed one.
+    """
+    if not isinstance(docs, list):
+        docs = [(p, read_platform(p)) for p in sorted(Path(docs).glob("*.yaml"))]
+    rows = []
+    for path, doc in docs:
+        procs = doc.get("processors") or {}
+        net = doc.get("network") or {}
+        for proc in procs.values():
+            if not isinstance(proc, dict) or "backend" not in proc:
+                continue  # a published machine or a processor no run of ours drives: nothing to predict with
+            try:
+                rows.append({
+                    "platform": str(doc.get("platform", path.stem)),
+                    "backend": str(proc["backend"]),
+                    "t_f": float(proc["t_f"]["value"]),
+                    "t_b": float(proc["t_b"]["value"]),
+                    "t_b_shared": float((proc.get("t_b_shared") or proc["t_b"])["value"]),
+                    "latency": float(net["latency"]["value"]) if net else np.nan,
+                    "t_net": float(net["t_net"]["value"]) if net else np.nan,
+                    "cores": float(len(procs)),
+                })
+            except (KeyError, TypeError, ValueError) as exc:
+                raise PlatformFileError(f"{path}: bad processor entry ({exc})") from exc
+    cols = ["platform", "backend", *BACKEND_COLS]
+    out = pd.DataFrame(rows, columns=cols).drop_duplicates(["platform", "backend"], keep="first")
+    return out.astype({"platform": "string", "backend": "string", **{c: "float64" for c in cols[2:]}})
+
+

@@ -1,0 +1,88 @@
+"""Choi et al.'s energy roofline against every metered run of the two-processor cases (SA, LA, PEACH)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.models import roofline
+from analysis.platforms import ENERGY_COLS, ENERGY_PARAMS
+from analysis.registry import Model
+
+ROOFLINE_ENERGY_MODEL = "energy roofline (Choi)"
+
+
+ROOFLINE_ENERGY_COLUMNS = ["run_id", "study", "case", "variant", "platform", "size", "alpha", "processor", "flops",
+                           "bytes", "energy_measured_j", "energy_predicted_j", "tightness", "rel_error",
+                           "energy_source", "model"]
+
+
+def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
+    """Choi's energy roofline ``E = e_f N_f + e_b N_b + p_s max(t_f N_f, t_b N_b)`` against metered runs.
+
+    One row per metered run and *working processor* whose energy the meter
+    attributed to it (``energy_<role>_median_j``), with that processor's static
+    counts; and a ``node`` row comparing the run's whole measured energy with
+    the sum of both processors' energy rooflines. A processor that did no work
+    contributes 0 J to the node bound (its idle draw is in the measured node
+    energy, not in the bound) and has no row of its own. The roofline is a lower
+    bound on energy (the fastest time, the characterised costs), so
+    ``tightness = predicted / measured`` is at most 1 when the model holds;
+    ``rel_error = (predicted - measured) / measured``. Runs without a meter give
+    no rows; a working processor without usable ``e_f, e_b, p_s`` (none
+    measured, or an unphysical fit) gives no row of its own and no node row.
+    """
+    out: list[dict[str, Any]] = []
+    if len(runs):
+        have = runs[runs["energy_median_j"].notna()]
+        for row in have.itertuples(index=False):
+            per_role: dict[str, tuple[float, float, float | None]] = {}
+            idle: set[str] = set()
+            for role in ("host", "accel"):
+                nf, nb = (float(getattr(row, f"{q}_{role}") or 0.0) for q in ("flops", "bytes"))
+                nf, nb = (0.0 if np.isnan(nf) else nf), (0.0 if np.isnan(nb) else nb)
+                params = [getattr(row, f"{p}_{role}", np.nan) for p in (*ENERGY_PARAMS, "t_f", "t_b")]
+                if nf == 0 and nb == 0:
+                    pred: float | None = 0.0  # no work: nothing in the bound, whatever the parameters
+                    idle.add(role)
+                elif all(p is not None and np.isfinite(p) for p in params):
+                    pred = float(roofline.energy(nf, nb, *params))
+                else:
+                    pred = None  # no usable e_f, e_b, p_s for this processor
+                per_role[role] = (nf, nb, pred)
+            measured = {role: getattr(row, f"energy_{role}_median_j") for role in ("host", "accel")}
+            measured["node"] = row.energy_median_j
+            preds = [v[2] for v in per_role.values()]
+            per_role["node"] = (sum(v[0] for v in per_role.values()), sum(v[1] for v in per_role.values()),
+                                None if any(p is None for p in preds) else sum(preds))
+            for proc in ("host", "accel", "node"):
+                m = measured[proc]
+                nf, nb, pred = per_role[proc]
+                if m is None or not np.isfinite(m) or m <= 0 or pred is None or proc in idle:
+                    continue  # an idle processor's bound is 0 J: only the node row compares its draw
+                out.append({
+                    "run_id": row.run_id, "study": row.study, "case": row.case, "variant": row.variant,
+                    "platform": row.platform, "size": row.size, "alpha": row.alpha, "processor": proc,
+                    "flops": nf, "bytes": nb, "energy_measured_j": float(m), "energy_predicted_j": pred,
+                    "tightness": pred / float(m), "rel_error": (pred - float(m)) / float(m),
+                    "energy_source": row.energy_source, "model": ROOFLINE_ENERGY_MODEL,
+                })
+    df = pd.DataFrame(out, columns=ROOFLINE_ENERGY_COLUMNS)
+    strings = ["run_id", "study", "case", "variant", "platform", "processor", "energy_source", "model"]
+    return df.astype({c: "string" for c in strings}).astype(
+        {c: "float64" for c in ROOFLINE_ENERGY_COLUMNS if c not in strings})
+
+
+class EnergyRoofline(Model):
+    """Per processor and per node: predicted / measured energy of metered runs."""
+
+    name = ROOFLINE_ENERGY_MODEL
+    cases = ("sa", "la", "peach")
+    needs = ("t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *ENERGY_COLS)
+    quantity = "energy"
+    table = "energy_roofline"
+
+    def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        return predict_energy_roofline(runs)

@@ -1,0 +1,119 @@
+"""PerDome/PeaPaw applied to runs: the WP performance bound (PeaPaw eq. 19-20, PerDome eq. 20) and
+PeaPaw's energy-efficiency bound (eq. 21-25), for every two-processor case with static counts per processor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import metrics
+from analysis.models import hetero
+from analysis.platforms import ENERGY_COLS, PLATFORM_COLS
+from analysis.registry import Model
+from analysis.runs import _intensity
+from sims.vocab import WPS
+
+MODEL = "PerDome/PeaPaw"
+ENERGY_MODEL = "PeaPaw energy (eq. 25)"
+#: the two-processor cases whose runs carry per-processor static counts
+WP_CASES = ("sa", "la")
+
+
+def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
+    """Add intensities, measured performance and the PerDome/PeaPaw bound for each SA run.
+
+    ``CO``, ``GO``, ``CP``, ``CP-reverse`` use the four-term bound from
+    ``(I, I_C, I_G)`` (PeaPaw eq. 20; CO/GO reduce to one roofline); ``p-DP``
+    the sum of both rooflines (PeaPaw eq. 19); ``DP(alpha)`` PerDome eq. 20 at
+    the run's actual host share ``N_fC / N_f``. Rows must carry the platform's
+    ``t_f_*``/``t_b_*`` columns (joined beforehand).
+    """
+    out = runs.copy()
+    out["intensity"] = _intensity(out["flops"], out["bytes"])
+    out["intensity_host"] = _intensity(out["flops_host"], out["bytes_host"])
+    out["intensity_accel"] = _intensity(out["flops_accel"], out["bytes_accel"])
+    out["perf_measured"] = out["flops"] / out["time_median_s"]
+    out["perf_host_measured"] = out["flops_host"].where(out["flops_host"] > 0) / out["time_host_median_s"]
+    out["perf_accel_measured"] = out["flops_accel"].where(out["flops_accel"] > 0) / out["time_accel_median_s"]
+    out["axis_wp"] = out["variant"].isin(WPS).astype("bool")
+    out["axis_alpha"] = out["variant"].astype("string").str.startswith("DP(").fillna(False).astype("bool")
+    predicted = np.full(len(out), np.nan)
+    for i, row in enumerate(out.itertuples(index=False)):
+        host = hetero.Processor(t_f=row.t_f_host, t_b=row.t_b_host)
+        accel = hetero.Processor(t_f=row.t_f_accel, t_b=row.t_b_accel)
+        whole = row.intensity
+        if row.variant == "p-DP":
+            predicted[i] = hetero.performance(whole, whole, whole, host, accel)
+        elif str(row.variant).startswith("DP("):
+            predicted[i] = hetero.dp_performance(whole, row.flops_host / row.flops, host, accel)
+        else:
+            i_c = 0.0 if np.isnan(row.intensity_host) else row.intensity_host
+            i_g = 0.0 if np.isnan(row.intensity_accel) else row.intensity_accel
+            predicted[i] = hetero.performance(whole, i_c, i_g, host, accel)
+    out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
+    out["perf_predicted"] = predicted
+    out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
+    out["tightness"] = metrics.tightness(out["perf_measured"].to_numpy(), predicted) if len(out) else np.array([])
+    out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
+    return out.drop(columns=PLATFORM_COLS, errors="ignore")
+
+
+def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
+    """PeaPaw's energy-efficiency bound (eq. 21-25) for WP runs that were metered on a platform with ``e_f, e_b, p_s``.
+
+    Only runs whose energy came from a meter (``energy_median_j`` not null) and
+    whose platform's characterisation fitted the energy parameters are kept; the
+    others have nothing to compare. ``DP(alpha)`` runs are left out: eq. 25's
+    shares come from ``(I, I_C, I_G)``, which describe the paper's four WPs.
+    The rows carry ``energy_predicted_j = N_f / EE`` and
+    ``tightness = EE_measured / EE``.
+    """
+    have = runs
+    if len(runs):
+        mask = runs["energy_median_j"].notna() & runs["variant"].isin(WPS)
+        for c in ENERGY_COLS:
+            mask &= runs[c].notna() if c in runs.columns else False
+        have = runs[mask]
+    out = predict_sa(have)
+    eff = np.full(len(out), np.nan)
+    for i, (_, row) in enumerate(have.iterrows()):
+        host = hetero.Processor(t_f=row.t_f_host, t_b=row.t_b_host, e_f=row.e_f_host, e_b=row.e_b_host, p_s=row.p_s_host)
+        accel = hetero.Processor(t_f=row.t_f_accel, t_b=row.t_b_accel, e_f=row.e_f_accel, e_b=row.e_b_accel,
+                                 p_s=row.p_s_accel)
+        i_all, i_c, i_g = (float(out[c].iloc[i]) for c in ("intensity", "intensity_host", "intensity_accel"))
+        i_c, i_g = (0.0 if np.isnan(i_c) else i_c), (0.0 if np.isnan(i_g) else i_g)
+        if row.variant == "p-DP":
+            i_c = i_g = i_all
+        eff[i] = float(hetero.energy_efficiency(i_all, i_c, i_g, host, accel))
+    out["model"] = pd.Series([ENERGY_MODEL] * len(out), index=out.index, dtype="string")
+    out["quantity"] = pd.Series(["energy"] * len(out), index=out.index, dtype="string")
+    out["efficiency_measured"] = out["flops"] / out["energy_median_j"]
+    out["efficiency_predicted"] = eff
+    out["energy_predicted_j"] = out["flops"] / eff
+    out["tightness"] = out["efficiency_measured"] / eff if len(out) else np.array([])
+    return out
+
+
+class PerDomePeaPaw(Model):
+    """PerDome/PeaPaw's performance bound per run (time = N_f / bound)."""
+
+    name = MODEL
+    cases = WP_CASES
+    needs = ("t_f_host", "t_b_host", "t_f_accel", "t_b_accel")
+
+    def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        return predict_sa(runs)
+
+
+class PeaPawEnergy(Model):
+    """PeaPaw's energy-efficiency bound (eq. 25) for metered runs on platforms with usable e_f, e_b, p_s."""
+
+    name = ENERGY_MODEL
+    cases = WP_CASES
+    needs = (*PerDomePeaPaw.needs, *ENERGY_COLS)
+    quantity = "energy"
+    table = "energy_runs"
+
+    def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        return predict_energy(runs)

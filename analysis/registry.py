@@ -1,0 +1,217 @@
+"""The case and model registries: what a case study is, what a model is, and where they are found.
+
+A **case** (:class:`Case`) is everything one case study is, in one module: its
+config section (a JSON-schema fragment under ``cases.<name>``), the expansion
+of that section into run specs (rank count, job, launch command), how its
+records are reduced and grouped, the validation tables it writes and its
+report section. A **model** (:class:`Model`) declares which cases it predicts,
+which platform parameters it needs and what it returns (a time or an energy
+per run) in which validation table.
+
+Both are found through Python entry points: ``hetval.cases`` and
+``hetval.models``. hetval's own cases and models are declared there too (in
+``pyproject.toml``), so a plugin package that declares its own entry points is
+indistinguishable from a built-in: the workflow, the study matrix, validation
+and the report loop over :func:`cases` and :func:`models` and never branch on a
+case's name. This module imports no case or model itself (no import cycles);
+it loads the entry points on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pandas and dask are imported by the cases and models that use them
+    import pandas as pd
+
+CASE_GROUP = "hetval.cases"
+MODEL_GROUP = "hetval.models"
+
+
+class RegistryError(RuntimeError):
+    """A case or model entry point is missing, broken or clashes with another (one-line message)."""
+
+
+class Case:
+    """One case study. Subclasses set the attributes and override what differs.
+
+    Attributes
+    ----------
+    name : str
+        The records' ``case`` value and the config key ``cases.<name>``.
+    title : str
+        One line for the report and ``hetval matrix``.
+    order : int
+        Position in listings (built-ins 10..50; plugins default to 100).
+    schema : dict
+        JSON-schema fragment of ``cases.<name>`` (with defaults); ``enabled``
+        is added by the registry.
+    tables : tuple of str
+        The validation tables this case writes (``<table>.parquet``); tables
+        of the same name from several cases are concatenated.
+    section : str
+        ``"module:Class"`` of its report section.
+    """
+
+    name: str = ""
+    title: str = ""
+    order: int = 100
+    schema: Mapping[str, Any] = {"type": "object"}
+    tables: tuple[str, ...] = ()
+    section: str = ""
+
+    # ----------------------------------------------------------------- planning a study
+    def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every run of this case in the (validated) study config, as run specs with ``run_id``.
+
+        A spec holds what defines the run (hashed into ``run_id`` by
+        :func:`sims.record.run_id_of`) plus ``ranks`` (MPI ranks), ``size``
+        (the problem size recorded) and, for runs ``sims.run`` drives, ``job``.
+        """
+        raise NotImplementedError(f"case {self.name!r} does not expand a config")
+
+    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
+        """The shell command that produces the run's raw record at ``record``."""
+        raise NotImplementedError(f"case {self.name!r} has no launch command")
+
+    def needs_platform(self, spec: Mapping[str, Any]) -> bool:
+        """True when the run reads the characterised platform file (e.g. a p-DP split)."""
+        return False
+
+    def threads(self, spec: Mapping[str, Any]) -> int:
+        """Cores the run occupies (one thread per rank; never fewer than 2 for an MPI job, so two
+        multi-rank jobs never share the cores)."""
+        return max(2, int(spec.get("ranks", 2)))
+
+    # ----------------------------------------------------------------- validation
+    def select(self, frame: Any) -> Any:
+        """This case's records in a (pandas or Dask) frame of the whole dataset."""
+        return frame[frame["case"] == self.name]
+
+    def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
+        """One row per ok run from its repetitions (pure pandas; lifted onto Dask with ``meta``)."""
+        raise NotImplementedError
+
+    def platform_frame(self, platforms: Any) -> tuple[pd.DataFrame, list[str]]:
+        """The platform parameters joined to the reduced runs, and the join keys."""
+        return platforms.processors, ["platform"]
+
+    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
+        """The case's validation tables from each applicable model's predictions (pandas).
+
+        ``predictions`` maps a model name to its rows; ``context`` carries the
+        platform frames and the joined runs (``context.joined[self.name]``).
+        """
+        raise NotImplementedError
+
+    def empty_tables(self) -> dict[str, pd.DataFrame]:
+        """The case's tables with no rows (typed), for a study in which it does not run."""
+        return self.score({}, None)
+
+    def __repr__(self) -> str:
+        return f"<case {self.name}>"
+
+
+class Model:
+    """One model as validation applies it to runs.
+
+    Attributes
+    ----------
+    name : str
+        Shown in every table and figure (e.g. ``"PerDome/PeaPaw"``).
+    cases : tuple of str
+        The cases whose runs it predicts.
+    needs : tuple of str
+        Platform columns it reads; rows lacking any of them get no prediction.
+    quantity : str
+        ``"time"`` or ``"energy"``: what it predicts and what alternatives are ranked by.
+    table : str
+        The validation table its rows belong to.
+    rowwise : bool
+        True when each run is predicted from its own row (lifted onto Dask with
+        ``map_partitions``); False when it needs a whole group (PEACH's curves),
+        applied to the computed frame.
+    """
+
+    name: str = ""
+    cases: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    quantity: str = "time"
+    table: str = "runs"
+    rowwise: bool = True
+
+    def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        """Rows with this model's prediction for each run of ``runs`` it can predict (pure pandas)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<model {self.name}>"
+
+
+def _load(group: str, kind: type) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for ep in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
+        try:
+            obj = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is named, never half-loaded
+            raise RegistryError(f"entry point {group}:{ep.name} ({ep.value}) cannot be loaded: "
+                                f"{type(exc).__name__}: {exc}") from exc
+        obj = obj() if isinstance(obj, type) else obj
+        if not isinstance(obj, kind):
+            raise RegistryError(f"entry point {group}:{ep.name} ({ep.value}) is not a {kind.__name__}")
+        key = obj.name
+        if not key:
+            raise RegistryError(f"entry point {group}:{ep.name} ({ep.value}) has no name")
+        if key in found:
+            raise RegistryError(f"{kind.__name__.lower()} {key!r} is registered twice "
+                                f"({ep.value} and {type(found[key]).__module__})")
+        found[key] = obj
+    if not found:
+        raise RegistryError(f"no {group} entry points: hetval is not installed in this environment "
+                            "(pip install -e . from the repository)")
+    return found
+
+
+@functools.cache
+def cases() -> dict[str, Case]:
+    """Every registered case, by name, in listing order."""
+    found = _load(CASE_GROUP, Case)
+    return dict(sorted(found.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+@functools.cache
+def models() -> dict[str, Model]:
+    """Every registered model, by name."""
+    found = _load(MODEL_GROUP, Model)
+    unknown = sorted({c for m in found.values() for c in m.cases} - set(cases()))
+    if unknown:
+        raise RegistryError(f"model(s) predict unregistered case(s): {', '.join(unknown)}")
+    return found
+
+
+def case(name: str) -> Case:
+    """The registered case ``name``; a one-line error naming the known ones otherwise."""
+    try:
+        return cases()[name]
+    except KeyError:
+        raise RegistryError(f"unknown case {name!r} (registered: {', '.join(cases())})") from None
+
+
+def models_for(case_name: str) -> list[Model]:
+    """The models that predict ``case_name``, in name order."""
+    return [m for _, m in sorted(models().items()) if case_name in m.cases]
+
+
+def enabled_cases(config: Mapping[str, Any]) -> list[Case]:
+    """The cases the study runs: those whose section is present in ``cases`` and not disabled."""
+    sections = config.get("cases") or {}
+    return [c for name, c in cases().items() if isinstance(sections.get(name), dict)
+            and sections[name].get("enabled", True)]
+
+
+def validation_tables() -> list[str]:
+    """Every table some registered case writes, in a stable order."""
+    return sorted({t for c in cases().values() for t in c.tables})

@@ -1,0 +1,71 @@
+"""The one way hetval writes a file: to a temporary file beside it, fsynced, then renamed over it.
+
+A reader (another process, a later stage, a user's notebook) sees either the
+old file or the complete new one, never a partial write. New files get the
+permissions the process's umask gives an ordinary file (e.g. 0644), not the
+0600 of :func:`tempfile.mkstemp`, so a shared project directory stays readable
+by the group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on a clean exit it is fsynced and renamed onto ``path``.
+
+    For writers that insist on opening the file themselves (``pyarrow.parquet.write_table``,
+    ``DataFrame.to_parquet``, ``Figure.savefig``). On an exception the temporary file is removed
+    and ``path`` is untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_parquet(frame, path: str | os.PathLike[str]) -> None:
+    """Write a pandas DataFrame (or a pyarrow Table) as Parquet to ``path`` atomically, without its index."""
+    with atomic_path(path) as tmp:
+        if hasattr(frame, "to_parquet"):
+            if getattr(frame, "attrs", None):  # in-memory annotations are not part of the file
+                frame = frame.copy(deep=False)
+                frame.attrs = {}
+            frame.to_parquet(tmp, index=False)
+        else:
+            import pyarrow.parquet as pq
+
+            pq.write_table(frame, tmp)

@@ -1,0 +1,98 @@
+"""The one reader of characterised platform files (``results/<study>/platforms/<name>.yaml``).
+
+A platform file is what characterisation wrote; ``<name>.energy.json`` beside
+it (the *energy overlay*) holds the idle power and ``e_f, e_b, p_s`` that a
+meter trace attached later measured (``hetval attach-trace --platform-file``).
+Every reader - the runner (p-DP splits), validation, the report and the trace
+tools - goes through :func:`read_platform`, so none of them can miss the overlay.
+Pure: PyYAML and the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sims.vocab import ROLES
+
+OVERLAY_SUFFIX = ".energy.json"
+
+
+class PlatformFileError(ValueError):
+    """A platform file is missing, unreadable or lacks a parameter its reader needs (one-line message)."""
+
+
+def overlay_path(platform_file: str | Path) -> Path:
+    """Where the energy a later trace measured for a platform file is kept: ``<name>.energy.json`` beside it."""
+    p = Path(platform_file)
+    return p.with_name(p.stem + OVERLAY_SUFFIX)
+
+
+def read_raw(path: str | Path) -> dict[str, Any]:
+    """The platform file exactly as characterisation wrote it (no overlay)."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PlatformFileError(f"{path}: no such platform file") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise PlatformFileError(f"{path}: unreadable platform file ({str(exc).splitlines()[0]})") from None
+    if not isinstance(doc, dict):
+        raise PlatformFileError(f"{path}: a platform file is a mapping of keys")
+    return doc
+
+
+def read_platform(path: str | Path) -> dict[str, Any]:
+    """The platform file with its energy overlay (if any) merged in.
+
+    The overlay's idle power and per-processor ``e_f, e_b, p_s`` (and energy
+    fit) replace the file's (null when characterised without a meter), and
+    ``energy`` says where they came from.
+    """
+    doc = read_raw(path)
+    over = overlay_path(path)
+    if not over.exists():
+        return doc
+    try:
+        extra = json.loads(over.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise PlatformFileError(f"{over}: unreadable energy overlay ({exc})") from None
+    if extra.get("idle_power") is not None:
+        doc["idle_power"] = extra["idle_power"]
+    for role, params in (extra.get("processors") or {}).items():
+        proc = (doc.get("processors") or {}).get(role)
+        if isinstance(proc, dict):
+            proc.update(params)
+    doc["energy"] = extra.get("energy", doc.get("energy"))
+    return doc
+
+
+def value(param: Any) -> float | None:
+    """The ``value`` of a parameter entry ``{value: ..., unit: ...}`` as a float, or None."""
+    if isinstance(param, dict) and param.get("value") is not None:
+        try:
+            return float(param["value"])
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def roofline_rates(doc: dict[str, Any], source: str = "platform file") -> dict[str, dict[str, float]]:
+    """``{role: {"t_f": s/flop, "t_b": s/byte}}`` of both processors; raise naming what is missing."""
+    out: dict[str, dict[str, float]] = {}
+    procs = doc.get("processors") or {}
+    for role in ROLES:
+        proc = procs.get(role) if isinstance(procs, dict) else None
+        got = {p: value(proc.get(p)) if isinstance(proc, dict) else None for p in ("t_f", "t_b")}
+        missing = [p for p, v in got.items() if v is None]
+        if missing:
+            raise PlatformFileError(f"{source} lacks processors.{role}.{missing[0]}.value")
+        out[role] = {p: float(v) for p, v in got.items()}  # type: ignore[arg-type]
+    return out
+
+
+def read_rates(path: str | Path) -> dict[str, dict[str, float]]:
+    """``{role: {t_f, t_b}}`` of a characterised platform file (what a p-DP split is chosen from)."""
+    return roofline_rates(read_platform(path), str(path))

@@ -1,0 +1,57 @@
+"""One rank's share of a synthetic-application run (the job ``sims.run`` drives for ``case: sa``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sims.platform_file import read_rates
+from sims.sa import case
+
+
+class SARun:
+    """This rank's share of one synthetic-application run."""
+
+    def __init__(self, spec: dict[str, Any], role: str, platform_file: str | None):
+        from sims.backends import get_backend
+        from sims.sa import kernels
+
+        params = spec["params"]
+        variant = spec["variant"]
+        alpha_pdp = None
+        if variant == "p-DP":
+            if not platform_file:
+                raise ValueError("p-DP needs --platform-file (the characterised platform)")
+            alpha_pdp = case.pdp_alpha(read_rates(platform_file))
+        self.parts, self.alpha = case.partition(variant, int(params["size"]), alpha_pdp)
+        self.part = self.parts[role]
+        proc = spec["layout"][role]
+        self.backend_name = proc["backend"]
+        self.backend = get_backend(proc["backend"], proc.get("device"))
+        self.executed = {
+            r: sum(
+                p.elements * kernels.executed_flops_per_element(spec["layout"][r]["backend"], ph)
+                for ph in p.phases
+            )
+            for r, p in self.parts.items()
+        }
+        self._work: list[Callable[[], None]] = []
+        if not self.part.idle:
+            arrays = kernels.allocate(self.backend, self.part.elements, set(self.part.phases), int(spec["seed"]))
+            for phase in self.part.phases:
+                kernel = getattr(kernels, phase)
+                self._work.append(lambda k=kernel, a=arrays: k(self.backend, a))
+
+    def work(self) -> None:
+        for step in self._work:
+            step()
+
+    def sync(self) -> None:
+        self.backend.synchronize()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "alpha": self.alpha,
+            "elements": {r: p.elements for r, p in self.parts.items()},
+            "phases": {r: list(p.phases) for r, p in self.parts.items()},
+        }
