@@ -97,7 +97,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import build_report
 
     summary = build_report(args.validation, args.platform_file or args.platforms, args.manifest or args.quarantine,
-                           args.out, title=args.title)
+                           args.out, title=args.title, cases=args.case)
     print(summary)
     return 0
 
@@ -194,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quarantine", default="results/quarantine", help="quarantine directory (without --manifest)")
     p.add_argument("--out", default="results/default/report")
     p.add_argument("--title", default="hetval validation report")
+    p.add_argument("--case", nargs="*", help="the cases the study runs, whose sections are shown (default: all)")
     p.set_defaults(func=cmd_report)
     return parser
 

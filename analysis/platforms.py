@@ -22,6 +22,8 @@ TAU_COLS = ["tau_add_host", "tau_mul_host", "tau_add_accel", "tau_mul_accel"]
 ENERGY_PARAMS = ("e_f", "e_b", "p_s")
 ENERGY_COLS = [f"{p}_{r}" for r in ("host", "accel") for p in ENERGY_PARAMS]
 PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *ENERGY_COLS, "idle_w"]
+#: why a role's fitted energy parameters are not used ("" when they are, or when there are none)
+PROBLEM_COLS = ["energy_problem_host", "energy_problem_accel"]
 BACKEND_COLS = ["t_f", "t_b", "t_b_shared", "latency", "t_net", "cores"]
 
 
@@ -77,7 +79,9 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
         except (KeyError, TypeError, ValueError) as exc:
             raise PlatformFileError(f"{path}: missing or bad processors.<role>.<t_f|t_b>.value ({exc})") from exc
         for role in ("host", "accel"):
-            usable = energy_fit_problem(procs[role]) is None
+            problem = energy_fit_problem(procs[role])
+            row[f"energy_problem_{role}"] = problem or ""
+            usable = problem is None
             for p in ENERGY_PARAMS:
                 v = procs[role].get(p) if isinstance(procs[role], dict) else None
                 have = usable and isinstance(v, dict) and v.get("value") is not None
@@ -91,7 +95,8 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
                 row[f"tau_{op}_{role}"] = float(tau) if tau is not None and tau > 0 else np.nan
         rows.append(row)
     cols = ["platform", *PLATFORM_COLS]
-    return pd.DataFrame(rows, columns=cols).astype({c: "float64" for c in cols[1:]})
+    return pd.DataFrame(rows, columns=[*cols, *PROBLEM_COLS]).astype(
+        {**{c: "float64" for c in cols[1:]}, **{c: "string" for c in PROBLEM_COLS}})
 
 
 def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.DataFrame:

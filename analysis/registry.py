@@ -52,8 +52,11 @@ class Case:
     tables : tuple of str
         The validation tables this case writes (``<table>.parquet``); tables
         of the same name from several cases are concatenated.
-    section : str
-        ``"module:Class"`` of its report section.
+    sections : tuple of str
+        ``"module:Class"`` of its report sections (shared by cases of one kind, shown once).
+    models : tuple of str
+        Names of registered models that also score this case although they do not name it
+        themselves (a plugin case asking for a built-in model).
     """
 
     name: str = ""
@@ -61,7 +64,8 @@ class Case:
     order: int = 100
     schema: Mapping[str, Any] = {"type": "object"}
     tables: tuple[str, ...] = ()
-    section: str = ""
+    sections: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
 
     # ----------------------------------------------------------------- planning a study
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -201,8 +205,12 @@ def case(name: str) -> Case:
 
 
 def models_for(case_name: str) -> list[Model]:
-    """The models that predict ``case_name``, in name order."""
-    return [m for _, m in sorted(models().items()) if case_name in m.cases]
+    """The models that score ``case_name``: those that name it, and those it names; in name order."""
+    wanted = set(case(case_name).models)
+    unknown = sorted(wanted - set(models()))
+    if unknown:
+        raise RegistryError(f"case {case_name!r} asks for unregistered model(s): {', '.join(unknown)}")
+    return [m for _, m in sorted(models().items()) if case_name in m.cases or m.name in wanted]
 
 
 def enabled_cases(config: Mapping[str, Any]) -> list[Case]:

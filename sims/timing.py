@@ -106,7 +106,9 @@ def measure(
         When > 0, untimed probes after the warm-up time the region; while the
         slowest rank's region is shorter than this (with a 25 % margin), the
         execution count is raised to ``ceil(inner 1.25 min_window_s / probe)``
-        and probed again (at most ``PROBES`` times). Every timed region then
+        and probed again (at most ``PROBES`` times); a timed repetition that still comes out
+        shorter (noise) lengthens the count again and restarts the timed repetitions (at most
+        ``PROBES`` times). Every timed region then
         runs ``work`` ``inner`` times (the same on all ranks) and the reported
         time is the region divided by ``inner`` - a meter that updates slowly
         then still sees a long enough window. :attr:`Measurement.inner` says
@@ -137,7 +139,8 @@ def measure(
             inner = max(inner + 1, math.ceil(inner * 1.25 * min_window_s / max(probe, 1e-9)))
     resolution = timer_resolution()
     result = Measurement(resolution_s=resolution, inner=inner)
-    for _ in range(repetitions):
+    restarts = 0
+    while len(result.repetitions) < repetitions:
         comm.Barrier()
         before = meter_read() if meter_read else None
         wall_start = time.time()
@@ -151,6 +154,15 @@ def measure(
         after = meter_read() if meter_read else None
         wall_end = time.time()
         per_rank = comm.allgather(own)
+        region = max(per_rank) * inner  # the same on every rank, so every rank decides alike
+        if min_window_s > 0 and region < min_window_s and restarts < PROBES:
+            # A repetition ran faster than the probes (noise of 20-50 % is common): the window would be
+            # too short for the meter. Lengthen and start the timed repetitions again, so that every
+            # region of the measurement holds the same number of executions.
+            inner = max(inner + 1, math.ceil(inner * 1.25 * min_window_s / max(region, 1e-9)))
+            result = Measurement(resolution_s=resolution, inner=inner)
+            restarts += 1
+            continue
         result.repetitions.append(Repetition(own, per_rank, before, after, (wall_start, wall_end)))
     shortest = min(r.slowest_s for r in result.repetitions)
     if shortest < resolution * min_region_factor:

@@ -218,7 +218,7 @@ class FDMCase(Case):
     order = 40
     schema = SCHEMA
     tables = ("fdm_runs", "fdm_fidelity")
-    section = "analysis.report.sections.fdm:FDMSection"
+    sections = ("analysis.report.sections.fdm:FDMSection",)
 
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         return fdm_runs(config)

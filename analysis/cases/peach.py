@@ -145,7 +145,7 @@ class PEACHCase(Case):
     order = 30
     schema = SCHEMA
     tables = ("peach_runs", "peach_fidelity", "energy_roofline")
-    section = "analysis.report.sections.energy:EnergySection"
+    sections = ("analysis.report.sections.peach:PEACHSection",)
     job = "sims.cases.job:MatrixRun"
 
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -178,7 +178,7 @@ class PublishedCase(Case):
     order = 50
     schema = SCHEMA
     tables = ("published_runs", "published_fidelity")
-    section = "analysis.report.sections.published:PublishedSection"
+    sections = ("analysis.report.sections.published:PublishedSection",)
 
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         out = []

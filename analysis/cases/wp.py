@@ -19,7 +19,9 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import guidelines
 from analysis.config import platform_layouts
+from analysis.predictors.peapaw import MODEL as PEAPAW
 from analysis.registry import Case
 from analysis.runs import FIDELITY_TAIL, GROUP_KEYS, fidelity_types, reduce_repetitions, score_alternatives
 from sims.record import run_id_of
@@ -56,8 +58,8 @@ def run_command(spec: Mapping[str, Any], record: str, platform_file: str, mpi: s
 class WPCase(Case):
     """A two-processor case validated with the WP models (PerDome/PeaPaw and their kin)."""
 
-    tables = ("runs", "fidelity", "energy_runs", "energy_roofline")
-    section = "analysis.report.sections.wp:WPSection"
+    tables = ("runs", "fidelity", "energy_runs", "energy_roofline", "guidelines")
+    sections = ("analysis.report.sections.wp:WPSection", "analysis.report.sections.guidelines:GuidelinesSection")
     job = ""
 
     def sizes(self, section: Mapping[str, Any]) -> list[Any]:
@@ -105,8 +107,11 @@ class WPCase(Case):
         roofline = _concat(by_table.get("energy_roofline"),
                            ["study", "case", "platform", "size", "variant", "alpha", "processor"])
         fidelity = pd.concat([score_groups(runs), score_groups(energy)], ignore_index=True)
+        bound = runs[runs["model"] == PEAPAW] if len(runs) else runs
+        checks = guidelines.evaluate(bound, context.platforms.processors) if context is not None and len(bound) else \
+            guidelines.evaluate(pd.DataFrame(columns=["axis_wp"]), pd.DataFrame(columns=["platform"]))
         return {"runs": runs, "fidelity": fidelity.astype(score_groups(pd.DataFrame()).dtypes.to_dict()),
-                "energy_runs": energy, "energy_roofline": roofline}
+                "energy_runs": energy, "energy_roofline": roofline, "guidelines": checks}
 
 
 def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame:

@@ -28,6 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sims.fdm import counts
+from sims.fdm.decomp import split
+
 #: float32 wavefields exchanged after the velocity and after the stress update
 EXCHANGED_FIELDS = (3, 6)
 MARSHALING = ("host-staging", "device-pack", "gpu-aware")
@@ -53,7 +56,6 @@ def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False) -
     dims = [int(d) for d in dims]
     if len(shape) != 3 or len(dims) != 3 or min(dims) < 1 or any(d > n for d, n in zip(dims, shape, strict=True)):
         raise ValueError(f"cannot decompose grid {shape} over process grid {dims}")
-    from sims.fdm.decomp import split
 
     parts = [split(shape[a], dims[a]) for a in range(3)]
     pts, padded, pml, faces, nbrs = [], [], [], [], []
@@ -86,7 +88,6 @@ def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float
     ``t_b`` is the per-core inverse bandwidth that applies with all ranks of the
     node streaming; ``cores`` the cores they share (None: one per rank).
     """
-    from sims.fdm import counts
 
     if order not in counts.FLOPS_VELOCITY:
         raise ValueError(f"order must be 2 or 4, got {order!r}")

@@ -29,6 +29,11 @@ All quantities are SI: ``t_f`` s/flop, ``t_b`` s/byte, ``e_f`` J/flop, ``e_b``
 J/byte, ``p_s`` W, intensities flop/byte; results are flop/s or flop/J.
 Intensities broadcast as NumPy arrays; processors are scalars.
 
+Why this module is long: it is PerDome and PeaPaw together - performance (eq. 10-20), energy
+efficiency (eq. 21-26) and the P-Paw / E-Paw categories and guidelines (§5) share the same
+essential-parameter algebra and processor type; each function is one equation family with its
+equation numbers and the papers' worked examples in its docstring.
+
 References
 ----------
 .. [PerDome] L. Tang, X. S. Hu, R. F. Barrett, "PerDome: A Performance Model for

@@ -9,7 +9,7 @@ import pandas as pd
 
 from analysis import metrics
 from analysis.models import hetero
-from analysis.platforms import ENERGY_COLS, PLATFORM_COLS
+from analysis.platforms import ENERGY_COLS, PLATFORM_COLS, PROBLEM_COLS
 from analysis.registry import Model
 from analysis.runs import _intensity
 from sims.vocab import WPS
@@ -56,7 +56,7 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
     out["tightness"] = metrics.tightness(out["perf_measured"].to_numpy(), predicted) if len(out) else np.array([])
     out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
-    return out.drop(columns=PLATFORM_COLS, errors="ignore")
+    return out.drop(columns=[*PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
 
 
 def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:

@@ -6,6 +6,11 @@ variables of the axes whose layer they lie in. Memory variables exist only
 for the owned cells inside a layer. After the velocity update and after the
 stress update the halos are exchanged one axis at a time (x, then y, then z)
 with the marshaling design of the spec.
+
+Why this module is long: one rank's time step is one object - its fields, boxes, halo buffers and
+timers are shared state of the velocity and stress half-steps, and splitting the class across
+modules would only pass that state around. The kernels themselves live in ``kernels_numba`` and
+``kernels_xp``; the decomposition in ``decomp``.
 """
 
 from __future__ import annotations

@@ -252,7 +252,7 @@ def test_failed_and_quarantined_are_visible(built: tuple) -> None:
     assert "deadbeef00failed" in page
     assert "MemoryError: cannot allocate" in page
     assert "sa-small/badrecord123.json" in page
-    assert "missing required field &#x27;platform&#x27;" in page
+    assert "missing required field &#39;platform&#39;" in page  # escaped by the template
     assert "1 failed" in text and "1 quarantined" in text
 
 

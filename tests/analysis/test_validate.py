@@ -270,20 +270,22 @@ def test_dask_job_validates_metered_runs_against_the_energy_bound(tmp_path):
     assert co["energy_predicted_j"] == pytest.approx(expected) and co["energy_measured_j"] == 41.0
     assert co["tightness"] == pytest.approx(expected / 41.0)
     # the report's energy section reads these files
-    from analysis import report_energy
+    from analysis.report.common import load_inputs
+    from analysis.report.sections.energy import EnergySection
 
     (tmp_path / "rep").mkdir()
-    html_text, lines, _ = report_energy.section(tmp_path / "val", tmp_path / "rep", [])
+    out = EnergySection().build(load_inputs(tmp_path / "val", [], tmp_path / "q"), tmp_path / "rep")
+    lines, shown = out.lines, " ".join(str(b.get("text", "")) + str(b.get("bold", "")) for b in out.blocks)
     assert lines[0].startswith("Energy was measured for 4 run(s)")
     assert any(line.startswith("PeaPaw energy bound: 4 metered runs") for line in lines)
     assert any(line.startswith("Energy roofline sa node: 4 metered") for line in lines)
-    assert "Energy roofline (Choi)" in html_text and "could not be measured" not in html_text
+    assert "Energy roofline (Choi)" in shown and "could not be measured" not in shown
 
 
 def test_report_says_in_one_line_that_nothing_was_metered():
-    from analysis import report_energy
+    from analysis.report.sections.energy import meter_statement
 
-    _, line = report_energy.meter_statement([], 0)
+    _, line, _ = meter_statement([], 0)
     assert line.startswith("Energy could not be measured on this machine")
     for source in ("RAPL", "NVML", "energy.trace"):
         assert source in line

@@ -16,11 +16,16 @@ LAYOUT = {"host": {"backend": "numpy", "cores": [0]}, "accel": {"backend": "numb
 
 
 def spec(variant: str = "CP", size: int = 1 << 16, **kw) -> dict:
+    """A run spec as the registered case would write it (its job named as the case names it)."""
+    from analysis.registry import case
+
     s = {
         "study": "t", "case": "sa", "variant": variant, "params": {"size": size}, "platform": "pair",
-        "layout": LAYOUT, "warmup": 1, "repetitions": 3, "seed": 1, "min_region_factor": 1000,
+        "layout": LAYOUT, "warmup": 1, "repetitions": 3, "seed": 1, "min_region_factor": 1000, "ranks": 2,
+        "size": size,
     }
     s.update(kw)
+    s.setdefault("job", case(s["case"]).job)
     return s
 
 

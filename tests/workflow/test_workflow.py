@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from analysis.dataset import read_runs
 from analysis.schema import FILE_SCHEMA, RUN_SCHEMA
@@ -49,7 +51,7 @@ def test_dry_run_default_study(env, tmp_path):
     assert counts["characterize_platform"] == 1
     # SA: two sizes x (five WPs and an 11-point alpha sweep); LA: four WPs; PEACH: two workloads x 11 alphas;
     # FDM: three designs x (1 + 3 + 1) scale/decompositions
-    assert counts["simulate_run"] == 2 * (5 + 11) + 4 + 2 * 11 + 3 * 5
+    assert counts["simulate_run"] == 2 * (5 + 11) + 4 + 2 * 11 + 3 * 5 + 12  # + PEACH Table VIII, ingested
     assert counts["gather_runs"] == counts["validate_models"] == counts["report_validation"] == 1
     assert not (tmp_path / "results").exists()
 
@@ -92,34 +94,35 @@ def test_tiny_study_end_to_end(env, tmp_path):
     # PEACH Table VIII: 12 published runs
     assert table.num_rows == (8 + 4 + 6) * 3 + 4 * 3 + 12
     assert set(table["status"].to_pylist()) == {"ok"}
-    fdm = pq.read_table(results / "validation" / "fdm_runs.parquet").to_pandas()
+    study = results / "tiny"
+    fdm = pq.read_table(study / "validation" / "fdm_runs.parquet").to_pandas()
     assert len(fdm) == 4 and sorted(fdm["ranks"]) == [1, 1, 2, 2]
     assert fdm["time_predicted_s"].notna().all() and (fdm["tightness"] > 0).all()
     assert (tmp_path / "results" / "fdm" / "tiny").is_dir()
-    published = pq.read_table(results / "validation" / "published_runs.parquet").to_pandas()
+    published = pq.read_table(study / "validation" / "published_runs.parquet").to_pandas()
     assert len(published) == 12 and published["rate_error"].notna().all()
-    assert set(table.filter(pc.equal(table["energy_source"], "published"))["case"].to_pylist()) == {"peach"}
-    peach_runs = pq.read_table(results / "validation" / "peach_runs.parquet").to_pandas()
+    assert set(table.filter(pc.equal(table["energy_source"], "published"))["case"].to_pylist()) == {"published"}
+    peach_runs = pq.read_table(study / "validation" / "peach_runs.parquet").to_pandas()
     assert len(peach_runs) == 6 and peach_runs["time_predicted_s"].notna().all()
     assert peach_runs["eta_measured"].isna().all()  # no meter: no measured efficiency either
-    peach_fid = pq.read_table(results / "validation" / "peach_fidelity.parquet").to_pandas()
+    peach_fid = pq.read_table(study / "validation" / "peach_fidelity.parquet").to_pandas()
     assert sorted(peach_fid["workload"]) == ["MatrixMultiply", "MatrixTranspose"]
     assert set(peach_fid["quantity"]) == {"time"}
-    claims = pq.read_table(results / "validation" / "published.parquet").to_pandas()
+    claims = pq.read_table(study / "validation" / "published.parquet").to_pandas()
     assert len(claims) == 253 and claims["reproduced"].sum() == 231  # the papers' own numbers, recomputed
     measured = table.filter(pc.not_equal(table["energy_source"], "published"))
     assert set(measured["energy_source"].to_pylist()) == {"none"}
     assert all(v is None for v in measured["energy_j"].to_pylist())  # no meter here: null, never estimated
 
-    runs = pq.read_table(results / "validation" / "runs.parquet").to_pandas()
+    runs = pq.read_table(study / "validation" / "runs.parquet").to_pandas()
     for col in ("run_id", "variant", "perf_measured", "perf_predicted", "tightness", "time_median_s", "time_iqr_s"):
         assert runs[col].notna().all(), col
-    fidelity = pq.read_table(results / "validation" / "fidelity.parquet").to_pandas()
+    fidelity = pq.read_table(study / "validation" / "fidelity.parquet").to_pandas()
     assert set(fidelity["axis"]) == {"wp", "alpha"}
     assert set(fidelity["case"]) == {"sa", "la"} and set(fidelity["quantity"]) == {"time"}
     for col in ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error"):
         assert col in fidelity
-    report = results / "report"
+    report = study / "report"
     html = (report / "index.html").read_text()
     pngs = sorted(p.name for p in report.glob("*.png"))
     assert any(p.startswith("roofline-") for p in pngs) and any(p.startswith("alpha-") for p in pngs)
@@ -127,12 +130,30 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert any(p.startswith("peach-") for p in pngs) and "Energy could not be measured on this machine" in html
     assert "Published studies" in html and "perdome-2015: 8 of 10 reproduced" in html
     assert all(p in html for p in pngs)
-    platform = results / "platforms" / "cpu-pair-numpy-numba.yaml"
+    platform = study / "platforms" / "cpu-pair-numpy-numba.yaml"
     assert platform.exists()
 
     # A second invocation does nothing.
     again = snakemake(tiny, env, tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+    # Another study in the same directory leaves this study's outputs byte-identical and runs only its own cases.
+    def digests() -> dict[str, str]:
+        return {str(p.relative_to(study)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(study.rglob("*")) if p.is_file()}
+
+    before = digests()
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({"study": "other", "runs": {"warmup": 0, "repetitions": 1},
+                                     "characterize": {"warmup": 0, "repetitions": 5, "llc_factor": 2},
+                                     "cases": {"fdm": {"steps": 2, "marshaling": ["device-pack"],
+                                                       "boundary": {"kind": "cpml", "width": 2},
+                                                       "scales": [{"ranks": 1, "shape": [12, 12, 12]}]}}}))
+    second = snakemake(["-c2", "--configfile", str(other)], env, tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert job_counts(second.stdout + second.stderr)["simulate_run"] == 1  # the FDM run only: no SA, LA, PEACH or published runs
+    assert digests() == before
+    assert (results / "other" / "report" / "index.html").exists()
 
     # Deleting one raw record redoes only that run (and what depends on it); never a duplicate row.
     raw = sorted((results / "raw" / "tiny").glob("*.json"))
@@ -154,7 +175,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert "not valid JSON" in (results / "quarantine" / "tiny" / f"{victim.name}.reason.txt").read_text()
     assert "1 quarantined" in quarantined.stdout
     assert victim.name in (report / "index.html").read_text()
-    manifest = json.loads((results / "runs" / "_gathered" / "tiny.json").read_text())
+    manifest = json.loads((study / "gathered.json").read_text())
     assert len(manifest["quarantined"]) == 1
     redone = snakemake([*tiny, "-n"], env, tmp_path)
     assert job_counts(redone.stdout).get("simulate_run") == 1

@@ -14,7 +14,7 @@ from analysis.config import (  # noqa: E402
     study_matrix,
     validate_config,
 )
-from analysis.registry import RegistryError, case  # noqa: E402
+from analysis.registry import RegistryError, case, enabled_cases  # noqa: E402
 from analysis.validate import output_files  # noqa: E402
 
 try:
@@ -25,6 +25,7 @@ except (ConfigError, RegistryError) as exc:
     sys.exit(2)
 
 STUDY = config["study"]
+CASES = [c.name for c in enabled_cases(config)]
 PLATFORMS = sorted(platform_layouts(config))
 # Every study's characterisation, validation and report live under results/<study>/.
 OUT = f"results/{STUDY}"

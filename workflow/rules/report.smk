@@ -16,8 +16,10 @@ rule report_validation:
         f"logs/{STUDY}/report.log",
     params:
         title=config["report"]["title"],
-        validation=f"{OUT}/validation",
-        out=f"{OUT}/report",
+        cases=" ".join(CASES),
+        validation=lambda wildcards, input: os.path.dirname(input.validation[0]),
+        out=lambda wildcards, output: os.path.dirname(output.html),
     shell:
         "hetval report --validation {params.validation:q} --platform-file {input.platforms:q}"
-        " --manifest {input.manifest:q} --out {params.out:q} --title {params.title:q} > {log:q} 2>&1"
+        " --manifest {input.manifest:q} --out {params.out:q} --title {params.title:q} --case {params.cases}"
+        " > {log:q} 2>&1"

@@ -15,10 +15,11 @@ rule validate_models:
         f"logs/{STUDY}/validate.log",
     params:
         scheduler=get_scheduler,
-        out=f"{OUT}/validation",
+        study=STUDY,
+        out=lambda wildcards, output: os.path.dirname(output[0]),
         # the catalogs' directory, from the catalog inputs themselves
         published=lambda wildcards, input: os.path.dirname(input.published[0]),
     threads: 2
     shell:
-        "hetval validate --runs results/runs --study {STUDY:q} --platform-file {input.platforms:q}"
+        "hetval validate --runs results/runs --study {params.study:q} --platform-file {input.platforms:q}"
         " --out {params.out:q} --published {params.published:q} --scheduler={params.scheduler:q} > {log:q} 2>&1"

@@ -1,0 +1,152 @@
+"""The FDM case's section: scaling curves, per-phase stacked bars (measured beside the model's parts), the runs
+and the ranking-fidelity tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analysis.report.common import FigureEntry, Inputs, fmt_sig, new_figure, save_figure
+from analysis.report.section import Section, SectionOutput
+from sims.vocab import FDM_MODEL_PARTS, FDM_PHASES
+
+
+def _shape(grid: str) -> str:
+    try:
+        return "x".join(str(n) for n in json.loads(grid)["shape"])
+    except (ValueError, KeyError, TypeError):
+        return str(grid)
+
+
+def scaling_figure(runs, order: int, boundary: str):
+    """Time per step against ranks, measured (median, min-max bars) and predicted (dashed), per grid and design."""
+    from matplotlib import colormaps
+
+    sub = runs[(runs["order"] == order) & (runs["boundary"] == boundary)]
+    if sub.empty:
+        return None
+    fig = new_figure(11, 4.2)
+    axes = fig.subplots(1, 2)
+    cmap = colormaps["tab10"]
+    for n, ((grid, design), g) in enumerate(sub.groupby(["grid", "marshaling"], sort=True)):
+        # at each rank count the fastest decomposition measured, and the model's value for that same run
+        best = g.loc[g.groupby("ranks")["time_median_s"].idxmin()].sort_values("ranks")
+        steps = best["steps"].to_numpy(dtype=float)
+        color = cmap(n % 10)
+        label = f"{_shape(grid)} {design}"
+        y = best["time_median_s"].to_numpy() / steps
+        err = [y - best["time_min_s"].to_numpy() / steps, best["time_max_s"].to_numpy() / steps - y]
+        axes[0].errorbar(best["ranks"], y, yerr=err, marker="o", color=color, label=label, capsize=3)
+        axes[0].plot(best["ranks"], best["time_predicted_s"] / steps, "--", color=color, marker="x")
+        axes[1].plot(best["ranks"], best["mlups_measured"], marker="o", color=color, label=label)
+        axes[1].plot(best["ranks"], best["mlups_predicted"], "--", marker="x", color=color)
+    axes[0].set(xlabel="MPI ranks", ylabel="seconds per step (slowest rank)", yscale="log",
+                title=f"order {order}, {boundary}: time per step")
+    axes[1].set(xlabel="MPI ranks", ylabel="MLUP/s (whole grid)", title="throughput")
+    for ax in axes:
+        ax.set_xticks(sorted(sub["ranks"].unique()))
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.text(0.5, -0.02, "solid: measured (median, bars: min-max over repetitions); dashed: FDM model", ha="center", fontsize=8)
+    return fig
+
+
+def phase_figure(runs, order: int, boundary: str):
+    """Per run, measured per-phase seconds per step stacked (slowest rank per phase) beside the model's parts."""
+    import numpy as np
+    from matplotlib import colormaps
+
+    sub = runs[(runs["order"] == order) & (runs["boundary"] == boundary)].sort_values(
+        ["grid", "ranks", "decomposition", "marshaling"])
+    if sub.empty:
+        return None
+    fig = new_figure(max(7.0, 0.55 * len(sub) + 2), 4.6)
+    ax = fig.subplots()
+    x = np.arange(len(sub))
+    steps = sub["steps"].to_numpy(dtype=float)
+    cmap = colormaps["tab10"]
+    bottom = np.zeros(len(sub))
+    for n, p in enumerate(FDM_PHASES):
+        v = np.nan_to_num(sub[f"{p}_median_s"].to_numpy(dtype=float)) / steps
+        ax.bar(x - 0.2, v, 0.38, bottom=bottom, color=cmap(n), label=f"measured {p}")
+        bottom += v
+    bottom = np.zeros(len(sub))
+    colors = {"compute": "0.35", "pack": cmap(2), "unpack": cmap(3), "halo": cmap(4), "h2d": cmap(5)}
+    for p in FDM_MODEL_PARTS:
+        v = np.nan_to_num(sub[f"{p}_pred_s"].to_numpy(dtype=float)) / steps
+        ax.bar(x + 0.2, v, 0.38, bottom=bottom, color=colors[p], hatch="//", alpha=0.6, label=f"model {p}")
+        bottom += v
+    labels = [f"{_shape(r.grid)}\n{r.ranks}r {r.decomposition}\n{r.marshaling}" for r in sub.itertuples()]
+    ax.set_xticks(x, labels, fontsize=6, rotation=90)
+    ax.set(ylabel="seconds per step", title=f"order {order}, {boundary}: phases (left: measured, right: model)")
+    ax.legend(fontsize=6, ncol=2)
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+FIGURES = (
+    ("scaling", scaling_figure, "scaling", "Strong scaling (same grid, more ranks) and weak scaling (grids that grow "
+     "with the ranks): measured time per step and throughput against the FDM model; at each rank count the fastest "
+     "decomposition is shown."),
+    ("phases", phase_figure, "per-phase time", "Where each run's time goes: measured per-phase seconds per step (each "
+     "phase on its slowest rank) next to the model's compute, pack/unpack, halo and host-device terms."),
+)
+
+
+class FDMSection(Section):
+    title = "FDM seismology"
+
+    def build(self, inputs: Inputs, out_dir: Path) -> SectionOutput:
+        out = SectionOutput()
+        runs_in, fid_in = inputs.table("fdm_runs"), inputs.table("fdm_fidelity")
+        runs, fid = runs_in.frame, fid_in.frame
+        if runs is None or runs.empty:
+            note = f"fdm_runs.parquet is {runs_in.status}: no FDM runs in this study."
+            out.heading("FDM seismology")
+            out.para(note, "missing")
+            out.lines += ["", note]
+            return out
+        out.heading("FDM seismology: scaling, phases, model")
+        entries = []
+        for (order, boundary), _ in runs.groupby(["order", "boundary"], sort=True):
+            tag = f"o{order}-{str(boundary).replace('(', '').replace(')', '')}"
+            for kind, make, title, caption in FIGURES:
+                fig = make(runs, int(order), str(boundary))
+                if fig is None:
+                    continue
+                name = f"fdm-{kind}-{tag}.png"
+                save_figure(fig, out_dir, name)
+                entries.append(FigureEntry(name, f"order {order}, {boundary}: {title}", caption))
+        out.figures_block(entries, "No FDM figures.")
+        out.heading("FDM runs", 3)
+        out.table(["grid", "ranks", "decomposition", "design", "order", "boundary", "measured s (median [min–max])",
+                   "predicted s", "tightness (pred/meas)", "MLUP/s measured", "MLUP/s predicted", "reps"],
+                  [[_shape(r.grid), str(r.ranks), r.decomposition, r.marshaling, str(r.order), r.boundary,
+                    f"{fmt_sig(r.time_median_s)} [{fmt_sig(r.time_min_s)}–{fmt_sig(r.time_max_s)}]",
+                    fmt_sig(r.time_predicted_s), fmt_sig(r.tightness), fmt_sig(r.mlups_measured, 4),
+                    fmt_sig(r.mlups_predicted, 4), str(r.n_reps)] for r in runs.itertuples()], "FDM runs")
+        out.para("What this shows: every FDM run with its measured loop time (slowest rank) and the model's "
+                 "prediction; tightness is predicted / measured (below 1: the model is optimistic).", "what")
+        t = runs["tightness"]
+        out.lines += ["", f"FDM: {len(runs)} ok runs; tightness (predicted/measured) median {fmt_sig(t.median())} "
+                          f"[{fmt_sig(t.min())}–{fmt_sig(t.max())}]"]
+        if fid is None or not len(fid):
+            out.para(f"fdm_fidelity.parquet is {fid_in.status}: no FDM fidelity table.", "missing")
+            return out
+        out.heading("FDM ranking fidelity", 3)
+        out.table(["grid", "ranks", "order", "boundary", "axis", "fixed", "n", "kendall tau", "pairwise", "top-1",
+                   "selection penalty", "best measured", "best predicted"],
+                  [[_shape(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.n_alternatives),
+                    fmt_sig(r.kendall_tau), fmt_sig(r.pairwise_agreement), fmt_sig(r.top1_agreement),
+                    fmt_sig(r.selection_penalty), r.best_measured, r.best_predicted] for r in fid.itertuples()],
+                  "FDM ranking fidelity")
+        out.para("What this shows: at each scale, how well the model orders the marshaling designs (at a fixed "
+                 "decomposition) and the decompositions (at a fixed design). On a CPU backend the model gives the three "
+                 "designs the same time (nothing lives on a device), so its ranking of designs is a tie: n/a tau.",
+                 "what")
+        for r in fid.itertuples():
+            out.lines.append(f"  {_shape(r.grid)} {r.ranks} ranks order {r.order} | axis {r.axis} ({r.fixed}): "
+                             f"kendall tau {fmt_sig(r.kendall_tau)}, top-1 {fmt_sig(r.top1_agreement)}, selection "
+                             f"penalty {fmt_sig(r.selection_penalty)}, best measured {r.best_measured} vs predicted "
+                             f"{r.best_predicted}")
+        return out

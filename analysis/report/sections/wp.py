@@ -1,0 +1,390 @@
+"""The WP cases' section (SA, LA and plugin cases of that kind): measured vs predicted per WP, tightness per
+run, alpha sweeps and the ranking-fidelity table; their lines in the summary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from analysis.report.common import (
+    GIGA,
+    GROUP_KEYS,
+    NA,
+    NA_FOOTNOTE,
+    FigureEntry,
+    Inputs,
+    cell_text,
+    finite,
+    fmt_fraction,
+    group_label,
+    groupby,
+    missing_columns,
+    models_in,
+    mpl_text,
+    new_figure,
+    ordered,
+    save_figure,
+    slug,
+    truthy,
+)
+from analysis.report.section import Section, SectionOutput
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+_WP_COLUMNS = ("variant", "perf_measured", "perf_predicted")
+_ALPHA_COLUMNS = ("variant", "alpha", "perf_measured", "perf_predicted")
+
+
+def _perf_bounds(sub: pd.DataFrame) -> tuple[list[float], list[float]]:
+    """Lower and upper error-bar lengths of the measured perf from time_max_s / time_min_s."""
+    lows, highs = [], []
+    for row in sub.itertuples():
+        perf = float(row.perf_measured)
+        flops = float(getattr(row, "flops", float("nan")))
+        t_min = float(getattr(row, "time_min_s", float("nan")))
+        t_max = float(getattr(row, "time_max_s", float("nan")))
+        low = perf - flops / t_max if finite(flops) and finite(t_max) and t_max > 0 else 0.0
+        high = flops / t_min - perf if finite(flops) and finite(t_min) and t_min > 0 else 0.0
+        lows.append(max(low, 0.0) / GIGA)
+        highs.append(max(high, 0.0) / GIGA)
+    return lows, highs
+
+
+def wp_figure(keys: Sequence[Any], sub: pd.DataFrame) -> Figure:
+    """Grouped bars, per WP: measured perf (with min/max error bars) next to each model's prediction."""
+    import numpy as np
+
+    measured = ordered(sub.drop_duplicates("variant"))
+    variants = [str(v) for v in measured["variant"]]
+    models = models_in(sub)
+    n_bars = 1 + len(models)
+    width = 0.8 / n_bars
+    x = np.arange(len(variants))
+    fig = new_figure()
+    ax = fig.add_subplot()
+    ax.bar(
+        x - 0.4 + width / 2,
+        measured["perf_measured"].astype(float) / GIGA,
+        width,
+        yerr=_perf_bounds(measured),
+        capsize=3,
+        color="tab:blue",
+        label="measured (median, min–max)",
+    )
+    for i, model in enumerate(models):
+        pred = sub[sub["model"] == model].drop_duplicates("variant").set_index("variant")["perf_predicted"]
+        values = [float(pred.get(v, float("nan"))) / GIGA for v in variants]
+        ax.bar(
+            x - 0.4 + width * (i + 1.5),
+            values,
+            width,
+            color=f"C{i + 1}",
+            alpha=0.85,
+            label=mpl_text(f"predicted: {model}"),
+        )
+    ax.set_xticks(x, [mpl_text(v) for v in variants], rotation=30 if len(variants) > 6 else 0)
+    ax.set_ylabel("performance (GFLOP/s)")
+    ax.set_title(mpl_text(f"measured vs predicted per WP — {group_label(keys)}"), fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def tightness_figure(keys: Sequence[Any], sub: pd.DataFrame) -> Figure:
+    """Bars of tightness (measured / predicted) per run, one bar per model, with the 1.0 line."""
+    import numpy as np
+
+    variants_frame = ordered(sub.drop_duplicates("variant"))
+    variants = [str(v) for v in variants_frame["variant"]]
+    models = models_in(sub) or [None]
+    width = 0.8 / len(models)
+    x = np.arange(len(variants))
+    fig = new_figure(max(7.5, 0.45 * len(variants) * len(models) + 2.5), 4.6)
+    ax = fig.add_subplot()
+    for i, model in enumerate(models):
+        rows = sub if model is None else sub[sub["model"] == model]
+        by_variant = rows.drop_duplicates("variant").set_index("variant")["tightness"]
+        values = np.array([float(by_variant.get(v, float("nan"))) for v in variants])
+        xs = x - 0.4 + width * (i + 0.5)
+        bars = ax.bar(xs, values, width, color=f"C{i}", label=mpl_text(str(model or "tightness")))
+        for bar, value in zip(bars, values, strict=True):
+            if value > 1.0:  # the "bound" was beaten: the model or its parameters are wrong
+                bar.set_edgecolor("red")
+                bar.set_linewidth(2)
+        ax.bar_label(bars, labels=[f"{v:.2f}" if finite(v) else NA for v in values], fontsize=7, padding=2)
+    ax.axhline(1.0, color="black", ls="--", lw=1, label="bound reached (1.0)")
+    ax.set_xticks(x, [mpl_text(v) for v in variants], rotation=30 if len(variants) > 6 else 0)
+    ax.set_ylabel("tightness = measured / predicted")
+    top = np.nanmax(np.append(sub["tightness"].astype(float).to_numpy(), 1.0))
+    ax.set_ylim(0, max(1.35, top * 1.25))  # headroom above the 1.0 line for the legend
+    ax.set_title(mpl_text(f"tightness per run — {group_label(keys)}"), fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right", ncol=len(models) + 1)
+    return fig
+
+
+def _pdp_point(group_rows: pd.DataFrame) -> tuple[float, float] | None:
+    """(alpha, measured flop/s) of the group's p-DP run, if it has one with a known alpha."""
+    if missing_columns(group_rows, ("variant", "alpha", "perf_measured")):
+        return None
+    pdp = group_rows[group_rows["variant"] == "p-DP"]
+    if not len(pdp) or not finite(pdp["alpha"].iloc[0]):
+        return None
+    return float(pdp["alpha"].iloc[0]), float(pdp["perf_measured"].iloc[0])
+
+
+def alpha_figure(keys: Sequence[Any], sweep: pd.DataFrame, pdp: tuple[float, float] | None) -> Figure:
+    """Measured and predicted perf vs alpha with the measured optimum, the model's optimum and p-DP."""
+    sweep = sweep.sort_values("alpha")
+    measured = sweep.drop_duplicates("alpha")
+    fig = new_figure()
+    ax = fig.add_subplot()
+    ax.plot(measured["alpha"], measured["perf_measured"] / GIGA, "o-", color="tab:blue", label="measured")
+    best = measured.loc[measured["perf_measured"].astype(float).idxmax()]
+    ax.plot(
+        [best["alpha"]],
+        [best["perf_measured"] / GIGA],
+        "*",
+        color="tab:blue",
+        ms=16,
+        mec="black",
+        label=f"measured best α = {best['alpha']:.3g}",
+    )
+    for i, model in enumerate(models_in(sweep) or [None]):
+        rows = sweep if model is None else sweep[sweep["model"] == model]
+        rows = rows.drop_duplicates("alpha")
+        perf = rows["perf_predicted"].astype(float)
+        name = mpl_text(str(model or "predicted"))
+        ax.plot(rows["alpha"], perf / GIGA, "s--", color=f"C{i + 1}", label=f"predicted: {name}")
+        if perf.notna().any():
+            pick = rows.loc[perf.idxmax()]
+            ax.plot(
+                [pick["alpha"]],
+                [pick["perf_predicted"] / GIGA],
+                "D",
+                color=f"C{i + 1}",
+                ms=11,
+                mec="black",
+                label=f"model's best α = {pick['alpha']:.3g}",
+            )
+    if pdp is not None:
+        ax.axvline(pdp[0], color="tab:green", ls=":", lw=1.5)
+        ax.plot(
+            [pdp[0]],
+            [pdp[1] / GIGA],
+            "P",
+            color="tab:green",
+            ms=11,
+            mec="black",
+            label=f"p-DP run (α = {pdp[0]:.3g}), measured",
+        )
+    ax.set_xlabel("α (fraction of the data on accel)")
+    ax.set_ylabel("performance (GFLOP/s)")
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(bottom=0)
+    ax.set_title(mpl_text(f"alpha sweep — {group_label(keys)}"), fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _emit(fig: Figure | None, out_dir: Path, name: str, title: str, caption: str, entries: list[FigureEntry]) -> None:
+    if fig is None:
+        return
+    save_figure(fig, out_dir, name)
+    entries.append(FigureEntry(name, title, caption))
+
+
+def _wp_figures(runs: pd.DataFrame, out_dir: Path, entries: list[FigureEntry], notes: list[str]) -> None:
+    missing = missing_columns(runs, (*_WP_COLUMNS, "axis_wp"))
+    if missing:
+        notes.append(f"runs.parquet lacks {', '.join(missing)}: no WP figures.")
+        return
+    wp = runs[truthy(runs["axis_wp"])]
+    for keys, sub in groupby(wp, GROUP_KEYS):
+        caption = (
+            "Measured performance of each workload partition (median; error bar: fastest and "
+            "slowest repetition) next to the model's predicted bound."
+        )
+        _emit(wp_figure(keys, sub), out_dir, f"wp-{slug(*keys)}.png", group_label(keys), caption, entries)
+
+
+def _tightness_figures(
+    runs: pd.DataFrame, out_dir: Path, entries: list[FigureEntry], notes: list[str]
+) -> None:
+    missing = missing_columns(runs, ("variant", "tightness"))
+    if missing:
+        notes.append(f"runs.parquet lacks {', '.join(missing)}: no tightness figures.")
+        return
+    for keys, sub in groupby(runs, GROUP_KEYS):
+        caption = (
+            "Tightness = measured / predicted performance of each run. 1.0 means the bound is "
+            "reached; bars outlined in red exceed 1.0, i.e. the run beat the model's 'upper bound'."
+        )
+        _emit(
+            tightness_figure(keys, sub),
+            out_dir,
+            f"tightness-{slug(*keys)}.png",
+            group_label(keys),
+            caption,
+            entries,
+        )
+
+
+def _alpha_figures(runs: pd.DataFrame, out_dir: Path, entries: list[FigureEntry], notes: list[str]) -> None:
+    missing = missing_columns(runs, (*_ALPHA_COLUMNS, "axis_alpha"))
+    if missing:
+        notes.append(f"runs.parquet lacks {', '.join(missing)}: no alpha-sweep figures.")
+        return
+    # keyed by slug: group keys may hold NaN, which never compares equal in a tuple lookup
+    groups = {slug(*keys): sub for keys, sub in groupby(runs, GROUP_KEYS)}
+    sweep_rows = runs[truthy(runs["axis_alpha"])]
+    for keys, sweep in groupby(sweep_rows, GROUP_KEYS):
+        sweep = sweep[sweep["alpha"].notna() & sweep["perf_measured"].notna()]
+        if not len(sweep):
+            continue
+        pdp = _pdp_point(groups.get(slug(*keys), sweep[:0]))
+        caption = (
+            "Measured (blue) and predicted performance over the swept data fractions α; the star is "
+            "the measured best α, the diamond the model's pick among the swept values, and the green "
+            "cross and dotted line the p-DP run at its α (if any). Ranking fidelity asks whether "
+            "they coincide."
+        )
+        _emit(
+            alpha_figure(keys, sweep, pdp),
+            out_dir,
+            f"alpha-{slug(*keys)}.png",
+            group_label(keys),
+            caption,
+            entries,
+        )
+
+
+FIDELITY_COLUMNS: tuple[str, ...] = (
+    "study",
+    "case",
+    "platform",
+    "size",
+    "axis",
+    "quantity",
+    "model",
+    "n_alternatives",
+    "kendall_tau",
+    "pairwise_agreement",
+    "top1_agreement",
+    "selection_penalty",
+    "profile_error",
+    "best_measured",
+    "best_predicted",
+    "tightness_median",
+    "tightness_min",
+    "tightness_max",
+)
+
+
+_FRACTION_COLUMNS = frozenset(
+    {
+        "kendall_tau",
+        "pairwise_agreement",
+        "top1_agreement",
+        "selection_penalty",
+        "profile_error",
+        "tightness_median",
+        "tightness_min",
+        "tightness_max",
+    }
+)
+
+
+def _cell(column: str, value: Any) -> str:
+    if column in _FRACTION_COLUMNS:
+        return fmt_fraction(value)
+    if column in ("size", "n_alternatives") and finite(value):
+        return str(int(value))
+    return cell_text(value)
+
+
+def fidelity_rows(fidelity: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Header and formatted rows of the fidelity table (columns absent from the file are left out)."""
+    columns = [c for c in FIDELITY_COLUMNS if c in fidelity.columns]
+    present_keys = [c for c in (*GROUP_KEYS, "axis", "model") if c in fidelity.columns]
+    ordered = fidelity.sort_values(present_keys, na_position="last") if present_keys else fidelity
+    rows = [[_cell(c, row[c]) for c in columns] for _, row in ordered.iterrows()]
+    return columns, rows
+
+
+def _tightness_lines(runs: pd.DataFrame | None) -> list[str]:
+    if runs is None or missing_columns(runs, ("tightness",)):
+        return ["  (no tightness data)"]
+    lines = []
+    for keys, sub in groupby(runs, GROUP_KEYS):
+        for model in models_in(sub) or [None]:
+            values = (
+                (sub if model is None else sub[sub["model"] == model])["tightness"].astype(float).dropna()
+            )
+            if not len(values):
+                lines.append(f"  {group_label(keys)} [{model}]: {NA}")
+                continue
+            lines.append(
+                f"  {group_label(keys)} [{model}]: {values.median():.3f} "
+                f"[{values.min():.3f}–{values.max():.3f}] over {len(values)} runs"
+            )
+    return lines or ["  (no runs)"]
+
+
+def _fidelity_lines(fidelity: pd.DataFrame | None) -> list[str]:
+    if fidelity is None or not len(fidelity):
+        return ["  (no fidelity data)"]
+    lines = []
+    for _, row in fidelity.sort_values(
+        [c for c in (*GROUP_KEYS, "axis", "model") if c in fidelity.columns]
+    ).iterrows():
+        keys = [row.get(k) for k in GROUP_KEYS]
+        lines.append(
+            f"  {group_label(keys)} | axis {cell_text(row.get('axis'))} | {cell_text(row.get('model'))}: "
+            f"kendall tau {fmt_fraction(row.get('kendall_tau'))}, "
+            f"top-1 {fmt_fraction(row.get('top1_agreement'))}, "
+            f"selection penalty {fmt_fraction(row.get('selection_penalty'))}, "
+            f"best measured {cell_text(row.get('best_measured'))} vs predicted {cell_text(row.get('best_predicted'))}"
+        )
+    return lines
+
+
+class WPSection(Section):
+    """Per group (study, case, platform, size): WP bars, tightness bars, the alpha sweep; the fidelity table."""
+
+    title = "Workload partitions"
+
+    def build(self, inputs: Inputs, out_dir: Path) -> SectionOutput:
+        out = SectionOutput()
+        runs = inputs.frame("runs")
+        figs: dict[str, list[FigureEntry]] = {"wp": [], "tightness": [], "alpha": []}
+        if runs is None:
+            out.notes.append(f"runs.parquet is {inputs.runs.status}: no per-run figures.")
+        else:
+            _wp_figures(runs, out_dir, figs["wp"], out.notes)
+            _tightness_figures(runs, out_dir, figs["tightness"], out.notes)
+            _alpha_figures(runs, out_dir, figs["alpha"], out.notes)
+        out.heading("Measured vs predicted per WP")
+        out.figures_block(figs["wp"], "No WP runs to show.")
+        out.heading("Tightness per run")
+        out.figures_block(figs["tightness"], "No tightness data to show.")
+        out.heading("Alpha sweeps")
+        out.figures_block(figs["alpha"], "No alpha-sweep runs to show.")
+        out.heading("Ranking fidelity")
+        fidelity = inputs.fidelity
+        if not fidelity.usable:
+            out.para(f"fidelity.parquet is {fidelity.status}: no ranking-fidelity table.", "missing")
+        else:
+            header, rows = fidelity_rows(fidelity.frame)
+            out.table(header, rows, "ranking fidelity per group, axis and model")
+            out.para("What this shows: per group and axis, how well the model orders the alternatives (Kendall tau-b, "
+                     "pairwise agreement, whether its top pick is the measured best, and the time lost by following "
+                     "its pick), and how tight its bound is.", "what")
+            out.para(NA_FOOTNOTE, "what", small=True)
+        out.lines += ["", "tightness per group (median [min–max]):", *_tightness_lines(runs)]
+        out.lines += ["", "ranking fidelity per group and axis:", *_fidelity_lines(inputs.frame("fidelity"))]
+        return out
