@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from sims.record import stable_hash
+from sims.yamlfile import YAMLFileError, load_mapping
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -149,14 +150,9 @@ def load_config(*paths: str | Path) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for path in paths or (DEFAULT_CONFIG,):
         try:
-            with open(path, encoding="utf-8") as fh:
-                doc = yaml.safe_load(fh) or {}
-        except FileNotFoundError as exc:
-            raise ConfigError(f"{path}: no such config file") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from exc
-        if not isinstance(doc, dict):
-            raise ConfigError(f"{path}: (top level) must be a mapping of keys")
+            doc = load_mapping(path, "config file")
+        except YAMLFileError as exc:
+            raise ConfigError(str(exc)) from None
         merge(merged, doc)
     return validate_config(merged)
 

@@ -18,7 +18,6 @@ overwrites it.)
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from analysis.schema import (
     RecordError,
     check_record,
 )
-from sims.atomic import atomic_write_parquet, atomic_write_text
+from sims.atomic import atomic_write_bytes, atomic_write_parquet, atomic_write_text
 
 PART_FILE = "part.parquet"
 
@@ -94,9 +93,8 @@ def read_raw_file(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _quarantine(src: Path, dst_dir: Path, reason: str) -> Path:
-    dst_dir.mkdir(parents=True, exist_ok=True)
     dst = dst_dir / src.name
-    shutil.copy2(src, dst)
+    atomic_write_bytes(dst, src.read_bytes())
     atomic_write_text(dst_dir / f"{src.name}.reason.txt", reason + "\n")
     return dst
 

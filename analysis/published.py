@@ -20,9 +20,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analysis.models import hetero, peach
+from sims.yamlfile import load_mapping
 
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "config" / "platforms" / "published"
 PERDOME, PEAPAW, PEACH = "perdome-2015", "peapaw-2017", "peach-2014"
@@ -39,12 +38,9 @@ WPS = {
 
 def load_yaml(path: Path, what: str, keys: tuple[str, ...]) -> dict[str, Any]:
     """A YAML mapping of published data at ``path`` with the top-level ``keys``; errors name the file and key."""
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"{what} {path}: {exc.strerror}") from None
+    doc = load_mapping(path, what)  # a YAMLFileError is a ValueError with a one-line message
     for key in keys:
-        if key not in (doc or {}):
+        if key not in doc:
             raise ValueError(f"{path}: missing key '{key}'")
     return doc
 

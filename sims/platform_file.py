@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sims.vocab import ROLES
+from sims.yamlfile import YAMLFileError, load_mapping
 
 OVERLAY_SUFFIX = ".energy.json"
 
@@ -31,17 +32,10 @@ def overlay_path(platform_file: str | Path) -> Path:
 
 def read_raw(path: str | Path) -> dict[str, Any]:
     """The platform file exactly as characterisation wrote it (no overlay)."""
-    import yaml
-
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PlatformFileError(f"{path}: no such platform file") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise PlatformFileError(f"{path}: unreadable platform file ({str(exc).splitlines()[0]})") from None
-    if not isinstance(doc, dict):
-        raise PlatformFileError(f"{path}: a platform file is a mapping of keys")
-    return doc
+        return load_mapping(path, "platform file")
+    except YAMLFileError as exc:
+        raise PlatformFileError(str(exc)) from None
 
 
 def read_platform(path: str | Path) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 The clock is ``time.perf_counter`` (monotonic). Every repetition is
 ``barrier -> start -> work -> device sync -> stop -> barrier``, so all ranks
 start together and the run's time is the slowest rank's own elapsed time
-(DESIGN §4, §6). The closing barrier sleeps rather than spins, so a rank that
+(docs/contracts.md, "Raw record"). The closing barrier sleeps rather than spins, so a rank that
 is done never competes with one still being timed.
 """
 
@@ -43,7 +43,7 @@ def mpi_op(name: str) -> Any:
 
 
 class RegionTooShortError(RuntimeError):
-    """A measured region is too short to be timed reliably (DESIGN §6)."""
+    """A measured region is too short to be timed reliably (shorter than ``min_region_factor`` timer ticks)."""
 
 
 @dataclass

@@ -39,3 +39,15 @@ def test_every_registered_case_has_a_model_and_its_tables():
         assert case.tables, name
         assert models_for(name), f"no model predicts case {name}"
     assert all(m.quantity in ("time", "energy") for m in models().values())
+
+
+def test_the_models_p_dp_share_is_the_runners_balanced_split():
+    """PeaPaw's p-DP host share (rate form, vectorised over I) and the split the runner uses are one split."""
+    from analysis.models import hetero
+
+    host, accel = hetero.Processor(t_f=2e-10, t_b=1e-10), hetero.Processor(t_f=5e-11, t_b=3e-11)
+    for intensity in (0.1, 1.0, 7.6, 64.0):
+        flops, nbytes = intensity * 1e6, 1e6
+        alpha = vocab.balanced_alpha(vocab.roofline_time(flops, nbytes, host.t_f, host.t_b),
+                                     vocab.roofline_time(flops, nbytes, accel.t_f, accel.t_b))
+        assert 1.0 - float(hetero.pdp_fraction_host(intensity, host, accel)) == pytest.approx(alpha, rel=1e-12)

@@ -5,7 +5,7 @@ Usage::
     mpiexec -n P python -m mpi4py -m sims.fdm run --config SPEC.yaml --out DIR
 
 Writes ``DIR/seismograms.npz`` and ``DIR/record.json`` (the raw-record file
-of DESIGN §5: ``{"run_id", "records": [...]}``, one record per repetition).
+of docs/contracts.md: ``{"run_id", "records": [...]}``, one record per repetition).
 A spec that cannot run, or an error on any rank, still writes a ``failed``
 record; the exit status is then 1 (0 with ``--record-failures``, which the
 workflow uses so that a study goes on).

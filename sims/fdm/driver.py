@@ -13,6 +13,7 @@ import numpy as np
 
 from sims import record as rec
 from sims.atomic import atomic_write_bytes
+from sims.yamlfile import YAMLFileError, load_mapping
 
 from . import counts
 from .solver import PHASES, Simulation
@@ -38,18 +39,10 @@ class Result:
 
 def load_doc(path: str) -> dict:
     """The YAML run spec at ``path`` as a mapping."""
-    import yaml
-
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
-    except OSError as exc:
-        raise SpecError(f"cannot read the run spec {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path} is not valid YAML: {exc}") from None
-    if not isinstance(doc, dict):
-        raise SpecError(f"{path}: the run spec must be a mapping")
-    return doc
+        return load_mapping(path, "run spec")
+    except YAMLFileError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def _base(ident: dict, ranks: int, started_at: str, config_hash: str) -> dict[str, Any]:

@@ -22,8 +22,6 @@ energy with no meter is null, never a model estimate.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sims.meters.base import (
     METER_KINDS,
     RAPL_ROOT,
@@ -39,34 +37,5 @@ from sims.meters.trace import TraceError, TraceMeter, integrate, read_trace
 
 __all__ = [
     "METER_KINDS", "RAPL_ROOT", "Meter", "MeterUnavailable", "NoneMeter", "NvmlMeter", "RaplMeter",
-    "TraceError", "TraceMeter", "energy_between", "integrate", "open_meter", "read_trace", "total_joules",
+    "TraceError", "TraceMeter", "energy_between", "integrate", "read_trace", "total_joules",
 ]
-
-
-def open_meter(kind: str = "auto", *, device: int = 0, rapl_root: str = RAPL_ROOT, trace: dict[str, Any] | None = None) -> Meter:
-    """Open an energy meter.
-
-    ``kind``: ``rapl`` / ``nvml`` / ``trace`` (raise :class:`MeterUnavailable`
-    if they cannot be used), ``none``, or ``auto`` (RAPL if readable, else NVML
-    for ``device``, else the none meter). ``rapl_root`` is the powercap
-    directory (tests point it at a fake tree); ``trace`` the trace settings
-    (``path``, ``clock_offset_s``, ``channels``) of :class:`TraceMeter`.
-    """
-    if kind not in METER_KINDS:
-        raise ValueError(f"unknown meter kind {kind!r}; allowed: {', '.join(METER_KINDS)}")
-    if kind == "none":
-        return NoneMeter()
-    if kind == "rapl":
-        return RaplMeter(rapl_root)
-    if kind == "nvml":
-        return NvmlMeter(device)
-    if kind == "trace":
-        if not trace:
-            raise MeterUnavailable("a trace meter needs energy.trace settings (path, clock_offset_s, channels)")
-        return TraceMeter(**trace)
-    for factory in (lambda: RaplMeter(rapl_root), lambda: NvmlMeter(device)):
-        try:
-            return factory()
-        except MeterUnavailable:
-            continue
-    return NoneMeter()

@@ -6,7 +6,7 @@ import types
 import pytest
 
 from sims import meters
-from sims.meters import MeterUnavailable, energy_between, open_meter, total_joules
+from sims.meters import MeterUnavailable, NoneMeter, NvmlMeter, RaplMeter, energy_between, total_joules
 
 
 def zone(root, zid, name, uj, max_uj=262143328850):
@@ -19,41 +19,25 @@ def zone(root, zid, name, uj, max_uj=262143328850):
 
 
 def test_none_meter():
-    m = open_meter("none")
+    m = NoneMeter()
     assert m.source == "none" and m.read() is None
     assert m.energy_between(m.read(), m.read()) is None
     assert total_joules(None) is None
 
 
-def test_auto_on_this_machine_is_none(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML either
-    m = open_meter("auto", rapl_root=str(tmp_path / "no-powercap"))
-    assert m.source == "none" and m.read() is None
-
-
-def test_auto_default_root_falls_back_cleanly(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", None)
-    m = open_meter()  # the real /sys/class/powercap of this machine
-    assert m.source in ("none", "rapl")
-    if m.source == "none":
-        assert m.read() is None
-
-
-def test_unknown_kind_and_explicit_unavailable(tmp_path, monkeypatch):
-    with pytest.raises(ValueError, match="auto, rapl, nvml, trace, none"):
-        open_meter("ipmi")
+def test_unavailable_meters_say_why(tmp_path, monkeypatch):
     with pytest.raises(MeterUnavailable):
-        open_meter("rapl", rapl_root=str(tmp_path))
+        RaplMeter(str(tmp_path))
     monkeypatch.setitem(sys.modules, "pynvml", None)
     with pytest.raises(RuntimeError, match="pynvml"):
-        open_meter("nvml")
+        NvmlMeter(0)
 
 
 def test_rapl_channels_deltas_and_wraparound(tmp_path):
     z0 = zone(tmp_path, "0", "package-0", 1_000_000, max_uj=10_000_000)
     zd = zone(tmp_path, "0:0", "dram", 500_000, max_uj=5_000_000)
     zone(tmp_path, "0:1", "core", 200_000)
-    m = open_meter("auto", rapl_root=str(tmp_path))
+    m = RaplMeter(str(tmp_path))
     assert m.source == "rapl"
     assert set(m.channels) == {"package-0", "package-0:dram", "package-0:core"}
     before = m.read()
@@ -110,7 +94,7 @@ class FakeNvml(types.ModuleType):
 def test_nvml_meter_with_fake_module(monkeypatch, tmp_path):
     fake = FakeNvml()
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    m = open_meter("auto", device=1, rapl_root=str(tmp_path / "none"))
+    m = NvmlMeter(1)
     assert m.source == "nvml" and m.channels == ("gpu1",)
     before = m.read()
     fake.energy_mj += 12_345
@@ -120,13 +104,12 @@ def test_nvml_meter_with_fake_module(monkeypatch, tmp_path):
     m.close()
     assert fake.inited == 0
     with pytest.raises(MeterUnavailable, match="does not exist"):
-        open_meter("nvml", device=5)
+        NvmlMeter(5)
 
 
-def test_nvml_unsupported_counter_falls_back_in_auto(monkeypatch, tmp_path):
+def test_nvml_unsupported_counter_is_refused(monkeypatch):
     fake = FakeNvml(supported=False)
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    assert open_meter("auto", rapl_root=str(tmp_path)).source == "none"
-    assert fake.inited == 0
     with pytest.raises(MeterUnavailable, match="total-energy"):
-        open_meter("nvml")
+        NvmlMeter(0)
+    assert fake.inited == 0

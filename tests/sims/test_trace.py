@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sims.meters import MeterUnavailable, TraceError, TraceMeter, integrate, open_meter, read_trace
+from sims.meters import MeterUnavailable, TraceError, TraceMeter, integrate, read_trace
 
 
 def write(tmp_path, text, name="trace.csv"):
@@ -88,9 +88,7 @@ def test_trace_meter_configuration_errors(tmp_path):
         TraceMeter(str(p), channels={"clamp": "gpu"})
     with pytest.raises(MeterUnavailable, match="cannot open"):
         TraceMeter(str(tmp_path / "missing.csv"))
-    with pytest.raises(MeterUnavailable, match="needs energy.trace"):
-        open_meter("trace")
-    assert open_meter("trace", trace={"path": str(p)}).source == "trace"
+    assert TraceMeter(path=str(p)).source == "trace"
 
 
 def test_live_trace_partial_lines_and_waiting_for_the_window_end(tmp_path):
