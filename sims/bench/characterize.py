@@ -178,8 +178,10 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     if rank != 0:
         return None
     source = "+".join(sorted({m["source"] for d in descs for m in d["meters"].values()})) or "none"
-    energy_fits = {r: energy_fit(gathered[i]["sweep"], energies[r], n_triad, source) if metered else None
-                   for i, r in enumerate(ROLES)}
+    # the time base of the energy fit is what each energy reading covers: the window per execution
+    covered = {r: {k: [(w["window"][1] - w["window"][0]) / w["inner"] for w in windows[r][k]] for k in windows[r]}
+               for r in ROLES}
+    energy_fits = {r: energy_fit(covered[r], energies[r], n_triad, source) if metered else None for r in ROLES}
 
     processors = {}
     for r, data in zip(ROLES, gathered, strict=True):

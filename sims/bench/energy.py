@@ -26,7 +26,13 @@ def idle_summary(samples: list[dict[str, float | None]], method: str) -> dict[st
 
 
 def energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n: int, source: str) -> dict[str, Any] | None:
-    """Choi et al.'s regression of the sweep's measured energy on flops, bytes and time."""
+    """Choi et al.'s regression of the sweep's measured energy on flops, bytes and time.
+
+    ``times`` are, per sweep point ``k``, the durations the energy readings cover, per execution: the
+    metered wall-clock window divided by the executions in it. Static power is drawn for the whole
+    window (barriers included), so this - not the processor's busy time - is the ``T`` of
+    ``E = e_f N_f + e_b N_b + p_s T``; regressing on the busy time biases ``p_s`` upward.
+    """
     F, B, T, E = [], [], [], []
     for k, ts in sorted(times.items()):
         for t, e in zip(ts, joules.get(k, []), strict=False):

@@ -138,7 +138,8 @@ def attach_trace_to_platform(platform_file: str | Path, trace: str | Path, chann
         joules: dict[int, list[float | None]] = {}
         for s in samples:
             row = window_row(float(s["window"][0]), float(s["window"][1]), int(s["inner"]))
-            times.setdefault(int(s["k"]), []).append(float(s["time_s"]))
+            # the energy fit's time base is what the reading covers: the window per execution
+            times.setdefault(int(s["k"]), []).append((float(s["window"][1]) - float(s["window"][0])) / int(s["inner"]))
             joules.setdefault(int(s["k"]), []).append(None if row is None else share_or_total(row, role))
         out_procs[role] = energy_parameters(energy_fit(times, joules, n, "trace"))
     fitted = [r for r, p in out_procs.items() if p.get("e_f") is not None]
