@@ -111,10 +111,6 @@ class Case:
         """
         raise NotImplementedError
 
-    def empty_tables(self) -> dict[str, pd.DataFrame]:
-        """The case's tables with no rows (typed), for a study in which it does not run."""
-        return self.score({}, None)
-
     def __repr__(self) -> str:
         return f"<case {self.name}>"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sims.atomic import atomic_write_text
+from sims.vocab import STATUSES  # noqa: F401 - re-exported: the record contract names the statuses
 
 #: (name, type, required) for every column of a run record. Types are the
 #: logical types ``string``, ``int64``, ``float64``, ``timestamp`` (UTC, ISO 8601
@@ -75,7 +76,6 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
 
 FIELD_TYPES: dict[str, str] = {name: typ for name, typ, _ in FIELDS}
 REQUIRED: frozenset[str] = frozenset(name for name, _, req in FIELDS if req)
-STATUSES = ("ok", "failed", "skipped")
 ENERGY_SOURCES = ("rapl", "nvml", "trace", "published", "none")
 
 

@@ -6,7 +6,7 @@ Usage (what the workflow's ``simulate_run`` rule launches for the SA, LA and PEA
 
 Rank 0 plays the platform's ``host`` processor and rank 1 its ``accel``
 processor. The spec names its *job*, ``"job": "package.module:Class"``: the
-case's per-rank work (see :class:`Job`), imported here by name, so a case from
+case's per-rank work (see :class:`sims.job.Job`), imported here by name, so a case from
 a plugin package runs through this same runner. Any error on any rank - a bad
 spec, a missing backend, a region too short to time - becomes one ``failed``
 record; the job itself exits 0 so the study goes on.
@@ -25,31 +25,12 @@ import os
 import statistics
 import sys
 import traceback
-from typing import Any, Protocol
+from typing import Any
 
 from sims import record as rec
 from sims._threads import limit_threads, pin_cores
 from sims.timing import Measurement, measure, mpi_op
 from sims.vocab import ROLES
-
-
-class Job(Protocol):
-    """One rank's share of a run: built as ``Job(spec, role, platform_file)``.
-
-    ``parts`` maps each role to its share (with ``flops``, ``bytes``, ``idle``),
-    ``alpha`` is the accelerator's data fraction (None for code partitions) and
-    ``executed`` the flops each role's kernels really execute.
-    """
-
-    parts: dict[str, Any]
-    alpha: float | None
-    executed: dict[str, int]
-
-    def work(self) -> None: ...
-
-    def sync(self) -> None: ...
-
-    def describe(self) -> dict[str, Any]: ...
 
 
 def load_job(path: str) -> Any:

@@ -35,11 +35,6 @@ def parse_alpha(variant: str) -> float | None:
     return float(m.group("alpha")) if m else None
 
 
-def is_wp(variant: str) -> bool:
-    """True for a fixed-name WP (the WP axis of ranking fidelity)."""
-    return variant in WPS
-
-
 def variant_order(variant: str, alpha: float | None = None) -> tuple[int, float, str]:
     """Sort key: fixed WPs in the papers' order, then DP(alpha) variants by alpha, then anything else."""
     if variant in WPS:

@@ -25,7 +25,7 @@ from sims._threads import pin_cores
 from sims.atomic import atomic_write_text
 from sims.bench.energy import energy_fit, energy_parameters, idle_summary
 from sims.timing import measure, mpi_op
-from sims.vocab import ROLES
+from sims.vocab import ROLES, UNITS
 
 
 def spread(samples: list[float]) -> dict[str, float]:
@@ -190,16 +190,16 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             "backend": p["backend"],
             **({"cores": list(p["cores"])} if p.get("cores") else {}),
             **({"device": p["device"]} if p.get("device") is not None else {}),
-            "t_f": _parameter(data["t_f"], "s/flop", "independent FMA chains, float32, in-cache, FMA = 2 flops", warmup),
+            "t_f": _parameter(data["t_f"], UNITS["t_f"], "independent FMA chains, float32, in-cache, FMA = 2 flops", warmup),
             "t_b": _parameter(
-                data["t_b"], "s/byte",
+                data["t_b"], UNITS["t_b"],
                 f"STREAM triad a=b+s*c, float32, 12 B/element counted, {n_triad} elements, other processor idle",
                 warmup,
             ),
             "roofline_fit": _roofline_fit(data["sweep"], n_triad),
             "operations": _operations(data["operations"], p["backend"]),
             "t_b_shared": _parameter(
-                data["t_b_shared"], "s/byte",
+                data["t_b_shared"], UNITS["t_b"],
                 "STREAM triad as t_b, both processors streaming at the same time (informational)", warmup,
             ),
             **energy_parameters(energy_fits[r]),
@@ -294,8 +294,8 @@ def _roofline_fit(times: dict[int, list[float]], n: int) -> dict[str, Any]:
     med = [statistics.median(times[k]) for k in ks]
     f = sweep.fit_roofline(flops, nbytes, med)
     return {
-        "t_f": {"value": f["t_f"], "unit": "s/flop", "obtained": "fitted", "rate": 1.0 / f["t_f"]},
-        "t_b": {"value": f["t_b"], "unit": "s/byte", "obtained": "fitted", "rate": 1.0 / f["t_b"]},
+        "t_f": {"value": f["t_f"], "unit": UNITS["t_f"], "obtained": "fitted", "rate": 1.0 / f["t_f"]},
+        "t_b": {"value": f["t_b"], "unit": UNITS["t_b"], "obtained": "fitted", "rate": 1.0 / f["t_b"]},
         "balance": f["t_b"] / f["t_f"],
         "r2": f["r2"],
         "poor_fit": bool(f["poor_fit"]),
@@ -313,9 +313,9 @@ def _network(samples: dict[int, list[float]]) -> dict[str, Any]:
 
     f = pingpong.fit(samples)
     return {
-        "latency": {"value": f["latency_s"], "unit": "s", "obtained": "measured",
+        "latency": {"value": f["latency_s"], "unit": UNITS["time"], "obtained": "measured",
                     "method": "MPI ping-pong host <-> accel, median one-way time, least-squares T(m) = L + m t_net"},
-        "t_net": {"value": f["t_net"], "unit": "s/byte", "obtained": "measured", "method": "same fit (slope)",
+        "t_net": {"value": f["t_net"], "unit": UNITS["t_b"], "obtained": "measured", "method": "same fit (slope)",
                   "rate_median": 1.0 / f["t_net"] if f["t_net"] > 0 else None},
         "r2": f["r2"],
         "residuals_s": f["residuals_s"],

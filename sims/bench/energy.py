@@ -12,6 +12,7 @@ import statistics
 from typing import Any
 
 from sims.bench import sweep
+from sims.vocab import UNITS
 
 
 def idle_summary(samples: list[dict[str, float | None]], method: str) -> dict[str, Any]:
@@ -21,7 +22,7 @@ def idle_summary(samples: list[dict[str, float | None]], method: str) -> dict[st
         vals = [s[key] for s in samples if s[key] is not None]
         return float(statistics.median(vals)) if vals else None
 
-    return {"value": med("energy_j"), "unit": "W", "host": med("energy_host_j"), "accel": med("energy_accel_j"),
+    return {"value": med("energy_j"), "unit": UNITS["power"], "host": med("energy_host_j"), "accel": med("energy_accel_j"),
             "obtained": "measured", "samples_w": [s["energy_j"] for s in samples], "method": method}
 
 
@@ -55,8 +56,8 @@ def energy_parameters(fit: dict[str, Any] | None) -> dict[str, Any]:
     common = {"obtained": "fitted", "method": f"least squares E = e_f N_f + e_b N_b + p_s T on the intensity sweep "
               f"({fit['source']})", "r2": fit["r2"], "unphysical": fit["unphysical"]}
     return {
-        "e_f": {"value": fit["e_f"], "unit": "J/flop", **common},
-        "e_b": {"value": fit["e_b"], "unit": "J/byte", **common},
-        "p_s": {"value": fit["p_s"], "unit": "W", **common},
+        "e_f": {"value": fit["e_f"], "unit": UNITS["e_f"], **common},
+        "e_b": {"value": fit["e_b"], "unit": UNITS["e_b"], **common},
+        "p_s": {"value": fit["p_s"], "unit": UNITS["p_s"], **common},
         "energy_fit": {k: fit[k] for k in ("r2", "residuals_j", "samples", "unphysical")},
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sims.cases import kernels, matrix
+from sims.job import PhaseJob
 from sims.platform_file import read_rates
 
 
@@ -14,7 +15,7 @@ def _rates(platform_file: str | None) -> dict[str, dict[str, float]]:
     return read_rates(platform_file)
 
 
-class MatrixRun:
+class MatrixRun(PhaseJob):
     """This rank's part of an LA run (``case: la``) or a PEACH workload run (``case: peach``).
 
     LA params: ``n_mm``, ``n_tr`` (matrix sizes), ``dtype``. PEACH params:
@@ -44,17 +45,10 @@ class MatrixRun:
         self.backend = get_backend(proc["backend"], proc.get("device"))
         # BLAS and cuBLAS execute the classical product's 2 n^3 flops; a transpose executes none.
         self.executed = {r: p.flops for r, p in self.parts.items()}
-        self._steps = []
+        self.steps = []
         if not self.part.idle:
             arrays = kernels.allocate(self.backend, self.part, dtype, int(spec["seed"]))
-            self._steps = [lambda k=kernels.PHASES[ph], a=arrays: k(self.backend, a) for ph in self.part.phases]
-
-    def work(self) -> None:
-        for step in self._steps:
-            step()
-
-    def sync(self) -> None:
-        self.backend.synchronize()
+            self.steps = [lambda k=kernels.PHASES[ph], a=arrays: k(self.backend, a) for ph in self.part.phases]
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from sims.job import PhaseJob
 from sims.platform_file import read_rates
 from sims.sa import case
 
 
-class SARun:
+class SARun(PhaseJob):
     """This rank's share of one synthetic-application run."""
 
     def __init__(self, spec: dict[str, Any], role: str, platform_file: str | None):
@@ -35,19 +35,12 @@ class SARun:
             )
             for r, p in self.parts.items()
         }
-        self._work: list[Callable[[], None]] = []
+        self.steps = []
         if not self.part.idle:
             arrays = kernels.allocate(self.backend, self.part.elements, set(self.part.phases), int(spec["seed"]))
             for phase in self.part.phases:
                 kernel = getattr(kernels, phase)
-                self._work.append(lambda k=kernel, a=arrays: k(self.backend, a))
-
-    def work(self) -> None:
-        for step in self._work:
-            step()
-
-    def sync(self) -> None:
-        self.backend.synchronize()
+                self.steps.append(lambda k=kernel, a=arrays: k(self.backend, a))
 
     def describe(self) -> dict[str, Any]:
         return {
