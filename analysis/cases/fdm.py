@@ -230,9 +230,6 @@ class FDMCase(Case):
                 f"{mpi} -n {int(spec['ranks'])} python -m mpi4py -m sims.fdm run --config {out}/spec.yaml"
                 f" --out {out} --raw-record {shlex.quote(record)} --record-failures")
 
-    def select(self, frame: Any) -> Any:
-        return frame[frame["case"] == self.name]
-
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         return reduce_fdm(records)
 

@@ -77,5 +77,5 @@ def test_bad_catalog_names_the_key(tmp_path):
     (tmp_path / "perdome-2015.yaml").write_text(yaml.safe_dump({"paper": "x", "processors": {}}))
     with pytest.raises(ValueError, match="missing key 'table'"):
         published.load_catalog("perdome-2015", tmp_path)
-    with pytest.raises(ValueError, match="No such file"):
+    with pytest.raises(ValueError, match="no such published platform catalog"):
         published.load_catalog("nothing", tmp_path)
