@@ -19,6 +19,7 @@ it loads the entry points on first use.
 
 from __future__ import annotations
 
+import abc
 import functools
 from collections.abc import Mapping
 from importlib import metadata
@@ -35,8 +36,8 @@ class RegistryError(RuntimeError):
     """A case or model entry point is missing, broken or clashes with another (one-line message)."""
 
 
-class Case:
-    """One case study. Subclasses set the attributes and override what differs.
+class Case(abc.ABC):
+    """One case study. Subclasses set the attributes, implement the abstract methods and override what differs.
 
     Attributes
     ----------
@@ -68,6 +69,7 @@ class Case:
     models: tuple[str, ...] = ()
 
     # ----------------------------------------------------------------- planning a study
+    @abc.abstractmethod
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every run of this case in the (validated) study config, as run specs with ``run_id``.
 
@@ -75,11 +77,10 @@ class Case:
         :func:`sims.record.run_id_of`) plus ``ranks`` (MPI ranks), ``size``
         (the problem size recorded) and, for runs ``sims.run`` drives, ``job``.
         """
-        raise NotImplementedError(f"case {self.name!r} does not expand a config")
 
+    @abc.abstractmethod
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
         """The shell command that produces the run's raw record at ``record``."""
-        raise NotImplementedError(f"case {self.name!r} has no launch command")
 
     def needs_platform(self, spec: Mapping[str, Any]) -> bool:
         """True when the run reads the characterised platform file (e.g. a p-DP split)."""
@@ -95,27 +96,27 @@ class Case:
         """This case's records in a (pandas or Dask) frame of the whole dataset."""
         return frame[frame["case"] == self.name]
 
+    @abc.abstractmethod
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         """One row per ok run from its repetitions (pure pandas; lifted onto Dask with ``meta``)."""
-        raise NotImplementedError
 
     def platform_frame(self, platforms: Any) -> tuple[pd.DataFrame, list[str]]:
         """The platform parameters joined to the reduced runs, and the join keys."""
         return platforms.processors, ["platform"]
 
+    @abc.abstractmethod
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         """The case's validation tables from each applicable model's predictions (pandas).
 
         ``predictions`` maps a model name to its rows; ``context`` carries the
         platform frames and the joined runs (``context.joined[self.name]``).
         """
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"<case {self.name}>"
 
 
-class Model:
+class Model(abc.ABC):
     """One model as validation applies it to runs.
 
     Attributes
@@ -143,9 +144,9 @@ class Model:
     table: str = "runs"
     rowwise: bool = True
 
+    @abc.abstractmethod
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
         """Rows with this model's prediction for each run of ``runs`` it can predict (pure pandas)."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"<model {self.name}>"

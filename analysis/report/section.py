@@ -9,6 +9,7 @@ renders the blocks with autoescaping, so no section builds HTML by hand.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,13 +52,14 @@ class SectionOutput:
         self.blocks.append({"kind": "items", "items": [str(i) for i in items]})
 
 
-class Section:
+class Section(abc.ABC):
     """A part of the report. Subclasses set ``title`` and implement :meth:`build`."""
 
     title: str = ""
 
+    @abc.abstractmethod
     def build(self, inputs: Inputs, out_dir: Path) -> SectionOutput:
-        raise NotImplementedError
+        """Read the inputs, write the figures into ``out_dir``, return the content."""
 
     def __repr__(self) -> str:
         return f"<section {type(self).__name__}>"

@@ -1,0 +1,78 @@
+"""The case and model registries: found through entry points, clear one-line errors for broken plugins."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+import pytest
+
+from analysis import registry
+from analysis.cases.sa import SACase
+
+
+def fake_entry_points(monkeypatch, group: str, *points: tuple[str, str]) -> None:
+    real = metadata.entry_points
+
+    def entry_points(**kw):
+        if kw.get("group") == group:
+            return [metadata.EntryPoint(name, value, group) for name, value in points]
+        return real(**kw)
+
+    monkeypatch.setattr(registry.metadata, "entry_points", entry_points)
+    registry.cases.cache_clear()
+    registry.models.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry():
+    registry.cases.cache_clear()
+    registry.models.cache_clear()
+    yield
+    registry.cases.cache_clear()
+    registry.models.cache_clear()
+
+
+def test_builtins_are_registered_in_order():
+    assert list(registry.cases()) == ["sa", "la", "peach", "fdm", "published"]
+    assert {m.name for m in registry.models_for("sa")} == {
+        "PerDome/PeaPaw", "per-operation (Kannan)", "PeaPaw energy (eq. 25)", "energy roofline (Choi)"}
+    assert [m.name for m in registry.models_for("fdm")] == ["FDM"]
+
+
+def test_a_plugin_that_does_not_load_is_named(monkeypatch):
+    fake_entry_points(monkeypatch, registry.CASE_GROUP, ("broken", "no_such_module_xyz:CASE"))
+    with pytest.raises(registry.RegistryError, match=r"hetval.cases:broken \(no_such_module_xyz:CASE\) cannot be loaded"):
+        registry.cases()
+
+
+def test_a_plugin_that_is_not_a_case_is_refused(monkeypatch):
+    fake_entry_points(monkeypatch, registry.CASE_GROUP, ("odd", "analysis.predictors.fdm:FDMModel"))
+    with pytest.raises(registry.RegistryError, match="is not a Case"):
+        registry.cases()
+
+
+def test_two_cases_with_one_name_are_refused(monkeypatch):
+    fake_entry_points(monkeypatch, registry.CASE_GROUP, ("sa", "analysis.cases.sa:CASE"),
+                      ("sa-again", "analysis.cases.sa:SACase"))
+    with pytest.raises(registry.RegistryError, match="'sa' is registered twice"):
+        registry.cases()
+
+
+def test_a_case_must_implement_what_every_case_does():
+    class Half(registry.Case):
+        name = "half"
+
+    with pytest.raises(TypeError, match="abstract"):
+        Half()
+    assert SACase().name == "sa"
+
+
+def test_no_entry_points_says_how_to_install(monkeypatch):
+    fake_entry_points(monkeypatch, registry.CASE_GROUP)
+    with pytest.raises(registry.RegistryError, match="pip install -e"):
+        registry.cases()
+
+
+def test_unknown_case_lists_the_registered_ones():
+    with pytest.raises(registry.RegistryError, match="unknown case 'nope' \\(registered: sa, la, peach, fdm, published\\)"):
+        registry.case("nope")
