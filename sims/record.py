@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sims.atomic import atomic_write_text
-from sims.vocab import STATUSES  # noqa: F401 - re-exported: the record contract names the statuses
+from sims.vocab import FDM_PHASES, STATUSES  # noqa: F401 - STATUSES re-exported: the contract names them
 
 #: (name, type, required) for every column of a run record. Types are the
 #: logical types ``string``, ``int64``, ``float64``, ``timestamp`` (UTC, ISO 8601
@@ -60,12 +60,8 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("marshaling", "string", False),  # host-staging | device-pack | gpu-aware
     ("boundary", "string", False),  # none | cpml(<width>)
     ("phase_times", "string", False),  # JSON: {phase: [seconds per rank]}
-    ("time_velocity_s", "float64", False),  # slowest rank's total, per phase
-    ("time_stress_s", "float64", False),
-    ("time_pack_s", "float64", False),
-    ("time_unpack_s", "float64", False),
-    ("time_halo_s", "float64", False),  # waiting in halo exchange
-    ("time_h2d_s", "float64", False),  # host<->device copies, both directions
+    # the slowest rank's total per FDM phase (halo: waiting in the exchange; h2d: host<->device copies)
+    *((f"time_{phase}_s", "float64", False) for phase in FDM_PHASES),
     ("points", "int64", False),  # grid points updated per step (whole grid)
     ("started_at", "timestamp", True),
     ("hostname", "string", True),
