@@ -109,7 +109,8 @@ class Case(abc.ABC):
         """The case's validation tables from each applicable model's predictions (pandas).
 
         ``predictions`` maps a model name to its rows; ``context`` carries the
-        platform frames and the joined runs (``context.joined[self.name]``).
+        platform frames and, for a case with a group-wise model, its joined runs
+        (``context.joined[self.name]``).
         """
 
     def __repr__(self) -> str:

@@ -97,7 +97,9 @@ def validate(
         for name, case in registered.items():
             reduced, lazy, joined = _lazy_case(case, ddf, platforms)
             graph[f"{name}/reduced"] = reduced.shape[0]
-            graph[f"{name}/joined"] = joined
+            graph[f"{name}/joined"] = joined["run_id"].nunique()
+            if any(not m.rowwise for m in models_for(name)):  # a model that needs whole groups: bring the runs
+                graph[f"{name}/frame"] = joined
             for model, frame in lazy.items():
                 graph[f"{name}/model/{model}"] = frame
         done = dict(zip(graph, dask.compute(*graph.values()), strict=True))
@@ -105,11 +107,12 @@ def validate(
     tables: dict[str, list[pd.DataFrame]] = {}
     counts: dict[str, int] = {}
     for name, case in registered.items():
-        joined = done[f"{name}/joined"]
-        context.joined[name] = joined
+        joined = done.get(f"{name}/frame")
+        if joined is not None:
+            context.joined[name] = joined
         predictions = {m.name: (done[f"{name}/model/{m.name}"] if m.rowwise else m.predict(joined))
                        for m in models_for(name)}
-        n_joined = int(joined["run_id"].nunique()) if len(joined) else 0
+        n_joined = int(done[f"{name}/joined"])
         counts[name] = n_joined
         if done[f"{name}/reduced"] != n_joined:
             log(f"[hetval validate] warning: {done[f'{name}/reduced'] - n_joined} ok {name} runs have no "
