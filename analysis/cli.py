@@ -1,14 +1,19 @@
 """The ``hetval`` command: every workflow stage runnable alone, plus config checks and the study matrix.
 
 Subcommands: ``check-config``, ``matrix``, ``gather``, ``ingest-published``, ``validate``, ``report``,
-``attach-trace``.
-A bad config prints one line naming the key and exits 2 (no traceback).
+``attach-trace``. ``hetval --version`` prints the version; ``hetval <command> --help`` every option
+with its default.
+
+Exit codes: 0 done; 1 an unexpected error inside hetval (with its traceback, to report); 2 a usage,
+config or input error - a missing or malformed file, a bad option, an unreachable scheduler - said in
+one line on standard error, with no traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,9 +21,34 @@ from analysis.config import ConfigError, load_config, study_matrix
 from analysis.registry import RegistryError
 
 
+class InputError(Exception):
+    """A missing or malformed input named on the command line (one-line message, exit 2)."""
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("hetval")
+    except metadata.PackageNotFoundError:
+        from sims import __version__
+
+        return __version__
+
+
+def _existing(path: str | os.PathLike[str], what: str, directory: bool = False) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{what} {p} does not exist")
+    if directory and not p.is_dir():
+        raise InputError(f"{what} {p} is not a directory")
+    if not directory and p.is_dir():
+        raise InputError(f"{what} {p} is a directory, not a file")
+    return p
+
+
 def _config(args: argparse.Namespace) -> dict:
-    paths = args.configfile or []
-    return load_config(*paths) if paths else load_config()
+    return load_config(*(args.configfile or []))
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -30,17 +60,21 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     runs = study_matrix(_config(args))
-    if args.spec:
-        found = [s for s in runs if s["run_id"] == args.spec]
+    if args.run_id:
+        found = [s for s in runs if s["run_id"] == args.run_id]
         if not found:
-            print(f"hetval: run {args.spec} is not in this study (see `hetval matrix`)", file=sys.stderr)
-            return 2
+            raise InputError(f"run {args.run_id} is not in this study (see `hetval matrix`)")
         # The JSON that `python -m mpi4py -m sims.run --spec` takes.
         print(json.dumps({k: v for k, v in found[0].items() if k != "run_id"}, sort_keys=True))
         return 0
+    if args.json:
+        print(json.dumps(runs, sort_keys=True, indent=1))
+        return 0
+    print("run_id", "study", "case", "variant", "platform", "ranks", "params", sep="\t")
     for spec in runs:
         what = spec.get("params", {"table": spec.get("table")})
-        print(spec["run_id"], spec["study"], spec["case"], spec["variant"], spec["platform"], json.dumps(what))
+        print(spec["run_id"], spec["study"], spec["case"], spec["variant"], spec["platform"], spec.get("ranks", ""),
+              json.dumps(what, sort_keys=True), sep="\t")
     return 0
 
 
@@ -48,9 +82,11 @@ def cmd_gather(args: argparse.Namespace) -> int:
     from analysis.dataset import clear_tmp, gather
     from sims.atomic import atomic_write_text
 
-    files = list(args.records)
+    files = [_existing(f, "raw record") for f in args.records]
     if args.raw_dir:
-        files += sorted(str(p) for p in Path(args.raw_dir).glob("*.json"))
+        files += sorted(_existing(args.raw_dir, "--raw-dir", directory=True).glob("*.json"))
+    if not files:
+        raise InputError("nothing to gather: give raw record files or --raw-dir")
     clear_tmp(args.runs)
     result = gather(files, args.runs, args.quarantine, args.retry)
     print(
@@ -67,20 +103,17 @@ def _published_dir(arg: str | None):
         from analysis.published import PUBLISHED_DIR
 
         return PUBLISHED_DIR
-    return arg or None
+    return _existing(arg, "--published", directory=True) if arg else None
 
 
 def cmd_ingest_published(args: argparse.Namespace) -> int:
-    import os
-
     from analysis.cases.published import write_raw_record
 
     try:
         path = write_raw_record(args.table, args.study, args.run_id, Path(args.out),
                                 os.environ.get("HETVAL_CONFIG_HASH", "unknown"))
     except (OSError, ValueError) as exc:
-        print(f"hetval ingest-published: {exc}", file=sys.stderr)
-        return 2
+        raise InputError(str(exc)) from None
     print(f"[hetval ingest-published] {args.table}: run {args.run_id} -> {path}")
     return 0
 
@@ -88,16 +121,33 @@ def cmd_ingest_published(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from analysis.validate import validate
 
-    validate(args.runs, args.platforms, args.out, studies=args.study or None, address=args.scheduler or None,
-             published_dir=_published_dir(args.published), platform_files=args.platform_file)
+    runs = _existing(args.runs, "--runs", directory=True)
+    if not any(runs.glob("study=*/case=*/*.parquet")):
+        raise InputError(f"--runs {runs} holds no dataset (study=*/case=*/*.parquet): gather first")
+    files = [_existing(f, "--platform-file") for f in args.platform_file or []]
+    if not files:
+        _existing(args.platforms, "--platforms", directory=True)
+    try:
+        validate(runs, args.platforms, args.out, studies=args.study or None, address=args.scheduler or None,
+                 published_dir=_published_dir(args.published), platform_files=files or None,
+                 connect_timeout=args.connect_timeout)
+    except (OSError, TimeoutError) as exc:
+        where = args.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or "a local cluster"
+        raise InputError(f"cannot reach the Dask scheduler at {where} within {args.connect_timeout:g} s "
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no answer'})") from None
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import build_report
 
-    summary = build_report(args.validation, args.platform_file or args.platforms, args.manifest or args.quarantine,
-                           args.out, title=args.title, cases=args.case)
+    validation = _existing(args.validation, "--validation", directory=True)
+    if not any(validation.glob("*.parquet")):
+        raise InputError(f"--validation {validation} holds no validation tables: validate first")
+    platforms = [_existing(f, "--platform-file") for f in args.platform_file] if args.platform_file else \
+        _existing(args.platforms, "--platforms", directory=True)
+    quarantine = _existing(args.manifest, "--manifest") if args.manifest else Path(args.quarantine)
+    summary = build_report(validation, platforms, quarantine, args.out, title=args.title, cases=args.case)
     print(summary)
     return 0
 
@@ -110,42 +160,50 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
     for item in args.channel or []:
         name, sep, target = item.rpartition("=")
         if not sep:
-            print(f"hetval attach-trace: --channel {item!r} is not NAME=host|accel|node", file=sys.stderr)
-            return 2
+            raise InputError(f"--channel {item!r} is not NAME=host|accel|node")
         channels[name] = target
     if not args.raw_dir and not args.platform_file:
-        print("hetval attach-trace: give --raw-dir, --platform-file or both", file=sys.stderr)
-        return 2
+        raise InputError("give --raw-dir, --platform-file or both")
+    _existing(args.trace, "--trace")
+    raw_dir = _existing(args.raw_dir, "--raw-dir", directory=True) if args.raw_dir else None
+    platform_files = [_existing(f, "--platform-file") for f in args.platform_file or []]
     try:
         # the platform's overlay first, the records second: the re-gathered records then meet the new parameters
-        for platform_file in args.platform_file or []:
+        for platform_file in platform_files:
             attach_trace_to_platform(platform_file, args.trace, channels or None, args.clock_offset, args.min_periods,
                                      args.replace)
-        if args.raw_dir:
-            attach_trace(args.raw_dir, args.trace, channels or None, args.clock_offset, args.min_periods, args.replace)
+        if raw_dir:
+            attach_trace(raw_dir, args.trace, channels or None, args.clock_offset, args.min_periods, args.replace)
     except MeterUnavailable as exc:
-        print(f"hetval attach-trace: {exc}", file=sys.stderr)
-        return 2
+        raise InputError(str(exc)) from None
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hetval", description="hetval: measure, predict, score.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    parser = argparse.ArgumentParser(prog="hetval", description="hetval: measure, predict, score.",
+                                     epilog="Exit codes: 0 done; 1 an unexpected error; 2 a usage, config or input "
+                                            "error (one line on standard error).")
+    parser.add_argument("--version", action="version", version=f"hetval {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def with_config(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--configfile", action="append", help="config YAML (repeatable; later files override)")
+        p.add_argument("--configfile", "--config-file", action="append", metavar="FILE",
+                       help="study config YAML, layered as Snakemake layers --configfile (repeatable; later files "
+                            "override; none: config/config.yaml)")
 
-    p = sub.add_parser("check-config", help="validate the config and count the study's runs")
+    p = sub.add_parser("check-config", help="validate the config and count the study's runs", formatter_class=fmt)
     with_config(p)
     p.set_defaults(func=cmd_check_config)
 
-    p = sub.add_parser("matrix", help="list the study's runs (run_id, case, variant, platform, params)")
+    p = sub.add_parser("matrix", help="list the study's runs", formatter_class=fmt)
     with_config(p)
-    p.add_argument("--spec", metavar="RUN_ID", help="print that run's full spec as JSON (for sims.run --spec)")
+    p.add_argument("--run-id", "--spec", dest="run_id", metavar="RUN_ID",
+                   help="print that run's full spec as JSON (what sims.run --spec takes)")
+    p.add_argument("--json", action="store_true", help="print every run's spec as a JSON list")
     p.set_defaults(func=cmd_matrix)
 
-    p = sub.add_parser("gather", help="raw records -> hive-partitioned Parquet dataset")
+    p = sub.add_parser("gather", help="raw records -> hive-partitioned Parquet dataset", formatter_class=fmt)
     p.add_argument("records", nargs="*", help="raw record files")
     p.add_argument("--raw-dir", help="also gather every *.json in this directory")
     p.add_argument("--runs", default="results/runs", help="dataset directory")
@@ -154,30 +212,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--manifest", help="write a JSON summary of this gather here")
     p.set_defaults(func=cmd_gather)
 
-    p = sub.add_parser("validate", help="Dask job: runs x platforms x models -> tightness and fidelity")
-    p.add_argument("--runs", default="results/runs")
+    p = sub.add_parser("validate", help="Dask job: runs x platforms x models -> tightness and fidelity",
+                       formatter_class=fmt)
+    p.add_argument("--runs", default="results/runs", help="the dataset directory (hive-partitioned Parquet)")
     p.add_argument("--platforms", default="results/default/platforms", help="directory of characterised platforms")
     p.add_argument("--platform-file", nargs="+", help="the study's platform files (instead of --platforms)")
-    p.add_argument("--out", default="results/default/validation")
-    p.add_argument("--study", action="append", help="restrict to this study (repeatable); default all")
-    p.add_argument("--scheduler", default=None, help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS or local)")
+    p.add_argument("--out", default="results/default/validation", help="where the validation tables go")
+    p.add_argument("--study", action="append", help="restrict to this study (repeatable; default: every study)")
+    p.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS, else a local cluster)")
+    p.add_argument("--connect-timeout", type=float, default=30.0, help="seconds to wait for the scheduler")
     p.add_argument("--published", default=None,
                    help="directory of the published platform catalogs whose papers' claims are recomputed "
                         "(default: the repository's config/platforms/published; '' to skip)")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("ingest-published", help="one published measurement (config/published/<table>.yaml) -> a raw record")
+    p = sub.add_parser("ingest-published", help="one published measurement (config/published/<table>.yaml) -> "
+                       "a raw record", formatter_class=fmt)
     p.add_argument("--table", required=True, help="table name, e.g. peach-2014-table-viii")
-    p.add_argument("--study", required=True)
+    p.add_argument("--study", required=True, help="the study the record belongs to")
     p.add_argument("--run-id", required=True, help="the run (see `hetval matrix`)")
     p.add_argument("--out", required=True, help="the raw record to write (results/raw/<study>/<run_id>.json)")
     p.set_defaults(func=cmd_ingest_published)
 
-    p = sub.add_parser("attach-trace", help="fill the energy of recorded runs from an external power-meter CSV")
+    p = sub.add_parser("attach-trace", help="fill the energy of recorded runs from an external power-meter CSV",
+                       formatter_class=fmt)
     p.add_argument("--raw-dir", help="raw records of one study (results/raw/<study>)")
     p.add_argument("--platform-file", action="append",
-                   help="a platform characterised while the meter logged (results/platforms/<p>.yaml; repeatable): "
-                        "idle power and e_f, e_b, p_s from its kept windows, into <p>.energy.json beside it")
+                   help="a platform characterised while the meter logged (results/<study>/platforms/<p>.yaml; "
+                        "repeatable): idle power and e_f, e_b, p_s from its kept windows, into <p>.energy.json")
     p.add_argument("--trace", required=True, help="CSV with timestamp, channel, watts")
     p.add_argument("--channel", action="append", metavar="NAME=host|accel|node",
                    help="what a trace channel measures (repeat; default: every channel is node)")
@@ -186,25 +249,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true", help="also replace energy some other meter measured")
     p.set_defaults(func=cmd_attach_trace)
 
-    p = sub.add_parser("report", help="HTML report with figures, and a plain-text summary")
-    p.add_argument("--validation", default="results/default/validation")
+    p = sub.add_parser("report", help="HTML report with figures, and a plain-text summary", formatter_class=fmt)
+    p.add_argument("--validation", default="results/default/validation", help="the study's validation tables")
     p.add_argument("--platforms", default="results/default/platforms", help="directory of characterised platforms")
     p.add_argument("--platform-file", nargs="+", help="the study's platform files (instead of --platforms)")
     p.add_argument("--manifest", help="the study's gather manifest (its quarantined records are listed)")
     p.add_argument("--quarantine", default="results/quarantine", help="quarantine directory (without --manifest)")
-    p.add_argument("--out", default="results/default/report")
-    p.add_argument("--title", default="hetval validation report")
+    p.add_argument("--out", default="results/default/report", help="where index.html, figures and summary.txt go")
+    p.add_argument("--title", default="hetval validation report", help="page title")
     p.add_argument("--case", nargs="*", help="the cases the study runs, whose sections are shown (default: all)")
     p.set_defaults(func=cmd_report)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sims.platform_file import PlatformFileError
+    from sims.yamlfile import YAMLFileError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (ConfigError, RegistryError) as exc:
         print(f"hetval: config error: {exc}", file=sys.stderr)
+        return 2
+    except (InputError, PlatformFileError, YAMLFileError) as exc:
+        print(f"hetval {args.command}: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         sys.stderr.close()

@@ -73,10 +73,13 @@ def validate(
     log: Any = print,
     published_dir: str | Path | None = None,
     platform_files: Sequence[str | Path] | None = None,
+    connect_timeout: float = 30.0,
 ) -> dict[str, Any]:
     """Run the validation job on a Dask cluster and write every table, ``failed``, ``published`` and a summary.
 
     ``platform_files`` (the study's characterised platforms) overrides ``platforms_dir``'s ``*.yaml``.
+    A scheduler that does not answer within ``connect_timeout`` seconds raises ``OSError`` /
+    ``TimeoutError`` (the CLI says so in one line).
     """
     import dask
     import dask.dataframe as dd
@@ -87,7 +90,7 @@ def validate(
     platforms = Platforms.from_files(list(platform_files)) if platform_files else Platforms.read(platforms_dir)
     registered = cases()
     addr = scheduler_address(address)
-    with Client(addr) if addr else Client() as client:
+    with Client(addr, timeout=connect_timeout) if addr else Client() as client:
         log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers)")
         ddf = dd.read_parquet(str(runs_dir), dataset={"partitioning": {"flavor": "hive", "schema": PARTITION_SCHEMA}})
         if studies:

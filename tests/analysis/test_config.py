@@ -149,10 +149,14 @@ def test_cli_matrix_prints_a_runnable_spec(repo, env):
 
     listing = cli("matrix")
     assert listing.returncode == 0
-    run_id = listing.stdout.split()[0]
-    spec = json.loads(cli("matrix", "--spec", run_id).stdout)
+    header, first = listing.stdout.splitlines()[:2]
+    assert header.split("\t")[:3] == ["run_id", "study", "case"]
+    run_id = first.split("\t")[0]
+    spec = json.loads(cli("matrix", "--run-id", run_id).stdout)
     assert spec["case"] == "sa" and "run_id" not in spec
     from sims.record import run_id_of
 
     assert run_id_of(spec) == run_id
-    assert cli("matrix", "--spec", "0" * 16).returncode == 2
+    assert cli("matrix", "--run-id", "0" * 16).returncode == 2
+    specs = json.loads(cli("matrix", "--json").stdout)
+    assert len(specs) == len(listing.stdout.splitlines()) - 1 and specs[0]["run_id"] == run_id

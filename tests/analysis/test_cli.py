@@ -1,0 +1,80 @@
+"""Every hetval subcommand through its error paths: one line on standard error, exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from analysis.schema import FILE_SCHEMA
+from tests.conftest import BIN, REPO
+
+
+def hetval(*args: str, env: dict, cwd=REPO, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "hetval"), *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=timeout)
+
+
+def one_line_error(out: subprocess.CompletedProcess, *expected: str) -> None:
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+
+
+def test_version_and_help(env):
+    out = hetval("--version", env=env)
+    assert out.returncode == 0 and out.stdout.startswith("hetval ")
+    out = hetval("validate", "--help", env=env)
+    assert out.returncode == 0 and "(default: results/runs)" in " ".join(out.stdout.split())
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    """A dataset directory with one (empty) partition and an empty platform directory."""
+    import pyarrow.parquet as pq
+
+    part = tmp_path / "runs" / "study=s" / "case=sa" / "part.parquet"
+    part.parent.mkdir(parents=True)
+    pq.write_table(FILE_SCHEMA.empty_table(), part)
+    (tmp_path / "platforms").mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["check-config", "--configfile", "/nonexistent.yaml"], ["hetval: config error:", "no such config file"]),
+    (["matrix", "--run-id", "0" * 16], ["hetval matrix:", "is not in this study"]),
+    (["gather", "bogus.json"], ["hetval gather:", "raw record bogus.json does not exist"]),
+    (["gather"], ["hetval gather:", "nothing to gather"]),
+    (["gather", "--raw-dir", "/nonexistent"], ["hetval gather:", "--raw-dir /nonexistent does not exist"]),
+    (["validate", "--runs", "/nonexistent"], ["hetval validate:", "--runs /nonexistent does not exist"]),
+    (["report", "--validation", "/nonexistent"], ["hetval report:", "--validation /nonexistent does not exist"]),
+    (["ingest-published", "--table", "nope", "--study", "s", "--run-id", "0" * 16, "--out", "x.json"],
+     ["hetval ingest-published:", "nope.yaml"]),
+    (["attach-trace", "--raw-dir", "/nonexistent", "--trace", "/nonexistent.csv"],
+     ["hetval attach-trace:", "--trace /nonexistent.csv does not exist"]),
+    (["attach-trace", "--trace", "t.csv"], ["hetval attach-trace:", "give --raw-dir, --platform-file or both"]),
+])
+def test_missing_input_is_one_line_and_exit_2(env, tmp_path, args, expected):
+    one_line_error(hetval(*args, env=env, cwd=tmp_path), *expected)
+
+
+def test_validate_needs_a_dataset_and_platforms(env, tmp_path, dataset):
+    (tmp_path / "empty").mkdir()
+    one_line_error(hetval("validate", "--runs", str(tmp_path / "empty"), env=env), "holds no dataset")
+    one_line_error(hetval("validate", "--runs", str(dataset / "runs"), "--platform-file", "/nonexistent.yaml",
+                          env=env), "--platform-file /nonexistent.yaml does not exist")
+
+
+def test_report_needs_validation_tables(env, tmp_path):
+    (tmp_path / "val").mkdir()
+    one_line_error(hetval("report", "--validation", str(tmp_path / "val"), env=env), "holds no validation tables")
+
+
+def test_unreachable_scheduler_is_one_line_within_the_timeout(env, dataset):
+    out = hetval("validate", "--runs", str(dataset / "runs"), "--platforms", str(dataset / "platforms"),
+                 "--out", str(dataset / "val"), "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "3",
+                 "--published", "", env=env, timeout=90)
+    one_line_error(out, "hetval validate:", "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 3 s")
