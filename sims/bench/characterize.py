@@ -289,8 +289,8 @@ def _roofline_fit(times: dict[int, list[float]], n: int) -> dict[str, Any]:
     from sims.bench import sweep
 
     ks = sorted(times)
-    flops = [2 * k * n for k in ks]
-    nbytes = [sweep.BYTES_PER_ELEMENT * n for _ in ks]
+    flops = [sweep.counts(n, k)[0] for k in ks]
+    nbytes = [sweep.counts(n, k)[1] for k in ks]
     med = [statistics.median(times[k]) for k in ks]
     f = sweep.fit_roofline(flops, nbytes, med)
     return {

@@ -38,8 +38,9 @@ def energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n:
     for k, ts in sorted(times.items()):
         for t, e in zip(ts, joules.get(k, []), strict=False):
             if e is not None:
-                F.append(2 * k * n)
-                B.append(sweep.BYTES_PER_ELEMENT * n)
+                f, b = sweep.counts(n, k)
+                F.append(f)
+                B.append(b)
                 T.append(t)
                 E.append(e)
     if len(E) < 4:

@@ -74,9 +74,10 @@ def setup(backend: Any, n: int, seed: int) -> dict[str, Any]:
     }
 
 
-def counts(state: dict[str, Any], k: int) -> tuple[int, int]:
-    """(flops, bytes) of one :func:`run` with ``k`` FMAs per element."""
-    return 2 * k * state["n"], BYTES_PER_ELEMENT * state["n"]
+def counts(n: int, k: int) -> tuple[int, int]:
+    """(flops, bytes) of one :func:`run` over ``n`` elements with ``k`` FMAs per element (the one home of
+    the sweep's counting: characterisation's roofline fit and the energy fit both use it)."""
+    return 2 * k * n, BYTES_PER_ELEMENT * n
 
 
 def run(backend: Any, state: dict[str, Any], k: int) -> None:

@@ -20,7 +20,6 @@ says, per channel, where its joules went and why.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,13 +136,6 @@ class RankMeters:
     def close(self) -> None:
         for m in self.meters.values():
             m.close()
-
-
-def lengthen_factor(region_s: float, update_period_s: float, min_periods: float) -> int:
-    """How many executions one measured region needs to span ``min_periods`` meter updates (>= 1)."""
-    if update_period_s <= 0 or region_s <= 0:
-        return 1
-    return max(1, math.ceil(min_periods * update_period_s / region_s))
 
 
 def _package_owner(host: str, package: int, ranks: list[dict[str, Any]]) -> tuple[str, str]:

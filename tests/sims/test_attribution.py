@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sims.meters.node import EnergySettings, RankMeters, attribute, lengthen_factor
+from sims.meters.node import EnergySettings, RankMeters, attribute
 
 
 def desc(rank, role, host="n1", packages=(0,), backend="numpy", meters=None, node_rank=None):
@@ -65,13 +65,6 @@ def test_trace_mapping_refusal_and_lengthened_regions():
     refused = attribute(ranks, [{"trace": {"refused": "trace: window not covered"}}, {}])
     assert refused["energy_j"] is None and refused["energy_source"] == "none"
     assert refused["energy_detail"]["refused"] == ["trace: window not covered"]
-
-
-def test_lengthen_factor():
-    assert lengthen_factor(0.5, 1e-3, 10) == 1
-    assert lengthen_factor(0.01, 1.0, 10) == 1000
-    assert lengthen_factor(0.3, 0.1, 10) == 4
-    assert lengthen_factor(0.3, 0.0, 10) == 1
 
 
 def test_settings_errors_name_the_key():

@@ -22,7 +22,7 @@ def test_sweep_kernel_computes_k_fmas_per_element(k):
         assert np.allclose(st["out"], expect, rtol=1e-5)
         ref = st["out"] if ref is None else ref
         assert np.allclose(st["out"], ref, rtol=1e-6)
-        assert sweep.counts(st, k) == (2 * k * 5000, 8 * 5000)
+        assert sweep.counts(st["n"], k) == (2 * k * 5000, 8 * 5000)
 
 
 def test_roofline_fit_recovers_known_coefficients_from_noisy_samples():
