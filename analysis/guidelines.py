@@ -37,11 +37,11 @@ def _zero_nan(x: Any) -> float:
     return 0.0 if x is None or math.isnan(float(x)) else float(x)
 
 
-def evaluate(runs: pd.DataFrame, processors: pd.DataFrame) -> pd.DataFrame:
+def evaluate(runs: pd.DataFrame, processors: pd.DataFrame | None) -> pd.DataFrame:
     """One row per WP group with a measured best WP; ``runs`` are a WP model's rows (one per run)."""
     rows: list[dict[str, Any]] = []
     wp = runs[runs["axis_wp"].astype(bool)].drop_duplicates("run_id") if len(runs) else runs
-    for plat in processors.itertuples(index=False):
+    for plat in (processors.itertuples(index=False) if processors is not None and len(wp) else []):
         host, accel = _processor(plat, "host"), _processor(plat, "accel")
         sub = wp[wp["platform"] == plat.platform] if len(wp) else wp
         if host is None or accel is None or not len(sub):

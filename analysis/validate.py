@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.platforms import Platforms
-from analysis.registry import Case, cases, models_for, validation_tables
+from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
 from analysis.runs import failed_runs
 from analysis.schema import PARTITION_SCHEMA
 from sims.atomic import atomic_write_parquet, atomic_write_text
@@ -59,6 +59,11 @@ def _lazy_case(case: Case, ddf: Any, platforms: Platforms) -> tuple[Any, dict[st
     reduced = sel.shuffle("run_id").map_partitions(case.reduce, meta=case.reduce(sel._meta))
     frame, keys = case.platform_frame(platforms)
     joined = reduced.merge(frame, on=keys, how="inner") if frame is not None else reduced
+    for m in models_for(case.name):
+        missing = sorted(set(m.needs) - set(joined._meta.columns))
+        if missing:
+            raise RegistryError(f"model {m.name!r} needs {', '.join(missing)}, which case {case.name!r} does not "
+                                "join to its runs")
     lazy = {m.name: joined.map_partitions(m.predict, meta=m.predict(joined._meta))
             for m in models_for(case.name) if m.rowwise}
     return reduced, lazy, joined

@@ -80,6 +80,12 @@ def records(name: str, study: str, config_hash: str = "unknown", directory: Path
 
 def validate_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Published runs scored against their published predictions: per-run rows and per-application fidelity."""
+    out = predict_published(df)
+    return out, score_published(out)
+
+
+def predict_published(df: pd.DataFrame) -> pd.DataFrame:
+    """Per ok published run: the published prediction next to the published measurement, errors, tightness."""
     runs = df[(df["case"] == CASE) & (df["status"] == "ok")]
     rows = []
     for r in runs.itertuples(index=False):
@@ -100,7 +106,7 @@ def validate_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                                       "energy_j", "time_predicted_s", "energy_predicted_j", "rate_error",
                                       "efficiency_error", "tightness_time", "tightness_energy", "same_configuration"])
     out["same_configuration"] = out["same_configuration"].astype(bool)
-    return out, score_published(out)
+    return out
 
 
 def write_raw_record(name: str, study: str, run_id: str, out: Path, config_hash: str = "unknown") -> Path:
@@ -169,7 +175,7 @@ class PublishedPrediction(Model):
     rowwise = False
 
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
-        return validate_runs(runs)[0]
+        return predict_published(runs)
 
 
 class PublishedCase(Case):
@@ -208,7 +214,7 @@ class PublishedCase(Case):
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         runs = predictions.get(PREDICTION)
         if runs is None:
-            runs = validate_runs(pd.DataFrame(columns=["case", "status"]))[0]
+            runs = predict_published(pd.DataFrame(columns=["case", "status"]))
         return {"published_runs": runs, "published_fidelity": score_published(runs)}
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 from analysis import guidelines
 from analysis.config import platform_layouts
 from analysis.predictors.peapaw import MODEL as PEAPAW
-from analysis.registry import Case
+from analysis.registry import Case, models_for
 from analysis.runs import FIDELITY_TAIL, GROUP_KEYS, fidelity_types, reduce_repetitions, score_alternatives
 from sims.record import run_id_of
 from sims.vocab import dp_variant
@@ -95,8 +95,6 @@ class WPCase(Case):
         return reduce_repetitions(records)
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
-        from analysis.registry import models_for
-
         by_table: dict[str, list[pd.DataFrame]] = {}
         for model in models_for(self.name):
             rows = predictions.get(model.name)
@@ -106,12 +104,10 @@ class WPCase(Case):
         energy = _concat(by_table.get("energy_runs"), ["study", "case", "platform", "size", "variant"])
         roofline = _concat(by_table.get("energy_roofline"),
                            ["study", "case", "platform", "size", "variant", "alpha", "processor"])
-        fidelity = pd.concat([score_groups(runs), score_groups(energy)], ignore_index=True)
         bound = runs[runs["model"] == PEAPAW] if len(runs) else runs
-        checks = guidelines.evaluate(bound, context.platforms.processors) if context is not None and len(bound) else \
-            guidelines.evaluate(pd.DataFrame(columns=["axis_wp"]), pd.DataFrame(columns=["platform"]))
-        return {"runs": runs, "fidelity": fidelity.astype(score_groups(pd.DataFrame()).dtypes.to_dict()),
-                "energy_runs": energy, "energy_roofline": roofline, "guidelines": checks}
+        return {"runs": runs, "fidelity": pd.concat([score_groups(runs), score_groups(energy)], ignore_index=True),
+                "energy_runs": energy, "energy_roofline": roofline,
+                "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
 
 
 def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame:

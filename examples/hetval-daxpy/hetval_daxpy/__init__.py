@@ -104,11 +104,6 @@ class DaxpyCase(WPCase):
     job = "hetval_daxpy:DaxpyRun"
     #: built-in models that also score this case, besides those that name it themselves
     models = (PEAPAW,)
-    tables = ("runs", "fidelity")
-
-    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
-        tables = super().score(predictions, context)
-        return {t: tables[t] for t in self.tables}
 
 
 CASE = DaxpyCase()
