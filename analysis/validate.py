@@ -53,17 +53,22 @@ class Context:
     joined: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
+def check_needs(case: Case, columns: Any) -> None:
+    """Every model of ``case`` finds the platform columns it declares in the case's joined runs."""
+    for m in models_for(case.name):
+        missing = sorted(set(m.needs) - set(columns))
+        if missing:
+            raise RegistryError(f"model {m.name!r} needs {', '.join(missing)}, which case {case.name!r} does not "
+                                "join to its runs")
+
+
 def _lazy_case(case: Case, ddf: Any, platforms: Platforms) -> tuple[Any, dict[str, Any], Any]:
     """The case's reduced runs joined with its platform frame, and each row-wise model's lazy predictions."""
     sel = case.select(ddf)
     reduced = sel.shuffle("run_id").map_partitions(case.reduce, meta=case.reduce(sel._meta))
     frame, keys = case.platform_frame(platforms)
     joined = reduced.merge(frame, on=keys, how="inner") if frame is not None else reduced
-    for m in models_for(case.name):
-        missing = sorted(set(m.needs) - set(joined._meta.columns))
-        if missing:
-            raise RegistryError(f"model {m.name!r} needs {', '.join(missing)}, which case {case.name!r} does not "
-                                "join to its runs")
+    check_needs(case, joined._meta.columns)
     lazy = {m.name: joined.map_partitions(m.predict, meta=m.predict(joined._meta))
             for m in models_for(case.name) if m.rowwise}
     return reduced, lazy, joined

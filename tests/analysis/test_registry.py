@@ -76,3 +76,20 @@ def test_no_entry_points_says_how_to_install(monkeypatch):
 def test_unknown_case_lists_the_registered_ones():
     with pytest.raises(registry.RegistryError, match="unknown case 'nope' \\(registered: sa, la, peach, fdm, published\\)"):
         registry.case("nope")
+
+
+def test_every_built_in_model_finds_what_it_needs_and_a_missing_column_is_named():
+    import pandas as pd
+
+    from analysis.platforms import BACKEND_COLS, PLATFORM_COLS, Platforms
+    from analysis.schema import RUN_SCHEMA
+    from analysis.validate import check_needs
+
+    empty = Platforms(pd.DataFrame(columns=["platform", *PLATFORM_COLS]),
+                      pd.DataFrame(columns=["platform", "backend", *BACKEND_COLS]))
+    records = RUN_SCHEMA.empty_table().to_pandas()
+    for case in registry.cases().values():
+        frame, _ = case.platform_frame(empty)
+        check_needs(case, [*case.reduce(records).columns, *([] if frame is None else frame.columns)])
+    with pytest.raises(registry.RegistryError, match="needs .*t_f_host, which case .sa. does not join to its runs"):
+        check_needs(registry.case("sa"), ["run_id"])
