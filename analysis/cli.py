@@ -1,10 +1,11 @@
 """The ``hetval`` command: every workflow stage runnable alone, plus config checks and the study matrix.
 
-Subcommands: ``check-config``, ``matrix``, ``gather``, ``ingest-published``, ``validate``, ``report``,
-``attach-trace``. ``hetval --version`` prints the version; ``hetval <command> --help`` every option
+Subcommands: ``check-config``, ``matrix``, ``gather``, ``ingest-published``, ``validate``, ``track``,
+``compare``, ``report``, ``attach-trace``. ``hetval --version`` prints the version; ``hetval <command> --help`` every option
 with its default.
 
-Exit codes: 0 done; 1 an unexpected error inside hetval (with its traceback, to report); 2 a usage,
+Exit codes: 0 done; 1 a finding (``track``: a model regressed) or an unexpected error inside hetval
+(with its traceback, to report); 2 a usage,
 config or input error - a missing or malformed file, a bad option, an unreachable scheduler - said in
 one line on standard error, with no traceback.
 """
@@ -16,6 +17,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from analysis.config import ConfigError, load_config, study_matrix
 from analysis.registry import RegistryError
@@ -119,6 +121,7 @@ def cmd_ingest_published(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from analysis.uncertainty import Settings
     from analysis.validate import validate
 
     runs = _existing(args.runs, "--runs", directory=True)
@@ -127,10 +130,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     files = [_existing(f, "--platform-file") for f in args.platform_file or []]
     if not files:
         _existing(args.platforms, "--platforms", directory=True)
+    if args.resamples < 0 or not 0 < args.level < 1 or not 0 < args.noise_alpha < 0.5:
+        raise InputError("--resamples must be >= 0, --level in (0, 1) and --noise-alpha in (0, 0.5)")
+    settings = Settings(args.resamples, args.seed, args.level, args.noise_alpha)
     try:
         validate(runs, args.platforms, args.out, studies=args.study or None, address=args.scheduler or None,
                  published_dir=_published_dir(args.published), platform_files=files or None,
-                 connect_timeout=args.connect_timeout)
+                 connect_timeout=args.connect_timeout, uncertainty=settings, history_path=args.history or None,
+                 config_hash=args.config_hash)
     except (OSError, TimeoutError) as exc:
         where = args.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or "a local cluster"
         raise InputError(f"cannot reach the Dask scheduler at {where} within {args.connect_timeout:g} s "
@@ -179,11 +186,73 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _history(args: argparse.Namespace) -> tuple[Any, str, dict]:
+    """The history frame of the chosen study, its path and the layered config's ``history`` section."""
+    from analysis import history
+
+    config = _config(args)
+    section = dict(config.get("history") or {})
+    path = args.history or section.get("path")
+    if not path:
+        raise InputError("no history: history.path is null in the config and --history was not given")
+    study = args.study or config["study"]
+    frame = history.read(path, study)
+    if not len(frame):
+        raise InputError(f"the history at {path} holds no snapshot of study {study!r}: run a validation first")
+    return frame, str(path), section
+
+
+def cmd_track(args: argparse.Namespace) -> int:
+    from analysis.track import Rule, track
+
+    frame, path, section = _history(args)
+    for opt in ("window", "min_history", "z", "min_change"):
+        if getattr(args, opt) is not None:
+            section[opt] = getattr(args, opt)
+    rule = Rule.from_config(section)
+    findings, stats = track(frame, rule)
+    latest = frame.iloc[-1]
+    machine = json.loads(latest["machine"]) if isinstance(latest["machine"], str) else {}
+    print(f"[hetval track] study {latest['study']}, machine {latest['fingerprint']} ({machine.get('cpu_model')}, "
+          f"{machine.get('cores')} cores): latest snapshot {latest['snapshot']} (git {str(latest['git_sha'])[:10]}"
+          f"{'-dirty' if latest['git_dirty'] else ''}) against {stats['snapshots'] - 1} earlier; "
+          f"{stats['judged']} series judged, {stats['too_short']} with too little history "
+          f"(< {rule.min_history} earlier snapshots); rule: z >= {rule.z:g}, step >= {rule.min_change:g}, "
+          f"window {rule.window}")
+    for f in findings:
+        print(f.line())
+    regressions = sum(f.kind == "regression" for f in findings)
+    drifts = sum(f.kind == "drift" for f in findings)
+    print(f"[hetval track] {regressions} regression(s), {drifts} machine drift(s)")
+    return 1 if regressions or (drifts and args.fail_on_drift) else 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from analysis.track import compare, resolve
+
+    frame, _, _ = _history(args)
+    try:
+        a, b = resolve(frame, args.a), resolve(frame, args.b)
+    except KeyError as exc:
+        raise InputError(str(exc.args[0])) from None
+    table = compare(frame, a, b)
+    if args.json:
+        print(table.to_json(orient="records"))
+        return 0
+    print(f"[hetval compare] A = {a}, B = {b}: {len(table)} figures")
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
     parser = argparse.ArgumentParser(prog="hetval", description="hetval: measure, predict, score.",
-                                     epilog="Exit codes: 0 done; 1 an unexpected error; 2 a usage, config or input "
-                                            "error (one line on standard error).")
+                                     epilog="Exit codes: 0 done; 1 a finding (track: a model regressed) or an "
+                                            "unexpected error; 2 a usage, config or input error (one line on "
+                                            "standard error).")
     parser.add_argument("--version", action="version", version=f"hetval {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -225,6 +294,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--published", default=None,
                    help="directory of the published platform catalogs whose papers' claims are recomputed "
                         "(default: the repository's config/platforms/published; '' to skip)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples per group (0 = no intervals)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (recorded with the snapshot)")
+    p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
+    p.add_argument("--noise-alpha", type=float, default=0.05,
+                   help="significance of the Mann-Whitney test behind the noise-aware best")
+    p.add_argument("--history", default=None,
+                   help="append this validation's snapshot to the history at this directory or URL "
+                        "(the workflow passes history.path; default: no snapshot)")
+    p.add_argument("--config-hash", default=None, help="the study config's hash, recorded with the snapshot")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("ingest-published", help="one published measurement (config/published/<table>.yaml) -> "
@@ -249,6 +327,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true", help="also replace energy some other meter measured")
     p.set_defaults(func=cmd_attach_trace)
 
+    p = sub.add_parser("track", help="flag model regressions and machine drift in the history (exit 1 on a "
+                       "regression)", formatter_class=fmt)
+    with_config(p)
+    p.add_argument("--history", help="history directory or URL (default: the config's history.path)")
+    p.add_argument("--study", help="study to judge (default: the config's study)")
+    p.add_argument("--window", type=int, help="snapshots to look back over (default: history.window)")
+    p.add_argument("--min-history", type=int, help="earlier snapshots a series needs (default: history.min_history)")
+    p.add_argument("--z", type=float, help="noise units a step must exceed (default: history.z)")
+    p.add_argument("--min-change", type=float, help="smallest step ever flagged (default: history.min_change)")
+    p.add_argument("--fail-on-drift", action="store_true", help="exit 1 on machine drift alone too")
+    p.set_defaults(func=cmd_track)
+
+    p = sub.add_parser("compare", help="two history snapshots side by side", formatter_class=fmt)
+    with_config(p)
+    p.add_argument("a", help="snapshot id (or unique prefix), 'latest', 'previous' or an index (-1 = latest)")
+    p.add_argument("b", help="the other snapshot, same forms")
+    p.add_argument("--history", help="history directory or URL (default: the config's history.path)")
+    p.add_argument("--study", help="study (default: the config's study)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON records")
+    p.set_defaults(func=cmd_compare)
+
     p = sub.add_parser("report", help="HTML report with figures, and a plain-text summary", formatter_class=fmt)
     p.add_argument("--validation", default="results/default/validation", help="the study's validation tables")
     p.add_argument("--platforms", default="results/default/platforms", help="directory of characterised platforms")
@@ -263,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from analysis.history import HistoryError
     from sims.platform_file import PlatformFileError
     from sims.yamlfile import YAMLFileError
 
@@ -272,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RegistryError) as exc:
         print(f"hetval: config error: {exc}", file=sys.stderr)
         return 2
-    except (InputError, PlatformFileError, YAMLFileError) as exc:
+    except (InputError, PlatformFileError, YAMLFileError, HistoryError) as exc:
         print(f"hetval {args.command}: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading

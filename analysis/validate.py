@@ -24,10 +24,12 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import history
 from analysis.platforms import Platforms
 from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
 from analysis.runs import failed_runs
 from analysis.schema import PARTITION_SCHEMA
+from analysis.uncertainty import Settings
 from sims.atomic import atomic_write_parquet, atomic_write_text
 
 #: Tables every validation writes besides the cases' own.
@@ -51,6 +53,7 @@ class Context:
 
     platforms: Platforms
     joined: dict[str, pd.DataFrame] = field(default_factory=dict)
+    uncertainty: Settings = field(default_factory=Settings)
 
 
 def check_needs(case: Case, columns: Any) -> None:
@@ -84,12 +87,17 @@ def validate(
     published_dir: str | Path | None = None,
     platform_files: Sequence[str | Path] | None = None,
     connect_timeout: float = 30.0,
+    uncertainty: Settings | None = None,
+    history_path: str | Path | None = None,
+    config_hash: str | None = None,
 ) -> dict[str, Any]:
     """Run the validation job on a Dask cluster and write every table, ``failed``, ``published`` and a summary.
 
     ``platform_files`` (the study's characterised platforms) overrides ``platforms_dir``'s ``*.yaml``.
     A scheduler that does not answer within ``connect_timeout`` seconds raises ``OSError`` /
-    ``TimeoutError`` (the CLI says so in one line).
+    ``TimeoutError`` (the CLI says so in one line). ``uncertainty`` sets the bootstrap and the noise
+    test (:mod:`analysis.uncertainty`); with ``history_path`` the validation appends one snapshot to the
+    history (:mod:`analysis.history`).
     """
     import dask
     import dask.dataframe as dd
@@ -116,7 +124,8 @@ def validate(
             for model, frame in lazy.items():
                 graph[f"{name}/model/{model}"] = frame
         done = dict(zip(graph, dask.compute(*graph.values()), strict=True))
-    context = Context(platforms)
+    settings = uncertainty or Settings()
+    context = Context(platforms, uncertainty=settings)
     tables: dict[str, list[pd.DataFrame]] = {}
     counts: dict[str, int] = {}
     for name, case in registered.items():
@@ -151,11 +160,27 @@ def validate(
     failed_pdf = done["failed"].sort_values("run_id").reset_index(drop=True)
     atomic_write_parquet(failed_pdf, out_dir / "failed.parquet")
     summary = _summary(done["records"], counts, tables, failed_pdf, published, platforms)
+    files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))
+    study = "+".join(sorted(set(studies))) if studies else "all"
+    where = history.record(history_path, study, {t: f[0] for t, f in tables.items()}, files, config_hash,
+                           settings.as_dict(), {t: c.name for c in registered.values() for t in c.tables})
+    summary["provenance"] = _provenance(config_hash, settings, where)
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=1))
+    if where:
+        log(f"[hetval validate] history snapshot -> {where}")
     log("[hetval validate] " + ", ".join(f"{n} ok {c} runs" for c, n in counts.items())
         + f"; {summary['runs_metered']} with measured energy, {summary['runs_failed']} failed, "
         f"{summary['runs_skipped']} skipped, {summary['groups']} fidelity groups -> {out_dir}")
     return summary
+
+
+def _provenance(config_hash: str | None, settings: Settings, snapshot: str | None) -> dict[str, Any]:
+    from sims import record as rec
+
+    sha, dirty = rec.git_state()
+    return {"validated_at": rec.utc_now(), "git_sha": sha, "git_dirty": dirty,
+            "version": rec.versions().get("hetval"), "config_hash": config_hash, "bootstrap": settings.as_dict(),
+            "history_snapshot": snapshot}
 
 
 def _one(tables: dict[str, list[pd.DataFrame]], name: str) -> pd.DataFrame:

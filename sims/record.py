@@ -121,6 +121,20 @@ def git_sha(path: str | os.PathLike[str] | None = None) -> str | None:
     return sha if out.returncode == 0 and sha else None
 
 
+def git_state(path: str | os.PathLike[str] | None = None) -> tuple[str | None, bool | None]:
+    """``(commit, dirty)`` of the source tree: dirty when tracked files differ from the commit (None outside git)."""
+    sha = git_sha(path)
+    if sha is None:
+        return None, None
+    where = Path(path) if path is not None else Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return sha, None
+    return sha, (bool(out.stdout.strip()) if out.returncode == 0 else None)
+
+
 def versions() -> dict[str, str]:
     """Versions of the packages that shape a measurement."""
     import platform as _platform
@@ -156,9 +170,14 @@ def provenance() -> dict[str, Any]:
     """The provenance fields of a record except ``config_hash`` (which the run spec carries)."""
     return {
         "hostname": socket.gethostname(),
-        "git_sha": git_sha(),
+        # "<sha>-dirty" when the tree had uncommitted changes (as `git describe --dirty` marks it)
+        "git_sha": _sha_text(*git_state()),
         "versions": canonical_json(versions()),
     }
+
+
+def _sha_text(sha: str | None, dirty: bool | None) -> str | None:
+    return None if sha is None else (f"{sha}-dirty" if dirty else sha)
 
 
 def write_raw(path: str | os.PathLike[str], run_id: str, records: list[dict[str, Any]]) -> None:

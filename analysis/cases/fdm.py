@@ -22,7 +22,8 @@ import yaml
 from analysis.config import ConfigError, platform_layouts
 from analysis.predictors.fdm import MODEL
 from analysis.registry import Case
-from analysis.runs import FIDELITY_TAIL, fidelity_types, score_alternatives
+from analysis.runs import FIDELITY_TAIL, fidelity_types, reps_list, score_alternatives, tightness_intervals
+from analysis.uncertainty import Settings
 from sims.fdm.spec import SpecError, parse, run_identity
 from sims.record import run_id_of
 from sims.vocab import FDM_PHASES, MARSHALING
@@ -169,7 +170,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     ok = df[(df["status"] == "ok") & (df["case"] == "fdm")]
     first_cols = ["study", "variant", "platform", "ranks", "grid", "order", "boundary", "decomposition",
                   "marshaling", "steps", "points", "params"]
-    g = ok.groupby("run_id", sort=True)
+    g = ok.sort_values(["run_id", "rep"], kind="stable").groupby("run_id", sort=True)
     first = g[first_cols].first()
     t = g["time_s"]
     out = first.assign(
@@ -179,6 +180,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
         time_max_s=t.max().astype("float64"),
         time_iqr_s=(t.quantile(0.75) - t.quantile(0.25)).astype("float64"),
         **{f"{p}_median_s": pd.to_numeric(g[f"time_{p}_s"].median()).astype("float64") for p in FDM_PHASES},
+        time_reps_s=t.agg(reps_list).astype(object),
     ).reset_index()
     out["backend"] = [json.loads(p).get("backend", DEFAULT_BACKEND) if isinstance(p, str) else None for p in out["params"]]
     out = out.drop(columns=["params"])
@@ -189,14 +191,15 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _score(g: pd.DataFrame, axis: str, fixed: str, names: list[str]) -> dict[str, Any]:
+def _score(g: pd.DataFrame, axis: str, fixed: str, names: list[str], settings: Settings | None) -> dict[str, Any]:
     keys: dict[str, Any] = {k: g[k].iloc[0] for k in SCALE_KEYS}
     keys.update(axis=axis, fixed=fixed, model=MODEL)
     return score_alternatives(keys, g["time_median_s"].to_numpy(dtype="float64"),
-                              g["time_predicted_s"].to_numpy(dtype="float64"), names, g["tightness"])
+                              g["time_predicted_s"].to_numpy(dtype="float64"), names, g["tightness"],
+                              g["time_reps_s"].tolist() if "time_reps_s" in g else None, settings)
 
 
-def score_fdm(runs: pd.DataFrame) -> pd.DataFrame:
+def score_fdm(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFrame:
     """Fidelity of the model's ranking of marshaling designs and of decompositions at each scale."""
     rows = []
     have = runs[np.isfinite(runs["time_predicted_s"].to_numpy(dtype="float64"))]
@@ -205,7 +208,7 @@ def score_fdm(runs: pd.DataFrame) -> pd.DataFrame:
             for fixed, g in scale.groupby(other, sort=True):
                 g = g.sort_values(axis, kind="stable")
                 if g[axis].nunique() >= 2:
-                    rows.append(_score(g, axis, f"{other}={fixed}", g[axis].astype(str).tolist()))
+                    rows.append(_score(g, axis, f"{other}={fixed}", g[axis].astype(str).tolist(), settings))
     out = pd.DataFrame(rows, columns=FDM_FIDELITY_COLUMNS)
     types = fidelity_types(FDM_FIDELITY_COLUMNS, ("study", "platform", "grid", "boundary", "axis", "fixed", "model"))
     types.update(order="int64", ranks="int64")
@@ -240,9 +243,11 @@ class FDMCase(Case):
         runs = predictions.get(MODEL)
         if runs is None:
             return {"fdm_runs": pd.DataFrame(), "fdm_fidelity": score_fdm(pd.DataFrame(columns=["time_predicted_s"]))}
+        settings = getattr(context, "uncertainty", None) or Settings()
         runs = runs.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling"]
                                 ).reset_index(drop=True)
-        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs)}
+        runs = tightness_intervals(runs, settings)
+        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings)}
 
 
 CASE = FDMCase()

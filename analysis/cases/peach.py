@@ -23,7 +23,8 @@ from analysis.models import peach
 from analysis.predictors.energy_roofline import ROOFLINE_ENERGY_MODEL
 from analysis.predictors.peach import CURVE_KEYS, MODEL
 from analysis.registry import Case
-from analysis.runs import reduce_repetitions
+from analysis.runs import SAMPLE_COLUMNS, fidelity_types, reduce_repetitions
+from analysis.uncertainty import UNCERTAINTY_COLUMNS, Settings, group_uncertainty
 from sims.cases.matrix import PEACH_WORKLOADS
 from sims.vocab import dp_variant
 
@@ -76,10 +77,11 @@ RUN_COLUMNS = [*CURVE_KEYS, "run_id", "variant", "alpha", "work", "work_unit", "
 FIDELITY_COLUMNS = [*CURVE_KEYS, "quantity", "model", "n_alternatives", "kendall_tau", "pairwise_agreement",
                     "top1_agreement", "selection_penalty", "profile_error", "best_measured", "best_predicted",
                     "alpha_best_measured", "alpha_best_predicted", "alpha_continuous", "error_median",
-                    "error_max", "R_C", "R_G", "P0", "Pd_C", "Pd_G"]
+                    "error_max", "R_C", "R_G", "P0", "Pd_C", "Pd_G", *UNCERTAINTY_COLUMNS]
 
 
-def _score(g: pd.DataFrame, quantity: str, params: dict[str, Any]) -> dict[str, Any] | None:
+def _score(g: pd.DataFrame, quantity: str, params: dict[str, Any],
+           settings: Settings | None = None) -> dict[str, Any] | None:
     if quantity == "time":
         m, p = g["time_median_s"].to_numpy(float), g["time_predicted_s"].to_numpy(float)
         err = g.loc[~g["endpoint"], "time_rel_error"]
@@ -91,6 +93,9 @@ def _score(g: pd.DataFrame, quantity: str, params: dict[str, Any]) -> dict[str, 
         return None
     names = g["variant"].astype(str).tolist()
     summary = metrics.ranking_summary(m, p, names)
+    reps = SAMPLE_COLUMNS[quantity]
+    key = (*(str(g[k].iloc[0]) for k in CURVE_KEYS), quantity)
+    spread = group_uncertainty(key, m, p, names, g[reps].tolist() if reps in g else None, settings or Settings())
     alphas = g["alpha"].to_numpy(float)
     objective = "performance" if quantity == "time" else "energy"
     cont = peach.best_alpha(objective, params["R_C"], params["R_G"],
@@ -104,10 +109,11 @@ def _score(g: pd.DataFrame, quantity: str, params: dict[str, Any]) -> dict[str, 
         "error_median": float(err.median()) if len(err) else np.nan,
         "error_max": float(err.max()) if len(err) else np.nan,
         **{k: float(params[k]) for k in ("R_C", "R_G", "P0", "Pd_C", "Pd_G")},
+        **spread,
     }
 
 
-def score_curves(predicted: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def score_curves(predicted: pd.DataFrame, settings: Settings | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-run rows and per-curve fidelity (by time, and by energy where it was measured).
 
     ``predicted`` is the PEACH model's output: per-run rows of every curve with both end points, and
@@ -119,7 +125,7 @@ def score_curves(predicted: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         for key, rows in predicted.groupby(CURVE_KEYS, sort=True, dropna=False):
             params = calib.get(tuple(str(k) for k in key))
             for quantity in ("time", "energy"):
-                scored = _score(rows, quantity, params) if params else None
+                scored = _score(rows, quantity, params, settings) if params else None
                 if scored:
                     fid.append(scored)
     run_df = predicted.copy() if len(predicted) else pd.DataFrame(columns=RUN_COLUMNS)
@@ -134,8 +140,9 @@ def score_curves(predicted: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     run_df = run_df.astype({c: "float64" for c in RUN_COLUMNS if c not in strings and c != "endpoint"})
     run_df["endpoint"] = run_df["endpoint"].astype("bool")
     fid_df = fid_df.astype({c: "string" for c in strings if c in fid_df.columns})
-    fid_df["n_alternatives"] = fid_df["n_alternatives"].astype("int64")
-    fid_df = fid_df.astype({c: "float64" for c in FIDELITY_COLUMNS if c not in strings and c != "n_alternatives"})
+    typed = fidelity_types(FIDELITY_COLUMNS)
+    fid_df = fid_df.astype({**{c: "float64" for c in FIDELITY_COLUMNS if c not in strings and c not in typed},
+                            **typed})
     return run_df, fid_df
 
 
@@ -170,7 +177,8 @@ class PEACHCase(Case):
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         predicted = predictions.get(MODEL)
-        runs, fid = score_curves(predicted if predicted is not None else pd.DataFrame(columns=RUN_COLUMNS))
+        runs, fid = score_curves(predicted if predicted is not None else pd.DataFrame(columns=RUN_COLUMNS),
+                                 getattr(context, "uncertainty", None))
         roofline = predictions.get(ROOFLINE_ENERGY_MODEL)
         return {"peach_runs": runs, "peach_fidelity": fid,
                 "energy_roofline": roofline if roofline is not None else pd.DataFrame()}

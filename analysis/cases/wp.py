@@ -23,7 +23,16 @@ from analysis import guidelines
 from analysis.config import platform_layouts
 from analysis.predictors.peapaw import MODEL as PEAPAW
 from analysis.registry import Case, models_for
-from analysis.runs import FIDELITY_TAIL, GROUP_KEYS, fidelity_types, reduce_repetitions, score_alternatives
+from analysis.runs import (
+    FIDELITY_TAIL,
+    GROUP_KEYS,
+    SAMPLE_COLUMNS,
+    fidelity_types,
+    reduce_repetitions,
+    score_alternatives,
+    tightness_intervals,
+)
+from analysis.uncertainty import Settings
 from sims.record import run_id_of
 from sims.vocab import dp_variant
 
@@ -104,8 +113,14 @@ class WPCase(Case):
         energy = _concat(by_table.get("energy_runs"), ["study", "case", "platform", "size", "variant"])
         roofline = _concat(by_table.get("energy_roofline"),
                            ["study", "case", "platform", "size", "variant", "alpha", "processor"])
+        settings = getattr(context, "uncertainty", None) or Settings()
+        if len(runs):
+            runs = tightness_intervals(runs, settings)
+        if len(energy):
+            energy = tightness_intervals(energy, settings)
         bound = runs[runs["model"] == PEAPAW] if len(runs) else runs
-        return {"runs": runs, "fidelity": pd.concat([score_groups(runs), score_groups(energy)], ignore_index=True),
+        return {"runs": runs, "fidelity": pd.concat([score_groups(runs, settings), score_groups(energy, settings)],
+                                                    ignore_index=True),
                 "energy_runs": energy, "energy_roofline": roofline,
                 "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
 
@@ -117,7 +132,7 @@ def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame
     return out.sort_values([c for c in order if c in out.columns], kind="stable").reset_index(drop=True)
 
 
-def score_group(group: pd.DataFrame, axis: str) -> dict[str, Any]:
+def score_group(group: pd.DataFrame, axis: str, settings: Settings | None = None) -> dict[str, Any]:
     """Ranking fidelity and tightness of one group's alternatives along ``axis`` (``wp`` or ``alpha``).
 
     Alternatives are ranked by time, or by energy for the energy models' rows
@@ -128,18 +143,20 @@ def score_group(group: pd.DataFrame, axis: str) -> dict[str, Any]:
     cols = ("energy_median_j", "energy_predicted_j") if quantity == "energy" else ("time_median_s", "time_predicted_s")
     keys = {k: g[k].iloc[0] for k in GROUP_KEYS}
     keys.update(axis=axis, quantity=quantity, model=str(g["model"].iloc[0]))
+    reps = SAMPLE_COLUMNS[quantity]
+    samples = g[reps].tolist() if reps in g else None
     return score_alternatives(keys, g[cols[0]].to_numpy(dtype="float64"), g[cols[1]].to_numpy(dtype="float64"),
-                              g["variant"].astype(str).tolist(), g["tightness"])
+                              g["variant"].astype(str).tolist(), g["tightness"], samples, settings)
 
 
-def score_groups(runs: pd.DataFrame) -> pd.DataFrame:
+def score_groups(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFrame:
     """Fidelity rows for every (group, axis) with at least two alternatives in ``runs``."""
     rows = []
     if len(runs):
         for axis, flag in (("wp", "axis_wp"), ("alpha", "axis_alpha")):
             for _, g in runs[runs[flag]].groupby([*GROUP_KEYS, "model"], sort=True, dropna=False):
                 if len(g) >= 2:
-                    rows.append(score_group(g, axis))
+                    rows.append(score_group(g, axis, settings))
     out = pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
     return out.astype(fidelity_types(FIDELITY_COLUMNS, ("study", "case", "platform", "axis", "quantity", "model")))
 

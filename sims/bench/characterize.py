@@ -24,6 +24,7 @@ from sims import record as rec
 from sims._threads import pin_cores
 from sims.atomic import atomic_write_text
 from sims.bench.energy import energy_fit, energy_parameters, idle_summary
+from sims.fingerprint import machine_facts
 from sims.timing import measure, mpi_op
 from sims.vocab import ROLES, UNITS
 
@@ -210,7 +211,9 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "obtained": "measured",
         "measured_at": rec.utc_now(),
         "hostname": rec.provenance()["hostname"],
-        "versions": rec.versions(),
+        "versions": (versions := rec.versions()),
+        # what the history keys this platform's series by: a changed machine is never a model regression
+        "machine": machine_facts(versions.get("mpi_library")),
         "energy": ("not measured: no energy meter was found (e_f, e_b, p_s and idle power are null); "
                    + "; ".join(n for d in descs for n in d["notes"]) if not metered else
                    f"fitted from the intensity sweep's {source} readings (Choi et al.): E = e_f N_f + e_b N_b "

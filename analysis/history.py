@@ -1,0 +1,262 @@
+"""The model-accuracy history: one snapshot per validation, appended to a hive Parquet dataset.
+
+A snapshot is one Parquet file at ``<history.path>/study=<study>/<snapshot>.parquet``
+holding, in long form, every tracked figure of one validation:
+
+* ``kind = "model"``: per (case, platform, group, model, metric) the value, its
+  bootstrap interval (``lo``, ``hi``) and the fewest repetitions behind any of
+  the group's alternatives (``n_reps``) - from every ``*fidelity`` table the
+  cases write;
+* ``kind = "machine"``: per (platform, processor or network, parameter) the
+  characterised machine parameter with its spread (the central 95 % of its
+  samples), from the study's platform files.
+
+Every row also carries the snapshot's identity: ``snapshot`` (id = file stem),
+``time`` (UTC), ``git_sha`` and ``git_dirty``, ``version``, ``config_hash``,
+the machine ``fingerprint`` (:mod:`sims.fingerprint`) with its facts as JSON
+(``machine``), and the ``bootstrap`` settings as JSON.
+
+Appending never rewrites anything: a snapshot is written to a hidden
+temporary name in its partition and renamed (one file per snapshot, a unique
+name with the time and a random suffix), so two validations appending at the
+same moment both land and a reader never sees half a file (readers skip
+names starting with ``.``). The path is a directory or any filesystem URL
+pyarrow understands (``file://``, ``s3://``, ``gs://``, ``hdfs://``), or any
+fsspec URL (``memory://``, ``gcs://``, ...) through pyarrow's fsspec handler.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import secrets
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from sims.fingerprint import fingerprint, machine_facts
+from sims.platform_file import read_platform
+
+#: The tracked metrics of a fidelity row (the others are descriptive).
+TRACKED = ("kendall_tau", "pairwise_agreement", "top1_agreement", "top1_noise_aware", "selection_penalty",
+           "selection_penalty_noise_aware", "profile_error", "tightness_median", "error_median")
+#: Columns of a fidelity table that are neither its group's keys nor scores.
+_NOT_KEYS = {*TRACKED, "study", "case", "platform", "model", "n_alternatives", "best_measured", "best_predicted",
+             "tightness_min", "tightness_max", "n_reps_min", "distinguishable", "best_measured_noise_aware",
+             "alpha_best_measured", "alpha_best_predicted", "alpha_continuous", "error_max", "R_C", "R_G", "P0",
+             "Pd_C", "Pd_G"}
+#: Machine parameters of a processor and of the network that are tracked.
+MACHINE_PARAMS = ("t_f", "t_b", "t_b_shared")
+NETWORK_PARAMS = ("latency", "t_net")
+
+SCHEMA = pa.schema([
+    ("snapshot", pa.string()), ("time", pa.timestamp("us", tz="UTC")), ("git_sha", pa.string()),
+    ("git_dirty", pa.bool_()), ("version", pa.string()), ("config_hash", pa.string()),
+    ("fingerprint", pa.string()), ("machine", pa.string()), ("bootstrap", pa.string()),
+    ("kind", pa.string()), ("case", pa.string()), ("platform", pa.string()), ("group", pa.string()),
+    ("model", pa.string()), ("metric", pa.string()), ("value", pa.float64()), ("lo", pa.float64()),
+    ("hi", pa.float64()), ("n_reps", pa.int64()),
+])
+#: The partition column (in the path, not in the files).
+PARTITION = pa.schema([("study", pa.string())])
+
+
+class HistoryError(ValueError):
+    """A history path that cannot be opened, or a snapshot that is not in it."""
+
+
+def filesystem(path: str | Path) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem and the root path inside it for a directory or URL."""
+    text = str(path)
+    if "://" not in text:
+        return pafs.LocalFileSystem(), str(Path(text).resolve())
+    try:
+        return pafs.FileSystem.from_uri(text)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        pass
+    try:
+        import fsspec
+        from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+        fs, root = fsspec.core.url_to_fs(text)
+    except (ImportError, ValueError) as exc:
+        raise HistoryError(f"history.path {text!r}: no filesystem for it ({exc})") from None
+    return PyFileSystem(FSSpecHandler(fs)), root.rstrip("/") or "/"
+
+
+def _label(row: Mapping[str, Any], keys: list[str]) -> str:
+    parts = []
+    for k in keys:
+        v = row[k]
+        if isinstance(v, float) and math.isfinite(v) and v == int(v):
+            v = int(v)
+        parts.append(f"{k}={v}")
+    return " ".join(parts)
+
+
+def _num(v: Any) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f if math.isfinite(f) else math.nan
+
+
+def model_rows(tables: Mapping[str, pd.DataFrame], case_of_table: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Long rows (``kind = "model"``) of every tracked metric in the fidelity ``tables`` (name -> frame)."""
+    rows = []
+    for name, frame in sorted(tables.items()):
+        if not name.endswith("fidelity") or frame is None or not len(frame):
+            continue
+        keys = [c for c in frame.columns if c not in _NOT_KEYS and not c.endswith(("_lo", "_hi"))]
+        fallback = (case_of_table or {}).get(name, name.removesuffix("fidelity").rstrip("_") or "")
+        for rec in frame.to_dict("records"):
+            base = {"kind": "model", "case": str(rec.get("case") or fallback), "platform": str(rec.get("platform", "")),
+                    "group": _label(rec, keys), "model": str(rec.get("model", "")),
+                    "n_reps": int(rec["n_reps_min"]) if pd.notna(rec.get("n_reps_min")) else None}
+            for metric in TRACKED:
+                if metric in rec and math.isfinite(_num(rec[metric])):
+                    rows.append({**base, "metric": metric, "value": _num(rec[metric]),
+                                 "lo": _num(rec.get(f"{metric}_lo")), "hi": _num(rec.get(f"{metric}_hi"))})
+    return pd.DataFrame(rows, columns=["kind", "case", "platform", "group", "model", "metric", "value", "lo", "hi",
+                                       "n_reps"])
+
+
+def _spread(param: Mapping[str, Any]) -> tuple[float, float, int | None]:
+    """A parameter's 95 % range from its samples (rates: the parameter is 1 / rate), else (NaN, NaN)."""
+    samples = param.get("samples")
+    if isinstance(samples, list) and len(samples) >= 2:
+        s = np.asarray([x for x in samples if x is not None], dtype=float)
+        s = s[np.isfinite(s) & (s > 0)]
+        if len(s) >= 2:
+            lo_rate, hi_rate = np.percentile(s, [2.5, 97.5])
+            return 1.0 / float(hi_rate), 1.0 / float(lo_rate), int(len(s))
+    return math.nan, math.nan, None
+
+
+def machine_rows(platform_docs: Iterable[tuple[str, Mapping[str, Any]]]) -> pd.DataFrame:
+    """Long rows (``kind = "machine"``) of the characterised parameters of every platform document."""
+    rows = []
+    for name, doc in platform_docs:
+        if doc.get("obtained") == "published":
+            continue
+        for role, proc in sorted((doc.get("processors") or {}).items()):
+            if not isinstance(proc, dict):
+                continue
+            for p in MACHINE_PARAMS:
+                param = proc.get(p)
+                if isinstance(param, dict) and math.isfinite(_num(param.get("value"))):
+                    lo, hi, n = _spread(param)
+                    rows.append({"kind": "machine", "case": "", "platform": name, "group": role, "model": "",
+                                 "metric": p, "value": _num(param["value"]), "lo": lo, "hi": hi, "n_reps": n})
+        for p in NETWORK_PARAMS:
+            param = (doc.get("network") or {}).get(p)
+            if isinstance(param, dict) and math.isfinite(_num(param.get("value"))):
+                rows.append({"kind": "machine", "case": "", "platform": name, "group": "network", "model": "",
+                             "metric": p, "value": _num(param["value"]), "lo": math.nan, "hi": math.nan,
+                             "n_reps": None})
+    return pd.DataFrame(rows, columns=["kind", "case", "platform", "group", "model", "metric", "value", "lo", "hi",
+                                       "n_reps"])
+
+
+def snapshot_meta(platform_docs: list[tuple[str, Mapping[str, Any]]], config_hash: str | None,
+                  bootstrap: Mapping[str, Any], when: _dt.datetime | None = None) -> dict[str, Any]:
+    """The identity every row of a snapshot carries (the machine from the platform files' ``machine``)."""
+    from sims import record as rec
+
+    when = when or _dt.datetime.now(_dt.UTC)
+    facts = next((dict(doc["machine"]) for _, doc in platform_docs if isinstance(doc.get("machine"), dict)), None)
+    if facts is None:  # characterised before platform files recorded their machine: this host's facts
+        facts = machine_facts()
+    sha, dirty = rec.git_state()
+    return {
+        "snapshot": when.strftime("%Y%m%dT%H%M%S.%fZ") + "-" + secrets.token_hex(4),
+        "time": pd.Timestamp(when),
+        "git_sha": sha, "git_dirty": dirty,
+        "version": rec.versions().get("hetval"),
+        "config_hash": config_hash or "",
+        "fingerprint": fingerprint(facts),
+        "machine": json.dumps(facts, sort_keys=True, default=str),
+        "bootstrap": json.dumps(dict(bootstrap), sort_keys=True),
+    }
+
+
+def snapshot_table(meta: Mapping[str, Any], rows: pd.DataFrame) -> pa.Table:
+    """The Arrow table of one snapshot (``rows`` from :func:`model_rows` and :func:`machine_rows`)."""
+    frame = rows.reset_index(drop=True).copy()
+    for k, v in meta.items():
+        frame[k] = [v] * len(frame)
+    frame["n_reps"] = pd.array(frame["n_reps"], dtype="Int64")
+    return pa.Table.from_pandas(frame[SCHEMA.names], schema=SCHEMA, preserve_index=False)
+
+
+def append(path: str | Path, study: str, table: pa.Table) -> str:
+    """Write one snapshot under ``study=<study>/`` (temporary name, then rename); returns its path."""
+    fs, root = filesystem(path)
+    snapshot = table.column("snapshot")[0].as_py() if table.num_rows else None
+    if snapshot is None:
+        raise HistoryError("a snapshot with no rows is not appended")
+    part = f"{root}/study={study}"
+    fs.create_dir(part, recursive=True)
+    final = f"{part}/{snapshot}.parquet"
+    tmp = f"{part}/.{snapshot}.{secrets.token_hex(4)}.tmp"
+    try:
+        pq.write_table(table, tmp, filesystem=fs)
+        fs.move(tmp, final)
+    except BaseException:
+        try:
+            fs.delete_file(tmp)
+        except OSError:
+            pass
+        raise
+    return final
+
+
+def record(path: str | Path | None, study: str, tables: Mapping[str, pd.DataFrame],
+           platform_files: Iterable[str | Path], config_hash: str | None, bootstrap: Mapping[str, Any],
+           case_of_table: Mapping[str, str] | None = None) -> str | None:
+    """Append the snapshot of one validation (no-op when ``path`` is None); returns where it went."""
+    if not path:
+        return None
+    docs = []
+    for f in platform_files:
+        doc = read_platform(f)
+        docs.append((str(doc.get("platform", Path(f).stem)), doc))
+    rows = pd.concat([model_rows(tables, case_of_table), machine_rows(docs)], ignore_index=True)
+    if not len(rows):
+        return None
+    return append(path, study, snapshot_table(snapshot_meta(docs, config_hash, bootstrap), rows))
+
+
+def read(path: str | Path, study: str | None = None, columns: list[str] | None = None) -> pd.DataFrame:
+    """Every snapshot in the history (of one study), as one frame sorted by time; empty when there is none."""
+    fs, root = filesystem(path)
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.NotFound:
+        return pd.DataFrame(columns=[*SCHEMA.names, "study"])
+    if info.type != pafs.FileType.Directory:
+        raise HistoryError(f"history path {path} is not a directory")
+    schema = pa.unify_schemas([SCHEMA, PARTITION])
+    ds = pads.dataset(root, filesystem=fs, format="parquet", schema=schema,
+                      partitioning=pads.partitioning(PARTITION, flavor="hive"))
+    flt = pads.field("study") == study if study else None
+    table = ds.to_table(columns=columns, filter=flt)
+    frame = table.to_pandas()
+    if "time" in frame.columns:
+        frame = frame.sort_values(["time", "snapshot"] if "snapshot" in frame else ["time"], kind="stable")
+    return frame.reset_index(drop=True)
+
+
+def snapshots(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per snapshot: its identity columns, oldest first."""
+    cols = [c for c in ("snapshot", "time", "study", "git_sha", "git_dirty", "version", "config_hash", "fingerprint")
+            if c in frame.columns]
+    return frame[cols].drop_duplicates("snapshot").sort_values(["time", "snapshot"]).reset_index(drop=True)

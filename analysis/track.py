@@ -1,0 +1,262 @@
+"""Regressions and machine drift in the model-accuracy history (``hetval track``), and snapshot comparison.
+
+A *series* is one figure over time: the snapshots of one study on one
+machine fingerprint, for one (kind, case, platform, group, model, metric).
+``track`` judges the latest snapshot of every series against the series'
+own past with one rule, documented here and in ``docs/tracking.md``:
+
+1. **Badness.** Each metric is mapped to a scale where larger is worse:
+   ``-x`` for the metrics where higher is better (Kendall tau, pairwise
+   agreement, top-1), ``x`` for the penalties and errors, ``|log x|`` for
+   median tightness (1 = the bound is met exactly) and ``log x`` for a
+   machine parameter, which may drift either way. Intervals are mapped the
+   same way.
+2. **Step.** Over the last ``window`` snapshots the series is split where a
+   two-segment piecewise-constant fit (segment medians, least absolute
+   deviations) fits best, the later segment ending at the latest snapshot
+   and the earlier holding at least ``min_history`` snapshots. The step is
+   the difference of the segment medians; the first snapshot of the later
+   segment is where it *began*.
+3. **Noise.** One noise unit is the larger of the scatter of the earlier
+   segment (1.4826 x its median absolute deviation) and the typical
+   measurement uncertainty of the window (the median half-width of the
+   snapshots' bootstrap intervals / 1.96) - the run-to-run noise the
+   snapshots themselves report. The step's standard error is that unit
+   times 1.2533 (the efficiency of a median) over the segments' sizes,
+   ``sqrt(1/n_before + 1/n_after)``.
+4. **Finding.** A model figure *regressed* when the step makes it worse,
+   its z = step / standard error is at least ``z``, and the step is at least
+   ``min_change`` (relative for tightness and machine parameters). A
+   machine parameter *drifted* under the same test in either direction.
+   A regression is reported with ``machine unchanged`` or with the drift
+   that began at the same snapshot on the same platform (the model may be
+   fine and its inputs wrong).
+
+The false-alarm rate and detection power of this rule on this machine's
+noise are measured by ``benchmarks/bench_track.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Metrics where a larger value is better.
+HIGHER_BETTER = {"kendall_tau", "pairwise_agreement", "top1_agreement", "top1_noise_aware"}
+#: Metrics judged on |log x| (1 is ideal).
+TOWARD_ONE = {"tightness_median"}
+SERIES_KEYS = ["study", "fingerprint", "kind", "case", "platform", "group", "model", "metric"]
+_Z90 = 1.959963984540054
+_MEDIAN_EFFICIENCY = 1.2533141373155001
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The thresholds of the regression test (config ``history``)."""
+
+    window: int = 30
+    min_history: int = 2
+    z: float = 5.0
+    min_change: float = 0.05
+
+    @classmethod
+    def from_config(cls, section: dict[str, Any] | None) -> Rule:
+        s = section or {}
+        return cls(int(s.get("window", 30)), int(s.get("min_history", 2)), float(s.get("z", 5.0)),
+                   float(s.get("min_change", 0.05)))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One regression or drift."""
+
+    kind: str  # "regression" | "drift"
+    series: dict[str, Any]
+    before: tuple[float, float, float]  # median of the earlier segment, and the interval of its last snapshot
+    after: tuple[float, float, float]  # the latest snapshot's value and interval
+    z: float
+    began: str  # snapshot id where the later segment starts
+    began_time: Any
+    note: str = ""
+
+    def line(self) -> str:
+        s = self.series
+        what = (f"{s['platform']} {s['group']} {s['metric']}" if s["kind"] == "machine" else
+                f"{s['model']} [{s['case']} {s['platform']} {s['group']}] {s['metric']}")
+        fmt = _fmt_machine if s["kind"] == "machine" else _fmt
+        return (f"{self.kind.upper()}: {what}: {fmt(*self.before)} -> {fmt(*self.after)} "
+                f"(z = {self.z:.1f}; began at snapshot {self.began}){' ' + self.note if self.note else ''}")
+
+
+def _fmt(v: float, lo: float, hi: float) -> str:
+    if not math.isfinite(v):
+        return "n/a"
+    if math.isfinite(lo) and math.isfinite(hi):
+        return f"{v:.3g} [{lo:.3g}, {hi:.3g}]"
+    return f"{v:.3g}"
+
+
+_fmt_machine = _fmt
+
+
+def badness(metric: str, kind: str, values: np.ndarray) -> np.ndarray:
+    """The metric on the scale where larger is worse (see the module notes)."""
+    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if kind == "machine":
+            return np.where(v > 0, np.log(v), np.nan)
+        if metric in TOWARD_ONE:
+            return np.where(v > 0, np.abs(np.log(v)), np.nan)
+        if metric in HIGHER_BETTER:
+            return -v
+        return v
+
+
+def _half_widths(metric: str, kind: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Half the width of each interval on the badness scale (NaN where there is no interval)."""
+    if kind == "machine" or metric in TOWARD_ONE:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where((lo > 0) & (hi > 0), (np.log(hi) - np.log(lo)) / 2.0, np.nan)
+    return (hi - lo) / 2.0
+
+
+def best_step(x: np.ndarray, min_before: int) -> int | None:
+    """Index where the later segment starts in the best two-segment L1 fit (None if no split is allowed)."""
+    n = len(x)
+    best, where = math.inf, None
+    for m in range(min_before, n):
+        a, b = x[:m], x[m:]
+        cost = np.abs(a - np.median(a)).sum() + np.abs(b - np.median(b)).sum()
+        if cost < best - 1e-12:
+            best, where = cost, m
+    return where
+
+
+def judge(series: pd.DataFrame, rule: Rule) -> dict[str, Any] | None:
+    """The step test of one series (rows oldest first; columns value, lo, hi, snapshot, time, kind, metric).
+
+    Returns the test's figures (``z``, ``step``, ``worse``, ``began``...) or None when the series is too short.
+    """
+    s = series.tail(rule.window)
+    n = len(s)
+    if n < rule.min_history + 1:
+        return None
+    kind, metric = str(s["kind"].iloc[0]), str(s["metric"].iloc[0])
+    x = badness(metric, kind, s["value"].to_numpy(dtype=np.float64))
+    ok = np.isfinite(x)
+    if ok.sum() < rule.min_history + 1 or not ok[-1]:
+        return None
+    s, x = s[ok], x[ok]
+    m = best_step(x, rule.min_history)
+    if m is None:
+        return None
+    before, after = x[:m], x[m:]
+    step = float(np.median(after) - np.median(before))
+    scatter = 1.4826 * float(np.median(np.abs(before - np.median(before)))) if len(before) >= 3 else 0.0
+    widths = _half_widths(metric, kind, s["lo"].to_numpy(dtype=np.float64), s["hi"].to_numpy(dtype=np.float64))
+    widths = widths[np.isfinite(widths)]
+    measured = float(np.median(widths)) / _Z90 if len(widths) else 0.0
+    unit = max(scatter, measured)
+    se = unit * _MEDIAN_EFFICIENCY * math.sqrt(1.0 / len(before) + 1.0 / len(after))
+    relative = kind == "machine" or metric in TOWARD_ONE
+    threshold = math.log1p(rule.min_change) if relative else rule.min_change
+    if se > 0:
+        z = abs(step) / se
+    else:
+        z = math.inf if abs(step) > 0 else 0.0
+    big = abs(step) >= threshold and z >= rule.z
+    return {"z": z, "step": step, "worse": step > 0, "flag": big and (kind == "machine" or step > 0),
+            "m": m, "before_values": s["value"].to_numpy()[:m], "rows": s}
+
+
+def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = None) -> tuple[list[Finding], dict]:
+    """Findings for the latest snapshot of every series in the history ``frame`` (:func:`analysis.history.read`).
+
+    Only series present in the latest snapshot of the study's latest fingerprint are judged (a model
+    or group that is gone is not a regression). Returns the findings and counts of what was judged.
+    """
+    rule = rule or Rule()
+    stats = {"series": 0, "judged": 0, "too_short": 0, "snapshots": 0}
+    if not len(frame):
+        return [], stats
+    if study:
+        frame = frame[frame["study"] == study]
+    if not len(frame):
+        return [], stats
+    latest = frame.sort_values(["time", "snapshot"], kind="stable").iloc[-1]
+    frame = frame[(frame["study"] == latest["study"]) & (frame["fingerprint"] == latest["fingerprint"])]
+    stats["snapshots"] = int(frame["snapshot"].nunique())
+    current = frame[frame["snapshot"] == latest["snapshot"]]
+    keys = SERIES_KEYS
+    wanted = set(map(tuple, current[keys].astype(str).to_numpy()))
+    frame = frame.sort_values(["time", "snapshot"], kind="stable")
+    recent = frame.groupby(keys, sort=False, dropna=False).tail(rule.window)
+    found: list[Finding] = []
+    drift_at: dict[tuple[str, str], list[Finding]] = {}
+    judged = []
+    for key, series in recent.groupby(keys, sort=True, dropna=False):
+        if tuple(str(k) for k in key) not in wanted:
+            continue
+        stats["series"] += 1
+        res = judge(series, rule)
+        if res is None:
+            stats["too_short"] += 1
+            continue
+        stats["judged"] += 1
+        if not res["flag"]:
+            continue
+        rows = res["rows"]
+        m = res["m"]
+        first = rows.iloc[m]
+        last = rows.iloc[-1]
+        before_last = rows.iloc[m - 1]
+        info = dict(zip(keys, key, strict=True))
+        finding = Finding(
+            kind="drift" if info["kind"] == "machine" else "regression", series=info,
+            before=(float(np.median(res["before_values"])), float(before_last["lo"]), float(before_last["hi"])),
+            after=(float(last["value"]), float(last["lo"]), float(last["hi"])), z=float(res["z"]),
+            began=str(first["snapshot"]), began_time=first["time"])
+        judged.append(finding)
+        if finding.kind == "drift":
+            drift_at.setdefault((info["platform"], finding.began), []).append(finding)
+    for f in judged:
+        if f.kind == "regression":
+            drifts = drift_at.get((f.series["platform"], f.began), [])
+            note = ("(machine drifted at the same snapshot: " + ", ".join(
+                f"{d.series['group']} {d.series['metric']}" for d in drifts) + ")") if drifts else "(machine unchanged)"
+            f = Finding(f.kind, f.series, f.before, f.after, f.z, f.began, f.began_time, note)
+        found.append(f)
+    found.sort(key=lambda f: (f.kind != "regression", -f.z))
+    return found, stats
+
+
+def resolve(frame: pd.DataFrame, ref: str) -> str:
+    """A snapshot id from an id, a unique prefix of one, ``latest``/``previous`` or a negative index (-1 = latest)."""
+    order = frame.drop_duplicates("snapshot").sort_values(["time", "snapshot"])["snapshot"].tolist()
+    if not order:
+        raise KeyError("the history holds no snapshot")
+    named = {"latest": -1, "previous": -2}
+    if ref in named or (ref.startswith("-") and ref[1:].isdigit()):
+        i = named[ref] if ref in named else int(ref)
+        try:
+            return order[i]
+        except IndexError:
+            raise KeyError(f"snapshot {ref}: the history holds only {len(order)} snapshot(s)") from None
+    hits = [s for s in order if s.startswith(ref)]
+    if len(hits) != 1:
+        raise KeyError(f"snapshot {ref!r}: {'no' if not hits else 'more than one'} snapshot matches")
+    return hits[0]
+
+
+def compare(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """The figures of snapshots ``a`` and ``b`` side by side (outer join on the series keys)."""
+    keys = ["kind", "case", "platform", "group", "model", "metric"]
+    left = frame[frame["snapshot"] == a][[*keys, "value", "lo", "hi"]]
+    right = frame[frame["snapshot"] == b][[*keys, "value", "lo", "hi"]]
+    out = left.merge(right, on=keys, how="outer", suffixes=("_a", "_b"))
+    out["change"] = out["value_b"] - out["value_a"]
+    return out.sort_values(keys, kind="stable").reset_index(drop=True)

@@ -1,0 +1,169 @@
+"""The history store (analysis.history) and the regression rule (analysis.track)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import multiprocessing as mp
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import history
+from analysis.cli import main
+from analysis.track import Rule, compare, judge, resolve, track
+
+
+def _fidelity(tau: float, tight: float = 0.8) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "study": "s", "case": "sa", "platform": "p", "size": 65536.0, "axis": "wp", "quantity": "time",
+        "model": "perdome-peapaw", "n_alternatives": 4, "kendall_tau": tau, "kendall_tau_lo": tau - 0.2,
+        "kendall_tau_hi": min(1.0, tau + 0.2), "top1_agreement": 1.0, "top1_agreement_lo": 1.0,
+        "top1_agreement_hi": 1.0, "tightness_median": tight, "tightness_median_lo": tight * 0.95,
+        "tightness_median_hi": tight * 1.05, "n_reps_min": 5, "best_measured": "CO", "distinguishable": True,
+    }])
+
+
+def _platform(t_f: float) -> tuple[str, dict]:
+    rates = [1.0 / t_f * f for f in (0.97, 0.99, 1.0, 1.01, 1.03)]
+    return "p", {"platform": "p", "machine": {"cpu_model": "test cpu", "cores": 2},
+                 "processors": {"accel": {"t_f": {"value": t_f, "samples": rates}, "t_b": {"value": 1e-10}}}}
+
+
+def _meta(i: int, when: dt.datetime) -> dict:
+    docs = [_platform(1e-10)]
+    meta = history.snapshot_meta(docs, "cfg", {"resamples": 10, "seed": 0}, when=when)
+    return meta
+
+
+def test_model_and_machine_rows_name_groups_and_keep_intervals():
+    rows = history.model_rows({"fidelity": _fidelity(0.67)})
+    tau = rows[rows["metric"] == "kendall_tau"].iloc[0]
+    assert tau["group"] == "size=65536 axis=wp quantity=time"
+    assert (tau["value"], tau["lo"], tau["hi"], tau["n_reps"]) == pytest.approx((0.67, 0.47, 0.87, 5))
+    machine = history.machine_rows([_platform(1e-10)])
+    tf = machine[machine["metric"] == "t_f"].iloc[0]
+    assert tf["lo"] < 1e-10 < tf["hi"] and tf["n_reps"] == 5
+
+
+def test_append_and_read_round_trip_with_identity(tmp_path):
+    when = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    rows = pd.concat([history.model_rows({"fidelity": _fidelity(0.5)}), history.machine_rows([_platform(1e-10)])])
+    where = history.append(tmp_path / "h", "s", history.snapshot_table(_meta(0, when), rows))
+    assert where.endswith(".parquet") and "study=s" in where
+    frame = history.read(tmp_path / "h", "s")
+    assert len(frame) == len(rows)
+    assert set(frame["kind"]) == {"model", "machine"}
+    assert frame["study"].unique().tolist() == ["s"]
+    assert frame["fingerprint"].nunique() == 1 and frame["config_hash"].iloc[0] == "cfg"
+    assert str(frame["time"].iloc[0].tz) == "UTC"
+    assert not [p for p in os.listdir(tmp_path / "h" / "study=s") if p.startswith(".")]
+
+
+def _append_one(args):
+    path, i = args
+    rows = history.model_rows({"fidelity": _fidelity(0.1 * i)})
+    meta = history.snapshot_meta([_platform(1e-10)], "cfg", {}, when=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+    return history.append(path, "s", history.snapshot_table(meta, rows))
+
+
+def test_appends_at_the_same_moment_all_land(tmp_path):
+    path = str(tmp_path / "h")
+    with mp.get_context("spawn").Pool(4) as pool:
+        written = pool.map(_append_one, [(path, i) for i in range(8)])
+    assert len(set(written)) == 8
+    frame = history.read(path, "s")
+    assert frame["snapshot"].nunique() == 8
+
+
+def test_history_on_an_fsspec_filesystem_url():
+    pytest.importorskip("fsspec")
+    url = "memory://hetval-test-history"
+    rows = history.model_rows({"fidelity": _fidelity(0.5)})
+    history.append(url, "s", history.snapshot_table(_meta(0, dt.datetime.now(dt.UTC)), rows))
+    assert history.read(url, "s")["snapshot"].nunique() == 1
+
+
+def _series(values, lo=None, hi=None, metric="kendall_tau", kind="model"):
+    n = len(values)
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    return pd.DataFrame({
+        "snapshot": [f"s{i:03d}" for i in range(n)], "time": [t0 + pd.Timedelta(hours=i) for i in range(n)],
+        "study": "s", "fingerprint": "f", "kind": kind, "case": "sa", "platform": "p", "group": "g",
+        "model": "m", "metric": metric, "value": values,
+        "lo": lo if lo is not None else np.asarray(values) - 0.1,
+        "hi": hi if hi is not None else np.asarray(values) + 0.1,
+    })
+
+
+def test_judge_finds_the_step_and_where_it_began():
+    rng = np.random.default_rng(0)
+    values = np.r_[0.8 + rng.normal(0, 0.02, 12), 0.3 + rng.normal(0, 0.02, 4)]
+    res = judge(_series(values), Rule(z=5))
+    assert res["flag"] and res["m"] == 12
+    # improvement is not a regression
+    assert not judge(_series(values[::-1].copy()), Rule(z=5))["flag"]
+    # too short
+    assert judge(_series([0.8, 0.3]), Rule(min_history=2)) is None
+
+
+def test_judge_ignores_steps_inside_the_reported_noise():
+    values = np.array([0.8, 0.6, 0.9, 0.7, 0.8, 0.6])
+    res = judge(_series(values, values - 0.4, values + 0.4), Rule())
+    assert not res["flag"]
+
+
+def test_tightness_is_judged_by_its_distance_from_one():
+    ok = [0.9, 0.92, 0.88, 0.91, 0.9]
+    up = judge(_series(ok + [1.05], metric="tightness_median",
+                       lo=np.r_[ok, 1.05] * 0.98, hi=np.r_[ok, 1.05] * 1.02), Rule())
+    down = judge(_series(ok + [0.45], metric="tightness_median",
+                         lo=np.r_[ok, 0.45] * 0.98, hi=np.r_[ok, 0.45] * 1.02), Rule())
+    assert not up["flag"] and down["flag"]
+
+
+def test_track_separates_machine_drift_and_names_the_regression():
+    model = _series([0.9, 0.92, 0.9, 0.91, 0.3], metric="tightness_median",
+                    lo=np.array([0.9, 0.92, 0.9, 0.91, 0.3]) * 0.97, hi=np.array([0.9, 0.92, 0.9, 0.91, 0.3]) * 1.03)
+    machine = _series([1e-10, 1.01e-10, 0.99e-10, 1e-10, 5e-12], metric="t_f", kind="machine",
+                      lo=np.array([0.97e-10] * 4 + [4.9e-12]), hi=np.array([1.03e-10] * 4 + [5.1e-12]))
+    machine["case"] = machine["model"] = ""
+    machine["group"] = "accel"
+    findings, stats = track(pd.concat([model, machine], ignore_index=True), Rule())
+    kinds = sorted(f.kind for f in findings)
+    assert kinds == ["drift", "regression"]
+    reg = next(f for f in findings if f.kind == "regression")
+    assert reg.began == "s004" and "machine drifted" in reg.note and "accel t_f" in reg.note
+    assert "REGRESSION" in reg.line() and "0.3" in reg.line()
+
+
+def test_resolve_and_compare():
+    frame = pd.concat([_series([0.5, 0.6, 0.7])], ignore_index=True)
+    assert resolve(frame, "latest") == "s002" and resolve(frame, "previous") == "s001"
+    assert resolve(frame, "-3") == "s000" and resolve(frame, "s001") == "s001"
+    with pytest.raises(KeyError):
+        resolve(frame, "s00")  # ambiguous prefix
+    with pytest.raises(KeyError):
+        resolve(frame, "-9")
+    table = compare(frame, "s000", "s002")
+    assert table["change"].iloc[0] == pytest.approx(0.2)
+
+
+def test_track_cli_exit_codes(tmp_path, capsys):
+    path = tmp_path / "h"
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    for i, tau in enumerate([0.9, 0.9, 0.9]):
+        rows = history.model_rows({"fidelity": _fidelity(tau)})
+        history.append(path, "s", history.snapshot_table(_meta(i, base + dt.timedelta(hours=i)), rows))
+    assert main(["track", "--history", str(path), "--study", "s"]) == 0
+    out = capsys.readouterr().out
+    assert "0 regression(s)" in out
+    rows = history.model_rows({"fidelity": _fidelity(0.9, tight=0.2)})
+    history.append(path, "s", history.snapshot_table(_meta(3, base + dt.timedelta(hours=3)), rows))
+    assert main(["track", "--history", str(path), "--study", "s"]) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION: perdome-peapaw [sa p size=65536 axis=wp quantity=time] tightness_median" in out
+    assert main(["compare", "previous", "latest", "--history", str(path), "--study", "s"]) == 0
+    assert main(["track", "--history", str(tmp_path / "none"), "--study", "s"]) == 2
+    assert "holds no snapshot" in capsys.readouterr().err
