@@ -63,8 +63,10 @@ SCHEMA = pa.schema([
     ("fingerprint", pa.string()), ("machine", pa.string()), ("bootstrap", pa.string()),
     ("kind", pa.string()), ("case", pa.string()), ("platform", pa.string()), ("group", pa.string()),
     ("model", pa.string()), ("metric", pa.string()), ("value", pa.float64()), ("lo", pa.float64()),
-    ("hi", pa.float64()), ("n_reps", pa.int64()),
+    ("hi", pa.float64()), ("n_reps", pa.int64()), ("n_alternatives", pa.int64()),
 ])
+ROW_COLUMNS = ["kind", "case", "platform", "group", "model", "metric", "value", "lo", "hi", "n_reps",
+               "n_alternatives"]
 #: The partition column (in the path, not in the files).
 PARTITION = pa.schema([("study", pa.string())])
 
@@ -121,13 +123,13 @@ def model_rows(tables: Mapping[str, pd.DataFrame], case_of_table: Mapping[str, s
         for rec in frame.to_dict("records"):
             base = {"kind": "model", "case": str(rec.get("case") or fallback), "platform": str(rec.get("platform", "")),
                     "group": _label(rec, keys), "model": str(rec.get("model", "")),
-                    "n_reps": int(rec["n_reps_min"]) if pd.notna(rec.get("n_reps_min")) else None}
+                    "n_reps": int(rec["n_reps_min"]) if pd.notna(rec.get("n_reps_min")) else None,
+                    "n_alternatives": int(rec["n_alternatives"]) if pd.notna(rec.get("n_alternatives")) else None}
             for metric in TRACKED:
                 if metric in rec and math.isfinite(_num(rec[metric])):
                     rows.append({**base, "metric": metric, "value": _num(rec[metric]),
                                  "lo": _num(rec.get(f"{metric}_lo")), "hi": _num(rec.get(f"{metric}_hi"))})
-    return pd.DataFrame(rows, columns=["kind", "case", "platform", "group", "model", "metric", "value", "lo", "hi",
-                                       "n_reps"])
+    return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 
 def _spread(param: Mapping[str, Any]) -> tuple[float, float, int | None]:
@@ -163,8 +165,7 @@ def machine_rows(platform_docs: Iterable[tuple[str, Mapping[str, Any]]]) -> pd.D
                 rows.append({"kind": "machine", "case": "", "platform": name, "group": "network", "model": "",
                              "metric": p, "value": _num(param["value"]), "lo": math.nan, "hi": math.nan,
                              "n_reps": None})
-    return pd.DataFrame(rows, columns=["kind", "case", "platform", "group", "model", "metric", "value", "lo", "hi",
-                                       "n_reps"])
+    return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 
 def snapshot_meta(platform_docs: list[tuple[str, Mapping[str, Any]]], config_hash: str | None,
@@ -194,7 +195,8 @@ def snapshot_table(meta: Mapping[str, Any], rows: pd.DataFrame) -> pa.Table:
     frame = rows.reset_index(drop=True).copy()
     for k, v in meta.items():
         frame[k] = [v] * len(frame)
-    frame["n_reps"] = pd.array(frame["n_reps"], dtype="Int64")
+    for c in ("n_reps", "n_alternatives"):
+        frame[c] = pd.array(frame[c] if c in frame else [None] * len(frame), dtype="Int64")
     return pa.Table.from_pandas(frame[SCHEMA.names], schema=SCHEMA, preserve_index=False)
 
 

@@ -5,6 +5,11 @@ machine fingerprint, for one (kind, case, platform, group, model, metric).
 ``track`` judges the latest snapshot of every series against the series'
 own past with one rule, documented here and in ``docs/tracking.md``:
 
+0. **What is judged.** Kendall tau, pairwise agreement, selection penalty,
+   profile error, median tightness and PEACH's interior error (:data:`JUDGED`),
+   and every machine parameter. Top-1 is binary per group and flips between
+   invocations of an unchanged machine; it is judged through its cost, the
+   selection penalty, and kept in the history.
 1. **Badness.** Each metric is mapped to a scale where larger is worse:
    ``-x`` for the metrics where higher is better (Kendall tau, pairwise
    agreement, top-1), ``x`` for the penalties and errors, ``|log x|`` for
@@ -17,11 +22,16 @@ own past with one rule, documented here and in ``docs/tracking.md``:
    and the earlier holding at least ``min_history`` snapshots. The step is
    the difference of the segment medians; the first snapshot of the later
    segment is where it *began*.
-3. **Noise.** One noise unit is the larger of the scatter of the earlier
-   segment (1.4826 x its median absolute deviation) and the typical
-   measurement uncertainty of the window (the median half-width of the
-   snapshots' bootstrap intervals / 1.96) - the run-to-run noise the
-   snapshots themselves report. The step's standard error is that unit
+3. **Noise.** One noise unit is the larger of the scatter about the
+   two-segment fit (the root mean square of the residuals from each
+   segment's median, ``n - 2`` degrees of freedom: the invocation-to-
+   invocation noise, which on a shared machine exceeds what one
+   invocation's repetitions show) and the typical measurement uncertainty of the window (the median
+   half-width of the snapshots' bootstrap intervals / 1.96), and never
+   less than ``min_change`` (on the metric's scale) nor, for Kendall tau and
+   pairwise agreement, than one pair's worth (2 / pairs, 1 / pairs): a
+   series that was constant so far has not shown its noise, and a rank
+   metric cannot move by less than one pair. The step's standard error is that unit
    times 1.2533 (the efficiency of a median) over the segments' sizes,
    ``sqrt(1/n_before + 1/n_after)``.
 4. **Finding.** A model figure *regressed* when the step makes it worse,
@@ -45,6 +55,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+#: Metrics a regression is judged on. Top-1 (strict or noise-aware) is 0/1 per group and flips between
+#: invocations on a noisy machine even when nothing changed; its cost - the selection penalty - is judged
+#: instead, and top-1 is kept in the history and drawn. The noise-aware penalty is judged by the same token
+#: through the strict one.
+JUDGED = {"kendall_tau", "pairwise_agreement", "selection_penalty", "profile_error", "tightness_median",
+          "error_median"}
 #: Metrics where a larger value is better.
 HIGHER_BETTER = {"kendall_tau", "pairwise_agreement", "top1_agreement", "top1_noise_aware"}
 #: Metrics judged on |log x| (1 is ideal).
@@ -124,6 +140,17 @@ def _half_widths(metric: str, kind: str, lo: np.ndarray, hi: np.ndarray) -> np.n
     return (hi - lo) / 2.0
 
 
+def _floor(metric: str, kind: str, s: pd.DataFrame, rule: Rule) -> float:
+    """The smallest noise unit: the smallest change that counts, and a rank metric's resolution (one pair)."""
+    floor = math.log1p(rule.min_change) if (kind == "machine" or metric in TOWARD_ONE) else rule.min_change
+    if metric in ("kendall_tau", "pairwise_agreement") and "n_alternatives" in s:
+        k = pd.to_numeric(s["n_alternatives"], errors="coerce").max()
+        if pd.notna(k) and k >= 2:
+            pairs = k * (k - 1) / 2.0
+            floor = max(floor, (2.0 if metric == "kendall_tau" else 1.0) / pairs)
+    return floor
+
+
 def best_step(x: np.ndarray, min_before: int) -> int | None:
     """Index where the later segment starts in the best two-segment L1 fit (None if no split is allowed)."""
     n = len(x)
@@ -146,6 +173,8 @@ def judge(series: pd.DataFrame, rule: Rule) -> dict[str, Any] | None:
     if n < rule.min_history + 1:
         return None
     kind, metric = str(s["kind"].iloc[0]), str(s["metric"].iloc[0])
+    if kind != "machine" and metric not in JUDGED:
+        return None
     x = badness(metric, kind, s["value"].to_numpy(dtype=np.float64))
     ok = np.isfinite(x)
     if ok.sum() < rule.min_history + 1 or not ok[-1]:
@@ -156,11 +185,12 @@ def judge(series: pd.DataFrame, rule: Rule) -> dict[str, Any] | None:
         return None
     before, after = x[:m], x[m:]
     step = float(np.median(after) - np.median(before))
-    scatter = 1.4826 * float(np.median(np.abs(before - np.median(before)))) if len(before) >= 3 else 0.0
+    resid = np.r_[before - np.median(before), after - np.median(after)]
+    scatter = float(np.sqrt(np.sum(resid**2) / (len(resid) - 2))) if len(resid) >= 4 else 0.0
     widths = _half_widths(metric, kind, s["lo"].to_numpy(dtype=np.float64), s["hi"].to_numpy(dtype=np.float64))
     widths = widths[np.isfinite(widths)]
     measured = float(np.median(widths)) / _Z90 if len(widths) else 0.0
-    unit = max(scatter, measured)
+    unit = max(scatter, measured, _floor(metric, kind, s, rule))
     se = unit * _MEDIAN_EFFICIENCY * math.sqrt(1.0 / len(before) + 1.0 / len(after))
     relative = kind == "machine" or metric in TOWARD_ONE
     threshold = math.log1p(rule.min_change) if relative else rule.min_change
@@ -200,6 +230,8 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
     judged = []
     for key, series in recent.groupby(keys, sort=True, dropna=False):
         if tuple(str(k) for k in key) not in wanted:
+            continue
+        if key[2] != "machine" and key[-1] not in JUDGED:
             continue
         stats["series"] += 1
         res = judge(series, rule)

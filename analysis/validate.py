@@ -165,6 +165,7 @@ def validate(
     where = history.record(history_path, study, {t: f[0] for t, f in tables.items()}, files, config_hash,
                            settings.as_dict(), {t: c.name for c in registered.values() for t in c.tables})
     summary["provenance"] = _provenance(config_hash, settings, where)
+    summary["provenance"].update(study=study, history=str(history_path) if history_path else None)
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=1))
     if where:
         log(f"[hetval validate] history snapshot -> {where}")

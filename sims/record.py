@@ -180,8 +180,25 @@ def _sha_text(sha: str | None, dirty: bool | None) -> str | None:
     return None if sha is None else (f"{sha}-dirty" if dirty else sha)
 
 
-def write_raw(path: str | os.PathLike[str], run_id: str, records: list[dict[str, Any]]) -> None:
-    """Atomically write one run's records as ``{"run_id": ..., "records": [...]}``."""
+def measurement_path(path: str | os.PathLike[str], run_id: str, records: list[dict[str, Any]]) -> Path:
+    """Where a raw record's permanent copy goes: ``<dir>/.measurements/<run_id>/<started_at>-<random>.json``.
+
+    A forced re-run replaces the raw record (the workflow's output) but never this copy: every
+    measurement of a run id is kept, each under its own time.
+    """
+    import secrets
+
+    when = str(records[0].get("started_at") or utc_now()) if records else utc_now()
+    stamp = "".join(ch if ch.isalnum() else "-" for ch in when)
+    return Path(path).parent / ".measurements" / run_id / f"{stamp}-{secrets.token_hex(4)}.json"
+
+
+def write_raw(path: str | os.PathLike[str], run_id: str, records: list[dict[str, Any]],
+              keep: bool = False) -> None:
+    """Atomically write one run's records as ``{"run_id": ..., "records": [...]}``.
+
+    ``keep``: a new measurement - also write its permanent copy (:func:`measurement_path`).
+    """
     for rec in records:
         missing = sorted(k for k in REQUIRED if rec.get(k) is None)
         if missing:
@@ -189,4 +206,9 @@ def write_raw(path: str | os.PathLike[str], run_id: str, records: list[dict[str,
         unknown = sorted(set(rec) - set(FIELD_TYPES))
         if unknown:
             raise ValueError(f"run record has fields outside the contract: {', '.join(unknown)}")
-    atomic_write_text(path, json.dumps({"run_id": run_id, "records": records}, indent=1, default=str))
+    text = json.dumps({"run_id": run_id, "records": records}, indent=1, default=str)
+    if keep:
+        copy = measurement_path(path, run_id, records)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(copy, text)
+    atomic_write_text(path, text)

@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         return 1
     if records is not None:
-        rec.write_raw(args.out, rec.run_id_of(spec), records)
+        rec.write_raw(args.out, rec.run_id_of(spec), records, keep=True)
         print(_progress(records), flush=True)
     return 0
 

@@ -150,6 +150,25 @@ def fmt_fraction(x: Any) -> str:
     return f"{float(x):.3f}" if finite(x) else NA
 
 
+def fmt_interval(row: Any, metric: str, digits: int = 2) -> str:
+    """A figure with its bootstrap interval, ``"0.80 [0.60, 0.93]"`` (the bare value when the row has none)."""
+    from analysis.uncertainty import format_interval
+
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    value = get(metric)
+    if not finite(value):
+        return NA
+    return format_interval(float(value), get(f"{metric}_lo", float("nan")), get(f"{metric}_hi", float("nan")),
+                           digits)
+
+
+def not_distinguishable(row: Any) -> bool:
+    """True when a fidelity row says its alternatives cannot be told apart beyond noise."""
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    v = get("distinguishable", None)
+    return v is not None and not (isinstance(v, float) and math.isnan(v)) and not bool(v)
+
+
 def fmt_sig(x: Any, digits: int = 3) -> str:
     """Format a number with ``digits`` significant digits; missing or NaN as ``n/a``."""
     return f"{float(x):.{digits}g}" if finite(x) else NA

@@ -156,5 +156,5 @@ def write_outputs(out_dir: str, result: Result, raw_record: str | None = None) -
         (out / "seismograms.npz").unlink(missing_ok=True)  # never leave an older run's traces beside a failure
     rec.write_raw(out / "record.json", result.records[0]["run_id"], result.records)
     if raw_record:
-        rec.write_raw(raw_record, result.records[0]["run_id"], result.records)
+        rec.write_raw(raw_record, result.records[0]["run_id"], result.records, keep=True)
 

@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.report.common import FigureEntry, Inputs, fmt_sig, new_figure, save_figure
+from analysis.report.common import (
+    FigureEntry,
+    Inputs,
+    fmt_interval,
+    fmt_sig,
+    new_figure,
+    not_distinguishable,
+    save_figure,
+)
 from analysis.report.section import Section, SectionOutput
 from sims.vocab import FDM_MODEL_PARTS, FDM_PHASES
 
@@ -135,18 +143,24 @@ class FDMSection(Section):
             return out
         out.heading("FDM ranking fidelity", 3)
         out.table(["grid", "ranks", "order", "boundary", "axis", "fixed", "n", "kendall tau", "pairwise", "top-1",
-                   "selection penalty", "best measured", "best predicted"],
+                   "top-1 noise-aware", "selection penalty", "tightness median", "best measured",
+                   "best within noise", "best predicted"],
                   [[_shape(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.n_alternatives),
-                    fmt_sig(r.kendall_tau), fmt_sig(r.pairwise_agreement), fmt_sig(r.top1_agreement),
-                    fmt_sig(r.selection_penalty), r.best_measured, r.best_predicted] for r in fid.itertuples()],
-                  "FDM ranking fidelity")
+                    fmt_interval(r, "kendall_tau"), fmt_interval(r, "pairwise_agreement"),
+                    fmt_interval(r, "top1_agreement"), fmt_sig(getattr(r, "top1_noise_aware", None)),
+                    fmt_interval(r, "selection_penalty"), fmt_interval(r, "tightness_median"), r.best_measured,
+                    ("not distinguishable: " if not_distinguishable(r) else "")
+                    + str(getattr(r, "best_measured_noise_aware", "")), r.best_predicted]
+                   for r in fid.itertuples()],
+                  "FDM ranking fidelity; intervals: 95 % bootstrap over the repetitions")
         out.para("What this shows: at each scale, how well the model orders the marshaling designs (at a fixed "
                  "decomposition) and the decompositions (at a fixed design). On a CPU backend the model gives the three "
                  "designs the same time (nothing lives on a device), so its ranking of designs is a tie: n/a tau.",
                  "what")
         for r in fid.itertuples():
             out.lines.append(f"  {_shape(r.grid)} {r.ranks} ranks order {r.order} | axis {r.axis} ({r.fixed}): "
-                             f"kendall tau {fmt_sig(r.kendall_tau)}, top-1 {fmt_sig(r.top1_agreement)}, selection "
-                             f"penalty {fmt_sig(r.selection_penalty)}, best measured {r.best_measured} vs predicted "
-                             f"{r.best_predicted}")
+                             f"kendall tau {fmt_interval(r, 'kendall_tau')}, top-1 {fmt_interval(r, 'top1_agreement')},"
+                             f" selection penalty {fmt_interval(r, 'selection_penalty')}, best measured "
+                             f"{r.best_measured} vs predicted {r.best_predicted}"
+                             + (" (not distinguishable)" if not_distinguishable(r) else ""))
         return out

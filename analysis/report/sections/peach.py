@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.predictors.peach import CURVE_KEYS
-from analysis.report.common import FigureEntry, Inputs, fmt_sig, new_figure, save_figure
+from analysis.report.common import FigureEntry, Inputs, fmt_interval, fmt_sig, new_figure, save_figure
 from analysis.report.section import Section, SectionOutput
 
 
@@ -79,11 +79,13 @@ class PEACHSection(Section):
         rows = []
         for r in (peach_fid.itertuples() if peach_fid is not None else []):
             rows.append([r.workload, fmt_sig(r.size), r.frequency, r.quantity, str(r.n_alternatives),
-                         fmt_sig(r.kendall_tau), fmt_sig(r.top1_agreement), fmt_sig(r.selection_penalty),
+                         fmt_interval(r, "kendall_tau"), fmt_interval(r, "top1_agreement"),
+                         fmt_interval(r, "selection_penalty"),
                          r.best_measured, r.best_predicted, fmt_sig(r.alpha_continuous), fmt_sig(r.error_median),
                          fmt_sig(r.error_max), fmt_sig(r.R_C), fmt_sig(r.R_G)])
             out.lines.append(f"PEACH {r.study} {r.workload} n={int(r.size)} ({r.frequency}) by {r.quantity}: kendall "
-                             f"tau {fmt_sig(r.kendall_tau)}, top-1 {fmt_sig(r.top1_agreement)}, best measured "
+                             f"tau {fmt_interval(r, 'kendall_tau')}, top-1 {fmt_interval(r, 'top1_agreement')}, "
+                             "best measured "
                              f"{r.best_measured} vs predicted {r.best_predicted} (continuous "
                              f"{fmt_sig(r.alpha_continuous)}), interior error median {fmt_sig(r.error_median)}")
         out.heading("PEACH fidelity per curve", 3)

@@ -17,12 +17,14 @@ from analysis.report.common import (
     cell_text,
     finite,
     fmt_fraction,
+    fmt_interval,
     group_label,
     groupby,
     missing_columns,
     models_in,
     mpl_text,
     new_figure,
+    not_distinguishable,
     ordered,
     save_figure,
     slug,
@@ -278,7 +280,10 @@ FIDELITY_COLUMNS: tuple[str, ...] = (
     "selection_penalty",
     "profile_error",
     "best_measured",
+    "best_measured_noise_aware",
     "best_predicted",
+    "top1_noise_aware",
+    "selection_penalty_noise_aware",
     "tightness_median",
     "tightness_min",
     "tightness_max",
@@ -295,11 +300,17 @@ _FRACTION_COLUMNS = frozenset(
         "tightness_median",
         "tightness_min",
         "tightness_max",
+        "top1_noise_aware",
+        "selection_penalty_noise_aware",
     }
 )
 
 
-def _cell(column: str, value: Any) -> str:
+def _cell(column: str, value: Any, row: Any = None) -> str:
+    if row is not None and f"{column}_lo" in row:
+        return fmt_interval(row, column)
+    if column == "best_measured_noise_aware" and row is not None and not_distinguishable(row):
+        return f"not distinguishable ({cell_text(value)})"
     if column in _FRACTION_COLUMNS:
         return fmt_fraction(value)
     if column in ("size", "n_alternatives") and finite(value):
@@ -312,7 +323,7 @@ def fidelity_rows(fidelity: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     columns = [c for c in FIDELITY_COLUMNS if c in fidelity.columns]
     present_keys = [c for c in (*GROUP_KEYS, "axis", "model") if c in fidelity.columns]
     ordered = fidelity.sort_values(present_keys, na_position="last") if present_keys else fidelity
-    rows = [[_cell(c, row[c]) for c in columns] for _, row in ordered.iterrows()]
+    rows = [[_cell(c, row[c], row) for c in columns] for _, row in ordered.iterrows()]
     return columns, rows
 
 
@@ -345,10 +356,11 @@ def _fidelity_lines(fidelity: pd.DataFrame | None) -> list[str]:
         keys = [row.get(k) for k in GROUP_KEYS]
         lines.append(
             f"  {group_label(keys)} | axis {cell_text(row.get('axis'))} | {cell_text(row.get('model'))}: "
-            f"kendall tau {fmt_fraction(row.get('kendall_tau'))}, "
-            f"top-1 {fmt_fraction(row.get('top1_agreement'))}, "
-            f"selection penalty {fmt_fraction(row.get('selection_penalty'))}, "
+            f"kendall tau {fmt_interval(row, 'kendall_tau')}, "
+            f"top-1 {fmt_interval(row, 'top1_agreement')} (noise-aware {fmt_fraction(row.get('top1_noise_aware'))}), "
+            f"selection penalty {fmt_interval(row, 'selection_penalty')}, "
             f"best measured {cell_text(row.get('best_measured'))} vs predicted {cell_text(row.get('best_predicted'))}"
+            + (" (alternatives not distinguishable)" if not_distinguishable(row) else "")
         )
     return lines
 

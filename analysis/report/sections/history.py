@@ -1,0 +1,144 @@
+"""The history section: each model's accuracy over the snapshots, with interval bands and regression markers,
+the characterised machine parameters over time, and what ``hetval track`` finds in the latest snapshot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.report.common import FigureEntry, Inputs, new_figure, save_figure
+from analysis.report.section import Section, SectionOutput
+
+#: The figures drawn per model, in panel order.
+PANELS = (("kendall_tau", "Kendall tau"), ("top1_agreement", "top-1 (strict)"),
+          ("selection_penalty", "selection penalty"), ("tightness_median", "median tightness"))
+#: Snapshots drawn at most (the newest).
+MAX_SNAPSHOTS = 200
+
+
+def load_history(inputs: Inputs) -> tuple[pd.DataFrame | None, str]:
+    """The study's history named by the validation summary's provenance, and a status line."""
+    from analysis import history
+
+    prov = (inputs.summary or {}).get("provenance") or {}
+    path, study = prov.get("history"), prov.get("study")
+    if not path:
+        return None, "no history is kept (history.path is null), so there is nothing to show over time"
+    try:
+        frame = history.read(path, study)
+    except (OSError, ValueError) as exc:
+        return None, f"the history at {path} could not be read ({exc})"
+    if not len(frame):
+        return None, f"the history at {path} holds no snapshot of study {study!r} yet"
+    latest = frame["fingerprint"].iloc[-1]
+    return frame[frame["fingerprint"] == latest], f"{path}, study {study}"
+
+
+def model_series(frame: pd.DataFrame, model: str, metric: str) -> pd.DataFrame:
+    """Per snapshot: the median over the model's groups of the metric, its ``lo`` and its ``hi``."""
+    sub = frame[(frame["kind"] == "model") & (frame["model"] == model) & (frame["metric"] == metric)]
+    return (sub.groupby(["time", "snapshot"], sort=True)[["value", "lo", "hi"]].median().reset_index())
+
+
+def history_figure(frame: pd.DataFrame, model: str, markers: dict[tuple[str, str], list[Any]]):
+    fig = new_figure(11, 2.8)
+    axes = fig.subplots(1, len(PANELS))
+    for ax, (metric, label) in zip(axes, PANELS, strict=True):
+        s = model_series(frame, model, metric)
+        if s.empty:
+            ax.set_axis_off()
+            continue
+        x = np.arange(len(s))
+        ax.plot(x, s["value"], marker="o", ms=3)
+        if s["lo"].notna().any():
+            ax.fill_between(x, s["lo"], s["hi"], alpha=0.25, linewidth=0)
+        for began in markers.get((model, metric), []):
+            hit = np.flatnonzero(s["snapshot"].to_numpy() == began)
+            if len(hit):
+                ax.plot(x[hit], s["value"].to_numpy()[hit], "v", color="crimson", ms=10)
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("snapshot", fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"{model}: median over its groups (band: median of the groups' 95 % intervals; "
+                 "red: a regression starts)", fontsize=9)
+    return fig
+
+
+def machine_figure(frame: pd.DataFrame):
+    sub = frame[frame["kind"] == "machine"]
+    if sub.empty:
+        return None
+    params = sorted(sub["metric"].unique())
+    fig = new_figure(11, 2.8)
+    axes = np.atleast_1d(fig.subplots(1, len(params)))
+    for ax, p in zip(axes, params, strict=True):
+        for (platform, group), s in sub[sub["metric"] == p].groupby(["platform", "group"], sort=True):
+            s = s.sort_values("time")
+            x = np.arange(len(s))
+            ax.plot(x, s["value"], marker="o", ms=3, label=f"{platform} {group}")
+            if s["lo"].notna().any():
+                ax.fill_between(x, s["lo"], s["hi"], alpha=0.2, linewidth=0)
+        ax.set(title=p, yscale="log", xlabel="snapshot")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle("characterised machine parameters per snapshot (band: central 95 % of the samples)", fontsize=9)
+    return fig
+
+
+class HistorySection(Section):
+    """Model accuracy and machine parameters over the history's snapshots."""
+
+    title = "History"
+
+    def build(self, inputs: Inputs, out_dir: Path) -> SectionOutput:
+        from analysis.track import track
+
+        out = SectionOutput()
+        out.heading("History: model accuracy over time", 2, "history")
+        frame, status = load_history(inputs)
+        if frame is None:
+            out.para(status.capitalize() + ".", "missing")
+            return out
+        snaps = frame.drop_duplicates("snapshot")
+        keep = set(snaps["snapshot"].tail(MAX_SNAPSHOTS))
+        frame = frame[frame["snapshot"].isin(keep)]
+        out.para(f"{snaps['snapshot'].nunique()} snapshot(s) on this machine in {status}"
+                 + (f"; the newest {MAX_SNAPSHOTS} are drawn" if len(snaps) > MAX_SNAPSHOTS else "") + ".")
+        findings, stats = track(frame)
+        markers: dict[tuple[str, str], list[Any]] = {}
+        for f in findings:
+            if f.kind == "regression":
+                markers.setdefault((f.series["model"], f.series["metric"]), []).append(f.began)
+        if stats["judged"]:
+            out.para(f"hetval track on the latest snapshot: {sum(f.kind == 'regression' for f in findings)} "
+                     f"regression(s), {sum(f.kind == 'drift' for f in findings)} machine drift(s) over "
+                     f"{stats['judged']} series.", "alert" if findings else "good")
+            if findings:
+                out.items([f.line() for f in findings[:50]])
+        else:
+            out.para("Too few snapshots to judge a regression yet (each series needs earlier snapshots).", "what")
+        entries = []
+        models = sorted(frame.loc[frame["kind"] == "model", "model"].unique())
+        for model in models:
+            name = f"history_{model}.png"
+            save_figure(history_figure(frame, model, markers), out_dir, name)
+            entries.append(FigureEntry(name, f"{model} over the snapshots",
+                                       "Kendall tau, strict top-1, selection penalty and median tightness of the "
+                                       "model per snapshot: the median over its groups, the band the median of "
+                                       "their 95 % bootstrap intervals, a red marker where a regression starts."))
+        fig = machine_figure(frame)
+        if fig is not None:
+            save_figure(fig, out_dir, "history_machine.png")
+            entries.append(FigureEntry("history_machine.png", "machine parameters over the snapshots",
+                                       "t_f, t_b and the network parameters per platform and processor as "
+                                       "characterised for each snapshot; a step here is the machine changing, "
+                                       "not a model."))
+        out.figures_block(entries, "No figures in the history.")
+        out.lines += ["", f"History: {snaps['snapshot'].nunique()} snapshot(s); track: "
+                      f"{sum(f.kind == 'regression' for f in findings)} regression(s), "
+                      f"{sum(f.kind == 'drift' for f in findings)} drift(s)"]
+        out.lines += [f"  {f.line()}" for f in findings[:20]]
+        return out
