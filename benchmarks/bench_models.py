@@ -28,7 +28,7 @@ REPS = 7
 def cases():
     import numpy as np
 
-    from analysis.models import fdm, hetero, peach, perop, roofline, threecomp
+    from analysis.models import fdm, hetero, peach, perop, roofline
 
     rng = np.random.default_rng(0)
     intensity = np.logspace(-2, 3, N)
@@ -51,8 +51,6 @@ def cases():
         "peach.rate (eq. 7)": lambda: peach.rate(alpha, 293.0, 1052.4, T_OH=1e-4),
         "peach.efficiency (eq. 12)": lambda: peach.efficiency(alpha, 293.0, 1052.4, 165.7, 239.4, 128.6, 30.0),
         "perop.time (Kannan et al.)": lambda: perop.time(counts, tau, B_to=counts["add"], Q_there=1e-10),
-        "threecomp.time (Panwar)": lambda: threecomp.time({"fp32": counts["add"]}, {"fp32": 1e12},
-                                                          {"read": counts["mul"]}, {"read": 1e9}),
         "fdm.step_time (10^6 ranks)": lambda: fdm.step_time(geom, 2, "device-pack", t_f=1e-11, t_b=5e-11,
                                                             latency=5e-6, t_net=2e-10),
     }

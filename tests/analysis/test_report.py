@@ -280,7 +280,7 @@ def test_summary_txt_matches_return_value(built: tuple) -> None:
     dirs, text, _ = built
     assert (dirs["report"] / "summary.txt").read_text() == text
     assert "10 ok" in text
-    assert "kendall tau 0.667" in text
+    assert "kendall tau 0.67" in text
     assert "best measured p-DP vs predicted p-DP" in text
     assert str(dirs["report"] / "index.html") in text
 

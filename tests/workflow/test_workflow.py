@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from analysis import history
 from analysis.dataset import read_runs
 from analysis.schema import FILE_SCHEMA, RUN_SCHEMA
 from tests.conftest import BIN, REPO
@@ -179,3 +180,38 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert len(manifest["quarantined"]) == 1
     redone = snakemake([*tiny, "-n"], env, tmp_path)
     assert job_counts(redone.stdout).get("simulate_run") == 1
+
+    # Tracking: every validation above appended a snapshot; a forced re-run measures anew (the earlier raw
+    # records are kept), and track finds nothing on an unchanged machine and code.
+    forced = snakemake([*tiny, "--forceall"], env, tmp_path)
+    assert forced.returncode == 0, forced.stderr[-3000:]
+    kept = list((results / "raw" / "tiny" / ".measurements").glob("*/*.json"))
+    assert len(kept) >= 2 * len(list((results / "raw" / "tiny").glob("*.json"))) - 12  # published runs: ingested
+    hetval = [str(BIN / "hetval")]
+    track = subprocess.run([*hetval, "track", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml")],
+                           env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert track.returncode == 0, track.stdout + track.stderr
+    assert "0 regression(s)" in track.stdout
+    assert "History: model accuracy over time" in (report / "index.html").read_text()
+    # A broken characterisation: the accel's t_f 20x too small (as a broken benchmark would report it).
+    doc = yaml.safe_load(platform.read_text())
+    tf = doc["processors"]["accel"]["t_f"]
+    tf["value"] /= 20.0
+    tf["samples"] = [s * 20.0 for s in tf["samples"]]
+    platform.write_text(yaml.safe_dump(doc, sort_keys=False))
+    validate = subprocess.run(
+        [*hetval, "validate", "--runs", "results/runs", "--study", "tiny", "--platform-file", str(platform),
+         "--out", "results/tiny/validation", "--history", "results/history"],
+        env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert validate.returncode == 0, validate.stdout[-3000:] + validate.stderr[-3000:]
+    track = subprocess.run([*hetval, "track", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml")],
+                           env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert track.returncode == 1, track.stdout + track.stderr
+    assert "DRIFT: cpu-pair-numpy-numba accel t_f" in track.stdout
+    assert "REGRESSION: PerDome/PeaPaw [sa" in track.stdout and "machine drifted at the same snapshot" in track.stdout
+    snapshots = history.read(tmp_path / "results" / "history", "tiny")["snapshot"].nunique()
+    assert snapshots >= 4
+    compare = subprocess.run([*hetval, "compare", "previous", "latest", "--configfile",
+                              str(REPO / "config" / "studies" / "tiny.yaml")],
+                             env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert compare.returncode == 0 and "t_f" in compare.stdout
