@@ -20,7 +20,9 @@ Appending never rewrites anything: a snapshot is written to a hidden
 temporary name in its partition and renamed (one file per snapshot, a unique
 name with the time and a random suffix), so two validations appending at the
 same moment both land and a reader never sees half a file (readers skip
-names starting with ``.``). The path is a directory or any filesystem URL
+names starting with ``.``). Once a study has :data:`COMPACT_AT` loose snapshot
+files they are folded, unchanged, into one ``compact-*.parquet`` file so that
+a long history stays fast to read (:func:`compact`). The path is a directory or any filesystem URL
 pyarrow understands (``file://``, ``s3://``, ``gs://``, ``hdfs://``), or any
 fsspec URL (``memory://``, ``gcs://``, ...) through pyarrow's fsspec handler.
 """
@@ -200,16 +202,15 @@ def snapshot_table(meta: Mapping[str, Any], rows: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(frame[SCHEMA.names], schema=SCHEMA, preserve_index=False)
 
 
-def append(path: str | Path, study: str, table: pa.Table) -> str:
-    """Write one snapshot under ``study=<study>/`` (temporary name, then rename); returns its path."""
-    fs, root = filesystem(path)
-    snapshot = table.column("snapshot")[0].as_py() if table.num_rows else None
-    if snapshot is None:
-        raise HistoryError("a snapshot with no rows is not appended")
-    part = f"{root}/study={study}"
-    fs.create_dir(part, recursive=True)
-    final = f"{part}/{snapshot}.parquet"
-    tmp = f"{part}/.{snapshot}.{secrets.token_hex(4)}.tmp"
+#: Loose snapshot files of a study beyond which an append folds them into one file (reading 10^4 small files
+#: would cost seconds; reading 40 does not).
+COMPACT_AT = 256
+
+
+def _write(fs: pafs.FileSystem, table: pa.Table, final: str) -> None:
+    """``table`` to ``final`` through a hidden temporary name in the same directory, then a rename."""
+    directory, _, name = final.rpartition("/")
+    tmp = f"{directory}/.{name}.{secrets.token_hex(4)}.tmp"
     try:
         pq.write_table(table, tmp, filesystem=fs)
         fs.move(tmp, final)
@@ -219,6 +220,48 @@ def append(path: str | Path, study: str, table: pa.Table) -> str:
         except OSError:
             pass
         raise
+
+
+def compact(path: str | Path, study: str, at_least: int = COMPACT_AT) -> int:
+    """Fold the loose snapshot files of ``study`` into one ``compact-*.parquet`` when there are ``at_least``.
+
+    Content is never changed: the folded file holds exactly the snapshots' rows, written (temporary
+    name, rename) before the loose files are removed. A reader in between sees a snapshot twice,
+    which :func:`read` drops; two compactions at once both leave complete files. Returns the number
+    of snapshot files folded.
+    """
+    fs, root = filesystem(path)
+    part = f"{root}/study={study}"
+    infos = fs.get_file_info(pafs.FileSelector(part, allow_not_found=True))
+    loose = sorted(i.path for i in infos if i.is_file and i.base_name.endswith(".parquet")
+                   and not i.base_name.startswith((".", "_", "compact-")))
+    if len(loose) < at_least:
+        return 0
+    table = pa.concat_tables([pq.read_table(f, filesystem=fs, schema=SCHEMA) for f in loose])
+    first, last = loose[0].rpartition("/")[2][:-8], loose[-1].rpartition("/")[2][:-8]
+    _write(fs, table, f"{part}/compact-{first}-{last}-{secrets.token_hex(4)}.parquet")
+    for f in loose:
+        try:
+            fs.delete_file(f)
+        except (OSError, FileNotFoundError):
+            pass  # another compaction took it
+    return len(loose)
+
+
+def append(path: str | Path, study: str, table: pa.Table) -> str:
+    """Write one snapshot under ``study=<study>/`` (temporary name, then rename); returns its path.
+
+    When the study has :data:`COMPACT_AT` loose snapshot files, they are folded into one (:func:`compact`).
+    """
+    fs, root = filesystem(path)
+    snapshot = table.column("snapshot")[0].as_py() if table.num_rows else None
+    if snapshot is None:
+        raise HistoryError("a snapshot with no rows is not appended")
+    part = f"{root}/study={study}"
+    fs.create_dir(part, recursive=True)
+    final = f"{part}/{snapshot}.parquet"
+    _write(fs, table, final)
+    compact(path, study, COMPACT_AT)
     return final
 
 
@@ -252,6 +295,9 @@ def read(path: str | Path, study: str | None = None, columns: list[str] | None =
     flt = pads.field("study") == study if study else None
     table = ds.to_table(columns=columns, filter=flt)
     frame = table.to_pandas()
+    keys = [c for c in ("snapshot", "kind", "case", "platform", "group", "model", "metric") if c in frame.columns]
+    if len(keys) == 7:  # a snapshot seen twice while a compaction was folding it
+        frame = frame.drop_duplicates(keys)
     if "time" in frame.columns:
         frame = frame.sort_values(["time", "snapshot"] if "snapshot" in frame else ["time"], kind="stable")
     return frame.reset_index(drop=True)

@@ -92,7 +92,7 @@ class Finding:
 
     kind: str  # "regression" | "drift"
     series: dict[str, Any]
-    before: tuple[float, float, float]  # median of the earlier segment, and the interval of its last snapshot
+    before: tuple[float, float, float]  # the earlier segment's median value and median interval
     after: tuple[float, float, float]  # the latest snapshot's value and interval
     z: float
     began: str  # snapshot id where the later segment starts
@@ -245,11 +245,12 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
         m = res["m"]
         first = rows.iloc[m]
         last = rows.iloc[-1]
-        before_last = rows.iloc[m - 1]
+        earlier = rows.iloc[:m]
         info = dict(zip(keys, key, strict=True))
         finding = Finding(
             kind="drift" if info["kind"] == "machine" else "regression", series=info,
-            before=(float(np.median(res["before_values"])), float(before_last["lo"]), float(before_last["hi"])),
+            before=(float(np.median(res["before_values"])), float(earlier["lo"].median()),
+                    float(earlier["hi"].median())),
             after=(float(last["value"]), float(last["lo"]), float(last["hi"])), z=float(res["z"]),
             began=str(first["snapshot"]), began_time=first["time"])
         judged.append(finding)

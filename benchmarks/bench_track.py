@@ -187,6 +187,10 @@ def main() -> int:
     print(f"rule: {rule}; bootstrap {settings.resamples} resamples; {args.histories} histories x "
           f"{args.snapshots} snapshots")
     rng = np.random.default_rng(args.seed)
+    if args.histories <= 0:  # the speed test alone
+        if args.scale:
+            speed(runs, fdm, settings, args.scale)
+        return 0
     t = time.perf_counter()
     alarms = 0
     series = 0

@@ -167,3 +167,24 @@ def test_track_cli_exit_codes(tmp_path, capsys):
     assert main(["compare", "previous", "latest", "--history", str(path), "--study", "s"]) == 0
     assert main(["track", "--history", str(tmp_path / "none"), "--study", "s"]) == 2
     assert "holds no snapshot" in capsys.readouterr().err
+
+
+def test_compaction_folds_loose_snapshots_without_changing_them(tmp_path, monkeypatch):
+    path = tmp_path / "h"
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    monkeypatch.setattr(history, "COMPACT_AT", 10**9)  # no automatic folding while building
+    for i in range(12):
+        rows = history.model_rows({"fidelity": _fidelity(0.05 * i)})
+        history.append(path, "s", history.snapshot_table(_meta(i, base + dt.timedelta(hours=i)), rows))
+    before = history.read(path, "s")
+    assert history.compact(path, "s", at_least=13) == 0
+    assert history.compact(path, "s", at_least=12) == 12
+    files = os.listdir(path / "study=s")
+    assert len(files) == 1 and files[0].startswith("compact-")
+    after = history.read(path, "s")
+    pd.testing.assert_frame_equal(before, after)
+    # a reader that meets a snapshot twice (a compaction in flight) sees it once
+    import shutil
+
+    shutil.copy(path / "study=s" / files[0], path / "study=s" / "compact-copy.parquet")
+    assert len(history.read(path, "s")) == len(before)
