@@ -76,13 +76,13 @@ class Rule:
 
     window: int = 30
     min_history: int = 2
-    z: float = 5.0
+    z: float = 7.0
     min_change: float = 0.05
 
     @classmethod
     def from_config(cls, section: dict[str, Any] | None) -> Rule:
         s = section or {}
-        return cls(int(s.get("window", 30)), int(s.get("min_history", 2)), float(s.get("z", 5.0)),
+        return cls(int(s.get("window", 30)), int(s.get("min_history", 2)), float(s.get("z", 7.0)),
                    float(s.get("min_change", 0.05)))
 
 
