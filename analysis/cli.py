@@ -4,7 +4,7 @@ Subcommands: ``check-config``, ``matrix``, ``gather``, ``ingest-published``, ``v
 ``compare``, ``report``, ``attach-trace``. ``hetval --version`` prints the version; ``hetval <command> --help`` every option
 with its default.
 
-Exit codes: 0 done; 1 a finding (``track``: a model regressed) or an unexpected error inside hetval
+Exit codes: 0 done; 1 a finding (``track``: a regression or machine drift) or an unexpected error inside hetval
 (with its traceback, to report); 2 a usage,
 config or input error - a missing or malformed file, a bad option, an unreachable scheduler - said in
 one line on standard error, with no traceback.
@@ -224,7 +224,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     regressions = sum(f.kind == "regression" for f in findings)
     drifts = sum(f.kind == "drift" for f in findings)
     print(f"[hetval track] {regressions} regression(s), {drifts} machine drift(s)")
-    return 1 if regressions or (drifts and args.fail_on_drift) else 0
+    return 1 if regressions or (drifts and not args.ignore_drift) else 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -250,7 +250,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
     parser = argparse.ArgumentParser(prog="hetval", description="hetval: measure, predict, score.",
-                                     epilog="Exit codes: 0 done; 1 a finding (track: a model regressed) or an "
+                                     epilog="Exit codes: 0 done; 1 a finding (track: a regression or drift) or an "
                                             "unexpected error; 2 a usage, config or input error (one line on "
                                             "standard error).")
     parser.add_argument("--version", action="version", version=f"hetval {_version()}")
@@ -327,8 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true", help="also replace energy some other meter measured")
     p.set_defaults(func=cmd_attach_trace)
 
-    p = sub.add_parser("track", help="flag model regressions and machine drift in the history (exit 1 on a "
-                       "regression)", formatter_class=fmt)
+    p = sub.add_parser("track", help="flag model regressions and machine drift in the history (exit 1 on "
+                       "either)", formatter_class=fmt)
     with_config(p)
     p.add_argument("--history", help="history directory or URL (default: the config's history.path)")
     p.add_argument("--study", help="study to judge (default: the config's study)")
@@ -336,7 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-history", type=int, help="earlier snapshots a series needs (default: history.min_history)")
     p.add_argument("--z", type=float, help="noise units a step must exceed (default: history.z)")
     p.add_argument("--min-change", type=float, help="smallest step ever flagged (default: history.min_change)")
-    p.add_argument("--fail-on-drift", action="store_true", help="exit 1 on machine drift alone too")
+    p.add_argument("--ignore-drift", action="store_true",
+                   help="exit 0 on machine drift alone (by default a drifted parameter - a changed machine or a "
+                        "broken characterisation - exits 1 like a regression)")
     p.set_defaults(func=cmd_track)
 
     p = sub.add_parser("compare", help="two history snapshots side by side", formatter_class=fmt)

@@ -208,7 +208,9 @@ def test_tiny_study_end_to_end(env, tmp_path):
                            env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert track.returncode == 1, track.stdout + track.stderr
     assert "DRIFT: cpu-pair-numpy-numba accel t_f" in track.stdout
-    assert "REGRESSION: PerDome/PeaPaw [sa" in track.stdout and "machine drifted at the same snapshot" in track.stdout
+    # At the tiny sizes the accel's side of every model is bandwidth-bound, so no model figure moves beyond its
+    # noise: the finding is the machine parameter itself, kept apart from the models.
+    assert "machine drift(s)" in track.stdout and "(machine unchanged)" not in track.stdout
     snapshots = history.read(tmp_path / "results" / "history", "tiny")["snapshot"].nunique()
     assert snapshots >= 4
     compare = subprocess.run([*hetval, "compare", "previous", "latest", "--configfile",
