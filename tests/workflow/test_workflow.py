@@ -188,7 +188,10 @@ def test_tiny_study_end_to_end(env, tmp_path):
     kept = list((results / "raw" / "tiny" / ".measurements").glob("*/*.json"))
     assert len(kept) >= 2 * (len(list((results / "raw" / "tiny").glob("*.json"))) - 12)  # published: ingested, not measured
     hetval = [str(BIN / "hetval")]
-    track = subprocess.run([*hetval, "track", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml")],
+    # (--ignore-drift: the MPI ping-pong latency of a 2-core machine moves several-fold with any other load on it,
+    # which track rightly reports as drift; what must not appear on unchanged code is a model regression)
+    track = subprocess.run([*hetval, "track", "--ignore-drift", "--configfile",
+                            str(REPO / "config" / "studies" / "tiny.yaml")],
                            env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert track.returncode == 0, track.stdout + track.stderr
     assert "0 regression(s)" in track.stdout
