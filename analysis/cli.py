@@ -196,7 +196,7 @@ def _history(args: argparse.Namespace) -> tuple[Any, str, dict]:
     if not path:
         raise InputError("no history: history.path is null in the config and --history was not given")
     study = args.study or config["study"]
-    frame = history.read(path, study)
+    frame = history.read(path, study, columns=history.TRACK_COLUMNS)
     if not len(frame):
         raise InputError(f"the history at {path} holds no snapshot of study {study!r}: run a validation first")
     return frame, str(path), section
@@ -211,8 +211,11 @@ def cmd_track(args: argparse.Namespace) -> int:
             section[opt] = getattr(args, opt)
     rule = Rule.from_config(section)
     findings, stats = track(frame, rule)
+    from analysis import history
+
     latest = frame.iloc[-1]
-    machine = json.loads(latest["machine"]) if isinstance(latest["machine"], str) else {}
+    meta = history.snapshot_row(path, str(latest["study"]), str(latest["snapshot"]))
+    machine = json.loads(meta["machine"]) if isinstance(meta.get("machine"), str) else {}
     print(f"[hetval track] study {latest['study']}, machine {latest['fingerprint']} ({machine.get('cpu_model')}, "
           f"{machine.get('cores')} cores): latest snapshot {latest['snapshot']} (git {str(latest['git_sha'])[:10]}"
           f"{'-dirty' if latest['git_dirty'] else ''}) against {stats['snapshots'] - 1} earlier; "

@@ -303,6 +303,22 @@ def read(path: str | Path, study: str | None = None, columns: list[str] | None =
     return frame.reset_index(drop=True)
 
 
+#: The columns ``hetval track`` and ``compare`` need (not the per-row JSON of the machine and the bootstrap,
+#: whose conversion dominates reading a long history).
+TRACK_COLUMNS = ["snapshot", "time", "study", "git_sha", "git_dirty", "fingerprint", "kind", "case", "platform",
+                 "group", "model", "metric", "value", "lo", "hi", "n_reps", "n_alternatives"]
+
+
+def snapshot_row(path: str | Path, study: str, snapshot: str) -> dict[str, Any]:
+    """Every identity column of one snapshot (its first row), e.g. the machine facts for a header."""
+    fs, root = filesystem(path)
+    schema = pa.unify_schemas([SCHEMA, PARTITION])
+    ds = pads.dataset(root, filesystem=fs, format="parquet", schema=schema,
+                      partitioning=pads.partitioning(PARTITION, flavor="hive"))
+    table = ds.head(1, filter=(pads.field("study") == study) & (pads.field("snapshot") == snapshot))
+    return table.to_pylist()[0] if table.num_rows else {}
+
+
 def snapshots(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per snapshot: its identity columns, oldest first."""
     cols = [c for c in ("snapshot", "time", "study", "git_sha", "git_dirty", "version", "config_hash", "fingerprint")
