@@ -122,9 +122,10 @@ def model_rows(tables: Mapping[str, pd.DataFrame], case_of_table: Mapping[str, s
             continue
         keys = [c for c in frame.columns if c not in _NOT_KEYS and not c.endswith(("_lo", "_hi"))]
         fallback = (case_of_table or {}).get(name, name.removesuffix("fidelity").rstrip("_") or "")
+        model = _model_of_table(fallback, name)
         for rec in frame.to_dict("records"):
             base = {"kind": "model", "case": str(rec.get("case") or fallback), "platform": str(rec.get("platform", "")),
-                    "group": _label(rec, keys), "model": str(rec.get("model", "")),
+                    "group": _label(rec, keys), "model": str(rec.get("model") or model),
                     "n_reps": int(rec["n_reps_min"]) if pd.notna(rec.get("n_reps_min")) else None,
                     "n_alternatives": int(rec["n_alternatives"]) if pd.notna(rec.get("n_alternatives")) else None}
             for metric in TRACKED:
@@ -132,6 +133,17 @@ def model_rows(tables: Mapping[str, pd.DataFrame], case_of_table: Mapping[str, s
                     rows.append({**base, "metric": metric, "value": _num(rec[metric]),
                                  "lo": _num(rec.get(f"{metric}_lo")), "hi": _num(rec.get(f"{metric}_hi"))})
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
+
+
+def _model_of_table(case: str, table: str) -> str:
+    """The model a fidelity table without a ``model`` column scores: the case's one model writing that table."""
+    from analysis.registry import RegistryError, models_for
+
+    try:
+        names = [m.name for m in models_for(case) if m.table in (table, table.replace("fidelity", "runs"))]
+    except (RegistryError, KeyError):
+        names = []
+    return names[0] if len(names) == 1 else f"{case} model"
 
 
 def _spread(param: Mapping[str, Any]) -> tuple[float, float, int | None]:

@@ -3,6 +3,7 @@ the characterised machine parameters over time, and what ``hetval track`` finds 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,8 @@ class HistorySection(Section):
         entries = []
         models = sorted(frame.loc[frame["kind"] == "model", "model"].unique())
         for model in models:
-            name = f"history_{model}.png"
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", model).strip("-") or "unnamed"
+            name = f"history-{slug}.png"
             save_figure(history_figure(frame, model, markers), out_dir, name)
             entries.append(FigureEntry(name, f"{model} over the snapshots",
                                        "Kendall tau, strict top-1, selection penalty and median tightness of the "
@@ -131,8 +133,8 @@ class HistorySection(Section):
                                        "their 95 % bootstrap intervals, a red marker where a regression starts."))
         fig = machine_figure(frame)
         if fig is not None:
-            save_figure(fig, out_dir, "history_machine.png")
-            entries.append(FigureEntry("history_machine.png", "machine parameters over the snapshots",
+            save_figure(fig, out_dir, "history-machine.png")
+            entries.append(FigureEntry("history-machine.png", "machine parameters over the snapshots",
                                        "t_f, t_b and the network parameters per platform and processor as "
                                        "characterised for each snapshot; a step here is the machine changing, "
                                        "not a model."))
