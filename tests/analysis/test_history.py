@@ -188,3 +188,24 @@ def test_compaction_folds_loose_snapshots_without_changing_them(tmp_path, monkey
 
     shutil.copy(path / "study=s" / files[0], path / "study=s" / "compact-copy.parquet")
     assert len(history.read(path, "s")) == len(before)
+
+
+def test_report_history_section_draws_series_and_markers(tmp_path):
+    from analysis.report.common import Inputs
+    from analysis.report.sections.history import HistorySection
+
+    path = tmp_path / "h"
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    for i, tight in enumerate([0.8, 0.81, 0.79, 0.8, 0.2]):
+        rows = pd.concat([history.model_rows({"fidelity": _fidelity(0.9, tight=tight)}),
+                          history.machine_rows([_platform(1e-10)])], ignore_index=True)
+        history.append(path, "s", history.snapshot_table(_meta(i, base + dt.timedelta(hours=i)), rows))
+    inputs = Inputs(validation_dir=tmp_path, summary={"provenance": {"history": str(path), "study": "s"}},
+                    summary_status="ok", platforms=[])
+    out = HistorySection().build(inputs, tmp_path)
+    assert (tmp_path / "history-perdome-peapaw.png").exists() and (tmp_path / "history-machine.png").exists()
+    text = "\n".join(out.lines)
+    assert "5 snapshot(s)" in text and "1 regression(s)" in text and "tightness_median" in text
+    empty = HistorySection().build(Inputs(validation_dir=tmp_path, summary={}, summary_status="ok", platforms=[]),
+                                   tmp_path)
+    assert "no history is kept" in empty.blocks[-1]["text"].lower()
