@@ -85,7 +85,7 @@ def filesystem(path: str | Path) -> tuple[pafs.FileSystem, str]:
     try:
         return pafs.FileSystem.from_uri(text)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-        pass
+        pass  # not a scheme pyarrow itself serves (memory://, gcs:// via gcsfs, ...): try fsspec below
     try:
         import fsspec
         from pyarrow.fs import FSSpecHandler, PyFileSystem
@@ -196,7 +196,7 @@ def snapshot_meta(platform_docs: list[tuple[str, Mapping[str, Any]]], config_has
         "snapshot": when.strftime("%Y%m%dT%H%M%S.%fZ") + "-" + secrets.token_hex(4),
         "time": pd.Timestamp(when),
         "git_sha": sha, "git_dirty": dirty,
-        "version": rec.versions().get("hetval"),
+        "version": rec.package_version("hetval"),
         "config_hash": config_hash or "",
         "fingerprint": fingerprint(facts),
         "machine": json.dumps(facts, sort_keys=True, default=str),

@@ -49,7 +49,7 @@ noise are measured by ``benchmarks/bench_track.py``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -81,9 +81,9 @@ class Rule:
 
     @classmethod
     def from_config(cls, section: dict[str, Any] | None) -> Rule:
+        """The rule from the config's ``history`` section (absent keys keep the defaults above)."""
         s = section or {}
-        return cls(int(s.get("window", 30)), int(s.get("min_history", 2)), float(s.get("z", 7.0)),
-                   float(s.get("min_change", 0.05)))
+        return cls(**{f.name: type(f.default)(s[f.name]) for f in fields(cls) if s.get(f.name) is not None})
 
 
 @dataclass(frozen=True)

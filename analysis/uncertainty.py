@@ -58,12 +58,6 @@ class Settings:
     level: float = 0.95
     noise_alpha: float = 0.05
 
-    @classmethod
-    def from_config(cls, section: dict[str, Any] | None) -> Settings:
-        s = section or {}
-        return cls(int(s.get("resamples", 1000)), int(s.get("seed", 0)), float(s.get("level", 0.95)),
-                   float(s.get("noise_alpha", 0.05)))
-
     def as_dict(self) -> dict[str, Any]:
         return {"resamples": self.resamples, "seed": self.seed, "level": self.level,
                 "noise_alpha": self.noise_alpha}

@@ -180,7 +180,7 @@ def _provenance(config_hash: str | None, settings: Settings, snapshot: str | Non
 
     sha, dirty = rec.git_state()
     return {"validated_at": rec.utc_now(), "git_sha": sha, "git_dirty": dirty,
-            "version": rec.versions().get("hetval"), "config_hash": config_hash, "bootstrap": settings.as_dict(),
+            "version": rec.package_version("hetval"), "config_hash": config_hash, "bootstrap": settings.as_dict(),
             "history_snapshot": snapshot}
 
 

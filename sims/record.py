@@ -140,7 +140,7 @@ def versions() -> dict[str, str]:
     import platform as _platform
     from importlib import metadata
 
-    found = {"python": _platform.python_version(), "hetval": _package_version("hetval")}
+    found = {"python": _platform.python_version(), "hetval": package_version("hetval")}
     for dist in ("numpy", "numba", "mpi4py", "mpich", "cupy"):
         try:
             found[dist] = metadata.version(dist)
@@ -155,7 +155,8 @@ def versions() -> dict[str, str]:
     return found
 
 
-def _package_version(name: str) -> str:
+def package_version(name: str) -> str:
+    """The installed version of ``name`` (hetval's own version when it is not installed)."""
     from importlib import metadata
 
     try:
