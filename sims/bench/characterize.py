@@ -317,7 +317,7 @@ def _network(samples: dict[int, list[float]]) -> dict[str, Any]:
     f = pingpong.fit(samples)
     return {
         "latency": {"value": f["latency_s"], "unit": UNITS["time"], "obtained": "measured",
-                    "method": "MPI ping-pong host <-> accel, median one-way time, least-squares T(m) = L + m t_net"},
+                    "method": "MPI ping-pong host <-> accel: median one-way time of the smallest message; t_net from the least-squares T(m) = L + m t_net"},
         "t_net": {"value": f["t_net"], "unit": UNITS["t_b"], "obtained": "measured", "method": "same fit (slope)",
                   "rate_median": 1.0 / f["t_net"] if f["t_net"] > 0 else None},
         "r2": f["r2"],

@@ -53,8 +53,11 @@ def fit(samples: dict[int, list[float]]) -> dict[str, Any]:
     t = np.array([statistics.median(samples[int(k)]) for k in m])
     f = linear_fit([m], t, intercept=True)
     slope, intercept = f.coef
+    # The latency is measured, not fitted: the median one-way time of the smallest message. The fit's
+    # intercept can come out <= 0 on a loaded machine (large messages dominate an unweighted fit).
     return {
-        "latency_s": float(max(intercept, 0.0)),
+        "latency_s": float(t[0]),
+        "intercept_s": float(intercept),
         "t_net": float(slope),
         "r2": f.r2,
         "residuals_s": {int(k): float(r) for k, r in zip(m, f.residuals, strict=True)},
