@@ -19,7 +19,8 @@ own past with one rule, documented here and in ``docs/tracking.md``:
 2. **Step.** Over the last ``window`` snapshots the series is split where a
    two-segment piecewise-constant fit (segment medians, least absolute
    deviations) fits best, the later segment ending at the latest snapshot
-   and the earlier holding at least ``min_history`` snapshots. The step is
+   and the earlier holding at least ``min_history`` snapshots (5: fewer
+   cannot show the invocation-to-invocation noise, see docs/tracking.md). The step is
    the difference of the segment medians; the first snapshot of the later
    segment is where it *began*.
 3. **Noise.** One noise unit is the larger of the scatter about the
@@ -75,7 +76,7 @@ class Rule:
     """The thresholds of the regression test (config ``history``)."""
 
     window: int = 30
-    min_history: int = 2
+    min_history: int = 5
     z: float = 7.0
     min_change: float = 0.05
 
