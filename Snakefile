@@ -24,6 +24,21 @@ include: "workflow/rules/validate.smk"
 include: "workflow/rules/report.smk"
 
 
+# Light rules run where Snakemake runs, never as batch jobs; validate's Dask client too unless
+# validate.local is false (its workers go where the Dask cluster puts them: see validate.cluster).
+localrules:
+    ingest_run,
+    gather_runs,
+    report_validation,
+    all,
+
+
+if config["validate"]["local"]:
+
+    localrules:
+        validate_models,
+
+
 # Every raw record is a target too: a deleted record is redone even though the report
 # downstream of it already exists. (Failed and quarantined runs are redone through
 # the retry requests gather writes; see get_run_inputs.)

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from analysis.cluster import Layout
+
 if TYPE_CHECKING:  # pandas and dask are imported by the cases and models that use them
     import pandas as pd
 
@@ -58,6 +60,9 @@ class Case(abc.ABC):
     models : tuple of str
         Names of registered models that also score this case although they do not name it
         themselves (a plugin case asking for a built-in model).
+    light : bool
+        True when its runs measure nothing (e.g. published tables ingested): the workflow makes them
+        where Snakemake runs, never as batch jobs.
     """
 
     name: str = ""
@@ -67,6 +72,7 @@ class Case(abc.ABC):
     tables: tuple[str, ...] = ()
     sections: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
+    light: bool = False
 
     # ----------------------------------------------------------------- planning a study
     @abc.abstractmethod
@@ -79,7 +85,7 @@ class Case(abc.ABC):
         """
 
     @abc.abstractmethod
-    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
+    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         """The shell command that produces the run's raw record at ``record``."""
 
     def needs_platform(self, spec: Mapping[str, Any]) -> bool:
@@ -87,9 +93,23 @@ class Case(abc.ABC):
         return False
 
     def threads(self, spec: Mapping[str, Any]) -> int:
-        """Cores the run occupies (one thread per rank; never fewer than 2 for an MPI job, so two
-        multi-rank jobs never share the cores)."""
-        return max(2, int(spec.get("ranks", 2)))
+        """Cores the run occupies on a local machine (ranks x threads per rank; never fewer than 2 for an
+        MPI job, so two multi-rank jobs never share the cores)."""
+        layout = self.layout(spec)
+        return max(2, layout.ranks_per_node * layout.threads_per_rank)
+
+    def layout(self, spec: Mapping[str, Any]) -> Layout:
+        """Where the run's ranks sit - nodes, ranks, threads per rank, GPUs per node, data per rank - which
+        is what its batch job asks for (:func:`analysis.cluster.job_resources`). The default: the spec's
+        ``ranks`` on one node, one thread each, one GPU per processor with the ``cupy`` backend."""
+        procs = (spec.get("layout") or {}).values()
+        gpus = sum(1 for p in procs if isinstance(p, Mapping) and p.get("backend") == "cupy")
+        return Layout(ranks=int(spec.get("ranks") or 1), gpus_per_node=gpus,
+                      data_bytes_per_rank=self.data_bytes(spec))
+
+    def data_bytes(self, spec: Mapping[str, Any]) -> float:
+        """The largest data one rank of the run holds, in bytes (for the job's memory request)."""
+        return 0.0
 
     # ----------------------------------------------------------------- validation
     def select(self, frame: Any) -> Any:

@@ -65,6 +65,10 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("points", "int64", False),  # grid points updated per step (whole grid)
     ("started_at", "timestamp", True),
     ("hostname", "string", True),
+    # where it ran (sims.placement): "<job>.<step>" under a batch scheduler (null outside one), and JSON of the
+    # scheduler's facts (partition, account, node list) and each rank's host, bound CPUs and visible GPUs
+    ("job_id", "string", False),
+    ("placement", "string", False),
     ("git_sha", "string", False),
     ("versions", "string", True),  # JSON text
     ("config_hash", "string", True),
@@ -175,6 +179,15 @@ def provenance() -> dict[str, Any]:
         "git_sha": _sha_text(*git_state()),
         "versions": canonical_json(versions()),
     }
+
+
+def placement_fields(where: dict[str, Any] | None) -> dict[str, Any]:
+    """The record's ``job_id`` and ``placement`` fields from :func:`sims.placement.placement` (None: unknown)."""
+    from sims.placement import job_id
+
+    if where is None:
+        return {"job_id": None, "placement": None}
+    return {"job_id": job_id(where), "placement": canonical_json(where)}
 
 
 def _sha_text(sha: str | None, dirty: bool | None) -> str | None:

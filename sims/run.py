@@ -27,6 +27,7 @@ import sys
 import traceback
 from typing import Any
 
+from sims import placement
 from sims import record as rec
 from sims._threads import limit_threads, pin_cores
 from sims.timing import Measurement, measure, mpi_op
@@ -44,7 +45,8 @@ def load_job(path: str) -> Any:
         raise ValueError(f"job {path!r} cannot be loaded: {exc}") from exc
 
 
-def _base_record(spec: dict[str, Any], run_id: str, started_at: str, ranks: int) -> dict[str, Any]:
+def _base_record(spec: dict[str, Any], run_id: str, started_at: str, ranks: int,
+                 where: dict[str, Any] | None = None) -> dict[str, Any]:
     prov = rec.provenance()
     params = spec.get("params", {})
     size = spec.get("size")  # the case's problem size, set when the case expanded the study
@@ -62,11 +64,13 @@ def _base_record(spec: dict[str, Any], run_id: str, started_at: str, ranks: int)
         "started_at": started_at,
         "config_hash": spec.get("config_hash", "unknown"),
         **prov,
+        **rec.placement_fields(where),
     }
 
 
-def _records(spec, run_id, started_at, ranks, job: Any, m: Measurement, energy, extra: dict[str, Any]) -> list[dict[str, Any]]:
-    base = _base_record(spec, run_id, started_at, ranks)
+def _records(spec, run_id, started_at, ranks, job: Any, m: Measurement, energy, extra: dict[str, Any],
+             where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    base = _base_record(spec, run_id, started_at, ranks, where)
     params = dict(spec.get("params", {}))
     params.update(job.describe(), **extra)
     base["params"] = rec.canonical_json(params)
@@ -159,16 +163,19 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
         if size != len(ROLES):
             raise ValueError(f"a {spec.get('case')} run needs {len(ROLES)} ranks (host, accel), got {size}")
         role = ROLES[rank]
-        proc = spec["layout"][role]
+        proc = dict(spec["layout"][role])
         if proc.get("cores"):
-            pin_cores(proc["cores"])
+            # positions in this rank's cpuset -> the CPUs bound (what the meters and cpufreq act on)
+            proc["cores"] = pin_cores(proc["cores"])
         if not spec.get("job"):
             raise ValueError(f"the run spec names no job ('job': 'package.module:Class') for case {spec.get('case')!r}")
         job = load_job(spec["job"])(spec, role, platform_file)
         meters = open_meters(spec, role, proc, rank, on_node)
     except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
         error = f"rank {rank}: {type(exc).__name__}: {exc}"
-    errors = [e for e in comm.allgather(error) if e]
+    gathered = comm.allgather((error, placement.rank_facts()))  # after pinning: the CPUs each rank is bound to
+    errors = [e for e, _ in gathered if e]
+    where = placement.placement([facts for _, facts in gathered])
 
     m: Measurement | None = None
     lengthened: str | None = None
@@ -227,14 +234,14 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
     if rank != 0:
         return None
     if errors or skipped:
-        row = _base_record(spec, run_id, started_at, size)
+        row = _base_record(spec, run_id, started_at, size, where)
         if errors:
             row.update(rep=0, status="failed", error="; ".join(errors))
         else:
             row.update(rep=0, status="skipped", error=skipped)
         return [row]
     extra = {"executions_per_region": m.inner} if m.inner > 1 else {}
-    return _records(spec, run_id, started_at, size, job, m, energy, extra)
+    return _records(spec, run_id, started_at, size, job, m, energy, extra, where)
 
 
 def _progress(records: list[dict[str, Any]]) -> str:

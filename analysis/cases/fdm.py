@@ -19,16 +19,21 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from analysis.cluster import Layout, LayoutError, scale_layout
 from analysis.config import ConfigError, platform_layouts
 from analysis.predictors.fdm import MODEL
 from analysis.registry import Case
 from analysis.runs import FIDELITY_TAIL, fidelity_types, reps_list, score_alternatives, tightness_intervals
 from analysis.uncertainty import Settings
 from sims.fdm.spec import SpecError, parse, run_identity
+from sims.placement import THREADS_VARIABLE
 from sims.record import run_id_of
 from sims.vocab import FDM_PHASES, MARSHALING
 
 DEFAULT_BACKEND = "numba"
+#: Bytes an FDM rank holds per grid point: 9 float32 wavefields, the medium's parameters, C-PML memory
+#: variables and halo buffers (256^3 on one rank stays under 1.2 GiB).
+FDM_BYTES_PER_POINT = 72
 
 SCHEMA = yaml.safe_load(f"""
 type: object
@@ -100,9 +105,14 @@ properties:
     items:
       type: object
       additionalProperties: false
-      required: [ranks, shape]
+      required: [shape]
+      description: "ranks, or nodes x ranks_per_node (both given: they must agree)"
       properties:
-        ranks: {{type: integer, minimum: 1, maximum: 4096}}
+        ranks: {{type: integer, minimum: 1, maximum: 65536}}
+        nodes: {{type: integer, minimum: 1, maximum: 4096, description: nodes the ranks spread over (default 1)}}
+        ranks_per_node: {{type: integer, minimum: 1, maximum: 1024}}
+        threads_per_rank: {{type: integer, minimum: 1, maximum: 1024, description: cores each rank is given (default 1)}}
+        gpus_per_node: {{type: integer, minimum: 0, maximum: 64, description: "GPUs asked for per node (default: one per rank with the cupy backend)"}}
         shape:
           type: array
           items: {{type: integer, minimum: 1}}
@@ -133,6 +143,14 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     h = float(fdm["spacing"])
     out = []
     for n, scale in enumerate(fdm["scales"]):
+        try:
+            where = scale_layout(scale, f"cases.fdm.scales[{n}]")
+        except LayoutError as exc:
+            raise ConfigError(str(exc)) from None
+        # where the ranks sit is part of the run only when it is not the default (so ids stay stable)
+        placed = {k: where[k] for k in ("nodes", "threads_per_rank") if where[k] > 1}
+        if where["gpus_per_node"]:
+            placed["gpus_per_node"] = where["gpus_per_node"]
         shape = [int(x) for x in scale["shape"]]
         extent = [s * h for s in shape]
         source = dict(fdm["source"], position=[f * e for f, e in zip(fdm["position_fraction"], extent, strict=True)])
@@ -141,7 +159,7 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
             for decomposition in scale.get("decompositions", ["auto"]):
                 for design in fdm["marshaling"]:
                     doc = {
-                        "study": config["study"], "platform": platform, "ranks": int(scale["ranks"]),
+                        "study": config["study"], "platform": platform, "ranks": where["ranks"], **placed,
                         "warmup": config["runs"]["warmup"], "repetitions": config["runs"]["repetitions"],
                         "grid": {"shape": shape, "spacing": h}, "time": {"steps": int(fdm["steps"])},
                         "medium": fdm["medium"], "source": source, "receivers": receivers,
@@ -154,7 +172,7 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
                     except SpecError as exc:
                         raise ConfigError(f"cases.fdm.scales[{n}] (order {order}): {exc}") from None
                     ident = run_identity(doc)
-                    out.append({**ident, "run_id": run_id_of(ident), "ranks": int(scale["ranks"]),
+                    out.append({**ident, "run_id": run_id_of(ident), "ranks": where["ranks"],
                                 "size": int(np.prod(shape)), "fdm_doc": doc})
     return out
 
@@ -226,11 +244,30 @@ class FDMCase(Case):
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         return fdm_runs(config)
 
-    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
+    def layout(self, spec: Mapping[str, Any]) -> Layout:
+        doc = spec["fdm_doc"]
+        ranks = int(doc["ranks"])
+        nodes = int(doc.get("nodes") or 1)
+        gpus = doc.get("gpus_per_node")
+        if gpus is None:
+            gpus = ranks // nodes if doc.get("backend") == "cupy" else 0
+        return Layout(ranks=ranks, nodes=nodes, threads_per_rank=int(doc.get("threads_per_rank") or 1),
+                      gpus_per_node=int(gpus), data_bytes_per_rank=self.data_bytes(spec))
+
+    def data_bytes(self, spec: Mapping[str, Any]) -> float:
+        doc = spec["fdm_doc"]
+        order = int(doc.get("order", 2))
+        halo = order // 2
+        points = float(np.prod([int(n) + 2 * halo for n in doc["grid"]["shape"]]))
+        return FDM_BYTES_PER_POINT * points / int(doc["ranks"])
+
+    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         out = f"results/fdm/{spec['study']}/{spec['run_id']}"
         doc = json.dumps(spec["fdm_doc"], sort_keys=True)
+        threads = int(spec["fdm_doc"].get("threads_per_rank") or 1)
+        env = f"{THREADS_VARIABLE}={threads} " if threads > 1 else ""
         return (f"mkdir -p {out} && printf '%s\\n' {shlex.quote(doc)} > {out}/spec.yaml && "
-                f"{mpi} -n {int(spec['ranks'])} python -m mpi4py -m sims.fdm run --config {out}/spec.yaml"
+                f"{env}{launch} python -m mpi4py -m sims.fdm run --config {out}/spec.yaml"
                 f" --out {out} --raw-record {shlex.quote(record)} --record-failures")
 
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:

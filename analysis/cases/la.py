@@ -67,5 +67,9 @@ class LACase(WPCase):
     def size_of(self, params: Mapping[str, Any]) -> int:
         return int(params["n_mm"]) ** 2 + int(params["n_tr"]) ** 2
 
+    def data_bytes(self, spec: Mapping[str, Any]) -> float:
+        p = spec["params"]  # A, B, C of the multiply and D, E of the transpose
+        return (3 * int(p["n_mm"]) ** 2 + 2 * int(p["n_tr"]) ** 2) * (8 if p.get("dtype") == "float64" else 4)
+
 
 CASE = LACase()

@@ -155,6 +155,11 @@ class PEACHCase(Case):
     sections = ("analysis.report.sections.peach:PEACHSection",)
     job = "sims.cases.job:MatrixRun"
 
+    def data_bytes(self, spec: Mapping[str, Any]) -> float:
+        p = spec["params"]  # three n x n matrices for the multiply, two for the transpose
+        n, width = int(p["n"]), (4 if p.get("dtype") == "float32" else 8)
+        return (3 if p.get("workload") == "MatrixMultiply" else 2) * n * n * width
+
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         section = config["cases"][self.name]
         out = []
@@ -169,8 +174,8 @@ class PEACHCase(Case):
                                                       int(section["seed"]), platform, self.job, int(w["n"])))
         return out
 
-    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
-        return run_command(spec, record, platform_file, mpi)
+    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
+        return run_command(spec, record, platform_file, launch)
 
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         return reduce_repetitions(records)

@@ -185,6 +185,7 @@ class PublishedCase(Case):
     schema = SCHEMA
     tables = ("published_runs", "published_fidelity")
     sections = ("analysis.report.sections.published:PublishedSection",)
+    light = True  # ingests a table: nothing to measure, never a batch job
 
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         out = []
@@ -198,7 +199,7 @@ class PublishedCase(Case):
                             "platform": doc["platform"], "table": table, "ranks": 1, "size": None})
         return out
 
-    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
+    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         return (f"hetval ingest-published --table {shlex.quote(spec['table'])} --study {shlex.quote(spec['study'])}"
                 f" --run-id {spec['run_id']} --out {shlex.quote(record)}")
 

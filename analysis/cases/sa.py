@@ -8,6 +8,9 @@ accelerator; CP-reverse the opposite), ``alphas`` (the DP(alpha) sweep), ``seed`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import yaml
 
 from analysis.cases.wp import WPCase
@@ -48,6 +51,9 @@ class SACase(WPCase):
     order = 10
     schema = SCHEMA
     job = "sims.sa.job:SARun"
+
+    def data_bytes(self, spec: Mapping[str, Any]) -> float:
+        return 4.0 * 4 * int(spec["params"]["size"])  # float32 vectors: the inputs, the output and a temporary
 
 
 CASE = SACase()

@@ -57,10 +57,10 @@ def two_processor_spec(config: Mapping[str, Any], case: str, variant: str, param
     return spec
 
 
-def run_command(spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
-    """The ``sims.run`` launch of a two-processor run (``mpi`` is the launcher, e.g. mpiexec or srun)."""
+def run_command(spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
+    """The ``sims.run`` launch of a two-processor run (``launch`` starts its ranks, e.g. ``mpiexec -n 2``)."""
     body = json.dumps({k: v for k, v in spec.items() if k != "run_id"}, sort_keys=True)
-    return (f"{mpi} -n {int(spec['ranks'])} python -m mpi4py -m sims.run --spec {shlex.quote(body)}"
+    return (f"{launch} python -m mpi4py -m sims.run --spec {shlex.quote(body)}"
             f" --platform-file={shlex.quote(platform_file)} --out {shlex.quote(record)}")
 
 
@@ -94,8 +94,8 @@ class WPCase(Case):
                                                   platform, self.job, self.size_of(params)))
         return out
 
-    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, mpi: str) -> str:
-        return run_command(spec, record, platform_file, mpi)
+    def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
+        return run_command(spec, record, platform_file, launch)
 
     def needs_platform(self, spec: Mapping[str, Any]) -> bool:
         return spec["variant"] == "p-DP"

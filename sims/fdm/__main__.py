@@ -13,9 +13,9 @@ workflow uses so that a study goes on).
 
 from __future__ import annotations
 
-from sims._threads import limit_threads
+from sims._threads import limit_threads, threads_per_rank
 
-limit_threads(1)
+limit_threads(threads_per_rank())  # one per rank unless the scale gives threads_per_rank
 
 import argparse  # noqa: E402
 import os  # noqa: E402

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from sims import placement
 from sims import record as rec
 from sims.atomic import atomic_write_bytes
 from sims.yamlfile import YAMLFileError, load_mapping
@@ -84,9 +85,11 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
         sim = Simulation(spec, comm)
     except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
         error = f"rank {rank}: {exc}" if not isinstance(exc, SpecError) else str(exc)
-    errors = sorted({e for e in comm.allgather(error) if e})
+    gathered = comm.allgather((error, placement.rank_facts()))
+    errors = sorted({e for e, _ in gathered if e})
     ident = run_identity(doc) if isinstance(doc, dict) else run_identity({})
     base = _base(ident, size, started_at, config_hash)
+    base.update(rec.placement_fields(placement.placement([facts for _, facts in gathered])))
     if errors:
         if rank != 0:
             return None

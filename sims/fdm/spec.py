@@ -20,7 +20,9 @@ from .source import Source
 BACKENDS = ("numpy", "numba", "cupy")
 
 TOP_KEYS = {"grid", "time", "medium", "source", "receivers", "boundary", "order", "backend", "decomposition",
-            "marshaling", "free_surface", "ranks", "study", "platform", "repetitions", "warmup", "rep", "seed", "name"}
+            "marshaling", "free_surface", "ranks", "study", "platform", "repetitions", "warmup", "rep", "seed", "name",
+            # where the ranks sit (given only when not the default: 1 node, 1 thread per rank, no GPU)
+            "nodes", "threads_per_rank", "gpus_per_node"}
 
 
 class SpecError(ValueError):

@@ -62,7 +62,7 @@ def test_setup_error_on_one_rank_gives_failed_record(mpiexec, env, tmp_path):
     doc, stdout = run(mpiexec, env, tmp_path, spec("GO", layout=layout))
     [r] = doc["records"]
     assert r["status"] == "failed" and r["time_s"] is None
-    assert r["error"].startswith("rank 1: ValueError: cores [999] do not exist on this machine")
+    assert r["error"].startswith("rank 1: ValueError: cores [999] are positions in this rank's cpuset")
     assert "FAILED" in stdout
 
 

@@ -1,5 +1,7 @@
 # Microbenchmarks on each processor, inside the platform's own MPI layout -> t_f, t_b and more,
 # per study (results/<study>/platforms/), so that studies never re-characterise each other's platforms.
+# Under a scheduler it asks for the platform's partition/constraint like the platform's runs: one
+# platform = one node type.
 
 
 rule characterize_platform:
@@ -11,10 +13,10 @@ rule characterize_platform:
         "logs/{study}/characterize/{platform}.log",
     params:
         spec=get_characterize_spec,
+        launch=get_characterize_launch,
     threads: 2
     resources:
-        tasks=2,
-        mpi="mpiexec",
+        **CHARACTERIZE_RESOURCES,
     shell:
-        "{resources.mpi} -n {resources.tasks} python -m mpi4py -m sims.bench"
+        "{params.launch} python -m mpi4py -m sims.bench"
         " --spec {params.spec:q} --out {output.platform:q} 2>&1 | tee {log:q}"

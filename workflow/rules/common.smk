@@ -6,6 +6,7 @@ import sys
 
 sys.path.insert(0, workflow.basedir)
 
+from analysis.cluster import COMPUTED, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
 from analysis.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
@@ -25,6 +26,9 @@ except (ConfigError, RegistryError) as exc:
     sys.exit(2)
 
 STUDY = config["study"]
+# Runs whose case measures nothing (e.g. published tables ingested): the ingest_run localrule makes them.
+LIGHT_RUNS = sorted(rid for rid, spec in RUNS.items() if case(spec["case"]).light)
+LIGHT_RUNS_PATTERN = "|".join(LIGHT_RUNS) or "(?!)"
 CASES = [c.name for c in enabled_cases(config)]
 PLATFORMS = sorted(platform_layouts(config))
 # Every study's characterisation, validation and report live under results/<study>/.
@@ -54,9 +58,14 @@ def get_run(wildcards):
         raise ValueError(f"run {wildcards.run_id} is not part of study {STUDY!r}") from None
 
 
-def get_run_tasks(wildcards):
-    """MPI ranks of the run (its case decided them when it expanded the study)."""
-    return int(get_run(wildcards)["ranks"])
+# The launcher that starts a job's ranks: mpiexec here, `srun --mpi=pmi2` in the SLURM profile (config key).
+LAUNCHER = config["launcher"]
+
+
+def get_run_layout(wildcards):
+    """Where the run's ranks sit (nodes, ranks, threads, GPUs, data), from its registered case."""
+    spec = get_run(wildcards)
+    return case(spec["case"]).layout(spec)
 
 
 def get_run_threads(wildcards):
@@ -64,10 +73,52 @@ def get_run_threads(wildcards):
     return case(spec["case"]).threads(spec)
 
 
-def get_run_command(wildcards, output, resources):
-    """The run's launch, by its registered case (``resources.mpi`` is the launcher, e.g. mpiexec or srun)."""
+# A job's resources come from its layout and its platform's `slurm` mapping (analysis.cluster); a scheduler
+# key no platform sets is not declared, so the profile's default-resources apply to it untouched.
+PROFILE_DEFAULTS = profile_defaults(getattr(workflow.resource_settings.default_resources, "args", None))
+JOB_RESOURCE_KEYS = [*COMPUTED, *scheduler_keys(platform_layouts(config))]
+
+
+def _run_resource(name):
+    def resource(wildcards):
+        spec = get_run(wildcards)
+        platform = platform_layouts(config).get(spec["platform"])
+        return job_resources(get_run_layout(wildcards), platform, LAUNCHER, PROFILE_DEFAULTS)[name]
+
+    return resource
+
+
+def _characterize_resource(name):
+    def resource(wildcards):
+        platform = platform_layouts(config).get(wildcards.platform)
+        return job_resources(case_layout_of_platform(wildcards.platform), platform, LAUNCHER, PROFILE_DEFAULTS)[name]
+
+    return resource
+
+
+# what each run job and each characterisation job asks for: resources: **RUN_RESOURCES
+RUN_RESOURCES = {k: _run_resource(k) for k in JOB_RESOURCE_KEYS}
+CHARACTERIZE_RESOURCES = {k: _characterize_resource(k) for k in JOB_RESOURCE_KEYS}
+
+
+def case_layout_of_platform(platform):
+    from analysis.cluster import Layout
+
+    procs = platform_layouts(config).get(platform, {})
+    gpus = sum(1 for role in ("host", "accel") if (procs.get(role) or {}).get("backend") == "cupy")
+    # the triad arrays span llc_factor x the last-level cache: a few hundred MB at most
+    return Layout(ranks=2, gpus_per_node=gpus, data_bytes_per_rank=512 * 2**20)
+
+
+def get_characterize_launch(wildcards):
+    return launch_prefix(LAUNCHER, case_layout_of_platform(wildcards.platform))
+
+
+def get_run_command(wildcards, output):
+    """The run's command, by its registered case, started by the launcher on the run's layout."""
     spec = get_run(wildcards)
-    return case(spec["case"]).command(spec, output.record, get_platform_file_arg(wildcards), resources.mpi)
+    launch = launch_prefix(LAUNCHER, get_run_layout(wildcards))
+    return case(spec["case"]).command(spec, output.record, get_platform_file_arg(wildcards), launch)
 
 
 def get_run_inputs(wildcards):

@@ -1,7 +1,9 @@
 # One job per run; each writes its raw record (ok, failed or skipped) atomically.
 # The command comes from the run's registered case: sims.run on the platform's two ranks (SA, LA,
 # PEACH), sims.fdm on the scale's ranks (FDM; seismograms under results/fdm/<study>/<run_id>/),
-# hetval ingest-published for published measurements.
+# hetval ingest-published for published measurements (a light run: see ingest_run below).
+# Every run job asks for exactly its own resources (analysis.cluster.job_resources): nodes, tasks,
+# cpus per task, GPUs, memory, and the platform's partition/account/constraint/QOS when it sets them.
 
 
 rule simulate_run:
@@ -18,7 +20,29 @@ rule simulate_run:
     conda:
         "../envs/hetval.yaml"
     resources:
-        tasks=get_run_tasks,
-        mpi="mpiexec",
+        **RUN_RESOURCES,
     shell:
         "{params.command} 2>&1 | tee {log:q}"
+
+
+# Runs that measure nothing (published measurements ingested from the papers' tables) run where
+# Snakemake runs (a localrule), never as batch jobs.
+rule ingest_run:
+    input:
+        unpack(get_run_inputs),
+    output:
+        record="results/raw/{study}/{run_id}.json",
+    log:
+        "logs/{study}/simulate/{run_id}.log",
+    params:
+        command=get_run_command,
+    wildcard_constraints:
+        run_id=LIGHT_RUNS_PATTERN,
+    threads: 1
+    conda:
+        "../envs/hetval.yaml"
+    shell:
+        "{params.command} 2>&1 | tee {log:q}"
+
+
+ruleorder: ingest_run > simulate_run

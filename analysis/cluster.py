@@ -1,0 +1,155 @@
+"""What each job of the workflow asks a batch scheduler for, computed from its run spec and its platform.
+
+The workflow's rules take their Snakemake resources from :func:`job_resources`, so that under
+``snakemake-executor-plugin-slurm`` every job requests exactly what it runs on:
+
+- ``nodes``, ``tasks`` (or ``tasks_per_node`` on several nodes), ``cpus_per_task`` (threads per rank),
+  ``gpu`` (GPUs of the whole job), ``mem_mb`` (per node) - from the run's :class:`Layout`, which its
+  registered case derives from the spec (:meth:`analysis.registry.Case.layout`);
+- ``slurm_partition``, ``slurm_account``, ``constraint``, ``qos``, ``runtime`` and ``slurm_extra`` - from
+  the platform entry's ``slurm`` mapping, so that one platform is one node type: its characterisation and
+  its runs land on the same partition and constraint. Absent keys are left to the profile
+  (``default-resources``) or the cluster's defaults, never hard-coded here;
+- ``mpi`` - the launcher for a multi-rank job (the plugin then leaves the launch to it) and ``""`` for one
+  rank (the plugin refuses an MPI job of one task; the run's own command still starts it with the
+  launcher, so a one-rank run is a job step like any other).
+
+The launcher itself (``launcher`` in the config: ``mpiexec`` by default, ``srun --mpi=pmi2`` in the SLURM
+profile) starts the ranks inside the job; the pinning of each rank is relative to the cpuset the launcher
+gave it (:func:`sims._threads.relative_cores`).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: Resident memory of one rank before its data (Python, NumPy, Numba, mpi4py), MB.
+RANK_BASE_MB = 512
+#: Slack on a memory estimate (allocator, temporaries, halo buffers).
+MEMORY_SLACK = 1.25
+#: Keys of a platform's ``slurm`` mapping -> the executor plugin's resource names.
+SLURM_KEYS = {"partition": "slurm_partition", "account": "slurm_account", "constraint": "constraint",
+              "qos": "qos", "runtime": "runtime", "extra": "slurm_extra"}
+
+
+class LayoutError(ValueError):
+    """A scale whose nodes, ranks and ranks per node do not agree."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one run is laid out on the machine: what its job must be given."""
+
+    ranks: int
+    nodes: int = 1
+    threads_per_rank: int = 1
+    gpus_per_node: int = 0
+    data_bytes_per_rank: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("ranks", "nodes", "threads_per_rank"):
+            if int(getattr(self, name)) < 1:
+                raise LayoutError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.gpus_per_node < 0:
+            raise LayoutError(f"gpus_per_node must be >= 0, got {self.gpus_per_node}")
+        if self.ranks % self.nodes:
+            raise LayoutError(f"{self.ranks} ranks do not divide evenly over {self.nodes} nodes")
+
+    @property
+    def ranks_per_node(self) -> int:
+        return self.ranks // self.nodes
+
+    @property
+    def mem_mb_per_node(self) -> int:
+        """Memory one node's ranks need (MB, rounded up to 256 MB): base + data, with slack."""
+        per_rank = RANK_BASE_MB + self.data_bytes_per_rank / 2**20
+        mb = self.ranks_per_node * per_rank * MEMORY_SLACK
+        return int(math.ceil(mb / 256.0) * 256)
+
+
+def scale_layout(scale: Mapping[str, Any], where: str = "scale") -> dict[str, int]:
+    """``ranks``, ``nodes``, ``ranks_per_node``, ``threads_per_rank``, ``gpus_per_node`` of a config scale.
+
+    ``ranks`` may be given, or follow from ``nodes x ranks_per_node``; when both are given they must
+    agree. Raises :class:`LayoutError` naming ``where``.
+    """
+    nodes = int(scale.get("nodes") or 1)
+    rpn = scale.get("ranks_per_node")
+    ranks = scale.get("ranks")
+    if ranks is None and rpn is None:
+        raise LayoutError(f"{where}: give 'ranks', or 'nodes' and 'ranks_per_node'")
+    if ranks is None:
+        ranks = nodes * int(rpn)
+    ranks = int(ranks)
+    if rpn is not None and nodes * int(rpn) != ranks:
+        raise LayoutError(f"{where}: ranks {ranks} != nodes {nodes} x ranks_per_node {rpn}")
+    if ranks % nodes:
+        raise LayoutError(f"{where}: {ranks} ranks do not divide evenly over {nodes} nodes")
+    return {"ranks": ranks, "nodes": nodes, "ranks_per_node": ranks // nodes,
+            "threads_per_rank": int(scale.get("threads_per_rank") or 1),
+            "gpus_per_node": int(scale.get("gpus_per_node") or 0)}
+
+
+COMPUTED = ("nodes", "tasks", "tasks_per_node", "cpus_per_task", "mem_mb", "gpu", "mpi")
+
+
+def scheduler_keys(platforms: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The plugin resources that some platform's ``slurm`` mapping sets (only these are declared per job:
+    a job resource declared as None would hide the profile's default)."""
+    used = {SLURM_KEYS[k] for p in platforms.values() for k, v in ((p or {}).get("slurm") or {}).items()
+            if k in SLURM_KEYS and v not in ("", None)}
+    return [r for r in SLURM_KEYS.values() if r in used]
+
+
+def profile_defaults(args: list[str] | None) -> dict[str, Any]:
+    """``--default-resources`` entries (``key=value``, value a Python literal) as a mapping."""
+    out: dict[str, Any] = {}
+    for arg in args or []:
+        key, sep, value = str(arg).partition("=")
+        if not sep:
+            continue
+        try:
+            out[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            out[key.strip()] = value.strip()
+    return out
+
+
+def job_resources(layout: Layout, platform: Mapping[str, Any] | None, launcher: str,
+                  defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The Snakemake resources of a job laid out as ``layout`` on ``platform`` (its config entry).
+
+    A value of None means "not asked for". A scheduler key the platform does not set takes the profile's
+    default (``defaults``, from ``--default-resources``).
+    """
+    multi = layout.ranks > 1
+    on_nodes = layout.nodes > 1 and layout.ranks_per_node > 1
+    res: dict[str, Any] = {
+        "nodes": layout.nodes,
+        # the plugin takes tasks or tasks_per_node, not both; tasks_per_node only > 1
+        "tasks": None if on_nodes else layout.ranks,
+        "tasks_per_node": layout.ranks_per_node if on_nodes else None,
+        "cpus_per_task": layout.threads_per_rank,
+        "mem_mb": layout.mem_mb_per_node,
+        "gpu": layout.gpus_per_node * layout.nodes or None,
+        "mpi": launcher if multi else "",
+    }
+    slurm = (platform or {}).get("slurm") or {}
+    for key, resource in SLURM_KEYS.items():
+        value = slurm.get(key)
+        res[resource] = value if value not in ("", None) else (defaults or {}).get(resource)
+    return res
+
+
+def launch_prefix(launcher: str, layout: Layout) -> str:
+    """The command prefix that starts ``layout``'s ranks (``mpiexec -n 4``, ``srun --mpi=pmi2 -n 8 -N 2 -c 2``)."""
+    words = launcher.split()
+    if words and words[0].endswith("srun"):
+        extra = f" -N {layout.nodes}" if layout.nodes > 1 else ""
+        extra += f" -c {layout.threads_per_rank}" if layout.threads_per_rank > 1 else ""
+        return f"{launcher} -n {layout.ranks}{extra}"
+    return f"{launcher} -n {layout.ranks}"
