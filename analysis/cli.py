@@ -122,7 +122,7 @@ def cmd_ingest_published(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from analysis.uncertainty import Settings
-    from analysis.validate import validate
+    from analysis.validate import ClusterStartError, DaskSettings, validate
 
     runs = _existing(args.runs, "--runs", directory=True)
     if not any(runs.glob("study=*/case=*/*.parquet")):
@@ -133,14 +133,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.resamples < 0 or not 0 < args.level < 1 or not 0 < args.noise_alpha < 0.5:
         raise InputError("--resamples must be >= 0, --level in (0, 1) and --noise-alpha in (0, 0.5)")
     settings = Settings(args.resamples, args.seed, args.level, args.noise_alpha)
+    if args.workers < 1 or args.connect_timeout <= 0:
+        raise InputError("--workers must be >= 1 and --connect-timeout > 0")
+    dask_settings = DaskSettings(address=args.scheduler or None, cluster=args.cluster, workers=args.workers,
+                                 worker_memory=args.worker_memory, worker_walltime=args.worker_walltime,
+                                 partition=args.worker_partition or None, account=args.worker_account or None,
+                                 connect_timeout=args.connect_timeout)
     try:
-        validate(runs, args.platforms, args.out, studies=args.study or None, address=args.scheduler or None,
+        validate(runs, args.platforms, args.out, studies=args.study or None,
                  published_dir=_published_dir(args.published), platform_files=files or None,
-                 connect_timeout=args.connect_timeout, uncertainty=settings, history_path=args.history or None,
-                 config_hash=args.config_hash)
+                 uncertainty=settings, history_path=args.history or None, config_hash=args.config_hash,
+                 dask_settings=dask_settings)
+    except ClusterStartError as exc:
+        raise InputError(str(exc)) from None
     except (OSError, TimeoutError) as exc:
-        where = args.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or "a local cluster"
-        raise InputError(f"cannot reach the Dask scheduler at {where} within {args.connect_timeout:g} s "
+        raise InputError(f"cannot reach {dask_settings.describe()} within {args.connect_timeout:g} s "
                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no answer'})") from None
     return 0
 
@@ -293,7 +300,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--study", action="append", help="restrict to this study (repeatable; default: every study)")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS, else a local cluster)")
-    p.add_argument("--connect-timeout", type=float, default=30.0, help="seconds to wait for the scheduler")
+    p.add_argument("--connect-timeout", type=float, default=30.0,
+                   help="seconds to wait for the scheduler (and for the first SLURMCluster worker)")
+    p.add_argument("--cluster", choices=("local", "slurm"), default="local",
+                   help="with no scheduler address: a LocalCluster, or a dask-jobqueue SLURMCluster")
+    p.add_argument("--workers", type=int, default=2, help="Dask workers (local processes or SLURM jobs)")
+    p.add_argument("--worker-memory", default="4GiB", help="memory of each SLURMCluster worker job")
+    p.add_argument("--worker-walltime", default="00:30:00", help="walltime of each SLURMCluster worker job")
+    p.add_argument("--worker-partition", default=None, help="SLURM partition of the worker jobs (default: the cluster's)")
+    p.add_argument("--worker-account", default=None, help="SLURM account of the worker jobs (default: none)")
     p.add_argument("--published", default=None,
                    help="directory of the published platform catalogs whose papers' claims are recomputed "
                         "(default: the repository's config/platforms/published; '' to skip)")

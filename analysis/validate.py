@@ -15,9 +15,12 @@ and ``summary.json``.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,114 @@ def output_files(out_dir: str | Path = "") -> list[str]:
 def scheduler_address(configured: str | None) -> str | None:
     """The scheduler to use: the configured address, else ``$DASK_SCHEDULER_ADDRESS``, else None (local)."""
     return configured or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+
+
+@dataclass(frozen=True)
+class DaskSettings:
+    """Where the validation's Dask graph runs (config ``validate``), in this order of precedence:
+
+    1. ``address`` (or ``$DASK_SCHEDULER_ADDRESS``): a running scheduler, e.g. one started with
+       ``dask scheduler`` beside ``dask worker`` processes on the cluster's nodes;
+    2. ``cluster = "slurm"``: a ``dask_jobqueue.SLURMCluster`` whose ``workers`` are SLURM jobs of one
+       core each, on ``partition`` / ``account`` (the study platform's ``slurm`` entry);
+    3. else a ``LocalCluster`` of ``workers`` processes with one thread each.
+
+    ``connect_timeout`` bounds the wait for the scheduler and, for SLURM, for the first worker to start.
+    """
+
+    address: str | None = None
+    cluster: str = "local"
+    workers: int = 2
+    worker_memory: str = "4GiB"
+    worker_walltime: str = "00:30:00"
+    partition: str | None = None
+    account: str | None = None
+    connect_timeout: float = 30.0
+
+    def describe(self) -> str:
+        addr = scheduler_address(self.address)
+        if addr:
+            return f"the Dask scheduler at {addr}"
+        if self.cluster == "slurm":
+            return f"a SLURMCluster of {self.workers} worker job(s)"
+        return f"a local cluster of {self.workers} worker(s)"
+
+
+class ClusterStartError(RuntimeError):
+    """The Dask cluster the settings ask for cannot be started (one-line message)."""
+
+
+class _SubmitFailures(logging.Filter):
+    """Keeps the background tracebacks of failed worker-job submissions off the terminal, remembering
+    the scheduler's own error line (``sbatch: error: ...``) for the one-line message."""
+
+    def __init__(self, sink: list[str]):
+        super().__init__()
+        self.sink = sink
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        text = str(exc) if exc is not None else record.getMessage()
+        if "Command exited with non-zero exit code" not in text and "Task exception was never retrieved" not in text:
+            return True
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and "error" in ln.lower()]
+        if lines and lines[0] not in self.sink:
+            self.sink.append(lines[0])
+        return False
+
+
+@contextlib.contextmanager
+def dask_client(settings: DaskSettings) -> Iterator[Any]:
+    """A ``distributed.Client`` on the cluster ``settings`` chooses; the cluster is closed afterwards.
+
+    An unreachable scheduler raises ``OSError`` / ``TimeoutError`` within ``connect_timeout``; a SLURM cluster
+    whose first worker does not start in time, or without dask-jobqueue, raises :class:`ClusterStartError`.
+    """
+    from distributed import Client, LocalCluster
+
+    addr = scheduler_address(settings.address)
+    if addr:
+        with Client(addr, timeout=settings.connect_timeout) as client:
+            yield client
+        return
+    if settings.cluster == "slurm":
+        try:
+            from dask_jobqueue import SLURMCluster
+        except ImportError:
+            raise ClusterStartError("validate.cluster is 'slurm' but dask-jobqueue is not installed: "
+                                    "pip install -e '.[slurm]'") from None
+        import sys
+
+        failures: list[str] = []
+        quiet = _SubmitFailures(failures)
+        loggers = [logging.getLogger(n) for n in ("tornado.application", "asyncio", "distributed.deploy.spec")]
+        for lg in loggers:
+            lg.addFilter(quiet)
+        cluster = SLURMCluster(cores=1, processes=1, memory=settings.worker_memory, walltime=settings.worker_walltime,
+                               queue=settings.partition, account=settings.account, python=sys.executable,
+                               worker_extra_args=["--nthreads", "1"])
+        try:
+            cluster.scale(jobs=settings.workers)
+            with Client(cluster, timeout=settings.connect_timeout) as client:
+                try:
+                    client.wait_for_workers(1, timeout=settings.connect_timeout)
+                except TimeoutError:
+                    why = f"; the worker job submission failed: {failures[0]}" if failures else (
+                        f" (are its jobs pending? squeue -u $USER; partition {settings.partition or 'default'})")
+                    raise ClusterStartError(f"no SLURMCluster worker started within "
+                                            f"{settings.connect_timeout:g} s{why}") from None
+                yield client
+        finally:
+            try:
+                cluster.close(timeout=settings.connect_timeout)
+            except Exception:  # noqa: BLE001 - jobs that never started leave the cluster in a state it asserts on
+                pass
+            for lg in loggers:
+                lg.removeFilter(quiet)
+        return
+    with LocalCluster(n_workers=settings.workers, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster, timeout=settings.connect_timeout) as client:
+        yield client
 
 
 @dataclass
@@ -84,6 +195,7 @@ def validate(
     studies: Sequence[str] | None = None,
     address: str | None = None,
     log: Any = print,
+    dask_settings: DaskSettings | None = None,
     published_dir: str | Path | None = None,
     platform_files: Sequence[str | Path] | None = None,
     connect_timeout: float = 30.0,
@@ -101,15 +213,17 @@ def validate(
     """
     import dask
     import dask.dataframe as dd
-    from distributed import Client
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     platforms = Platforms.from_files(list(platform_files)) if platform_files else Platforms.read(platforms_dir)
     registered = cases()
-    addr = scheduler_address(address)
-    with Client(addr, timeout=connect_timeout) if addr else Client() as client:
-        log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers)")
+    where = dask_settings or DaskSettings(address=address, connect_timeout=connect_timeout)
+    if address and not where.address:
+        where = dataclasses.replace(where, address=address)
+    with dask_client(where) as client:
+        log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers; "
+            f"{where.describe()})")
         ddf = dd.read_parquet(str(runs_dir), dataset={"partitioning": {"flavor": "hive", "schema": PARTITION_SCHEMA}})
         if studies:
             ddf = ddf[ddf["study"].isin(list(studies))]

@@ -49,3 +49,24 @@ def run_mpi(mpiexec: str, n: int, args: list[str], env: dict[str, str], timeout:
         [mpiexec, "-n", str(n), sys.executable, "-m", "mpi4py", *args],
         env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO,
     )
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """A real single-node SLURM for the session (tests/slurm_cluster.py); skips, saying why, where it cannot run.
+
+    ``HETVAL_REQUIRE_SLURM=1`` (set by .ci/run when it installed slurm-wlm) turns the skip into a failure.
+    """
+    from tests import slurm_cluster
+
+    why = slurm_cluster.unavailable()
+    if why:
+        if os.environ.get("HETVAL_REQUIRE_SLURM") == "1":
+            pytest.fail(f"SLURM is required here (HETVAL_REQUIRE_SLURM=1) but cannot run: {why}")
+        pytest.skip(f"SKIPPED: no real SLURM here - {why}")
+    base = tmp_path_factory.mktemp("slurm")
+    slurm_cluster.start(base)
+    try:
+        yield base
+    finally:
+        slurm_cluster.stop(base)

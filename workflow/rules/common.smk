@@ -2,6 +2,7 @@
 # Nothing here branches on a case: every run's command, ranks and inputs come from its registered case.
 import json
 import os
+import shlex
 import sys
 
 sys.path.insert(0, workflow.basedir)
@@ -158,6 +159,19 @@ def get_platform_files(wildcards):
 
 def get_scheduler(wildcards):
     return config["validate"]["scheduler_address"] or ""
+
+
+def get_dask_options(wildcards):
+    """The validation's Dask cluster options; SLURMCluster workers go to the first platform's partition/account."""
+    v = config["validate"]
+    slurm = (config["platforms"][0].get("slurm") or {}) if config["platforms"] else {}
+    words = [f"--cluster {v['cluster']}", f"--workers {int(v['workers'])}",
+             f"--connect-timeout {float(v['connect_timeout']):g}"]
+    if v["cluster"] == "slurm":
+        words += [f"--worker-memory {shlex.quote(v['worker_memory'])}",
+                  f"--worker-walltime {shlex.quote(v['worker_walltime'])}"]
+        words += [f"--worker-{k} {shlex.quote(str(slurm[k]))}" for k in ("partition", "account") if slurm.get(k)]
+    return " ".join(words)
 
 
 def print_summary():

@@ -26,10 +26,12 @@ rule validate_models:
         noise_alpha=config["uncertainty"]["noise_alpha"],
         # each validation appends one snapshot here ("" = keep no history)
         history=config["history"]["path"] or "",
+        # where the Dask graph runs: a scheduler address, a SLURMCluster or a local cluster (config validate)
+        dask=get_dask_options,
     threads: 2
     shell:
         "hetval validate --runs results/runs --study {params.study:q} --platform-file {input.platforms:q}"
-        " --out {params.out:q} --published {params.published:q} --scheduler={params.scheduler:q}"
+        " --out {params.out:q} --published {params.published:q} --scheduler={params.scheduler:q} {params.dask}"
         " --resamples {params.resamples} --seed {params.seed} --level {params.level}"
         " --noise-alpha {params.noise_alpha} --history={params.history:q}"
         ' --config-hash="${{HETVAL_CONFIG_HASH:-}}" > {log:q} 2>&1'

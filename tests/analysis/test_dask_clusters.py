@@ -1,0 +1,172 @@
+"""The validation job on real Dask clusters: an external scheduler with two workers on loopback, a worker
+killed mid-validation, and a SLURMCluster on the test SLURM. Each must write the same tables, row for row
+and value for value, as a LocalCluster run on the same data (73 real runs of the default study, 5 repetitions
+each, measured on this kind of machine: tests/data/default-records.json.gz)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import dataset
+from sims.record import write_raw
+from tests.conftest import BIN, REPO
+
+DATA = REPO / "tests" / "data"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    """The default study's real raw records gathered into a dataset (returns the working directory)."""
+    root = tmp_path_factory.mktemp("dask")
+    docs = json.loads(gzip.decompress((DATA / "default-records.json.gz").read_bytes()))
+    files = []
+    for doc in docs:
+        path = root / "raw" / "default" / f"{doc['run_id']}.json"
+        write_raw(path, doc["run_id"], doc["records"])
+        files.append(path)
+    dataset.gather(files, root / "runs", root / "quarantine", root / "retry", log=lambda *_: None)
+    shutil.copy(DATA / "cpu-pair-numpy-numba.yaml", root / "platform.yaml")
+    return root
+
+
+def validate(root: Path, out: str, env: dict[str, str], *extra: str, timeout: float = 600,
+             popen: bool = False) -> subprocess.CompletedProcess | subprocess.Popen:
+    cmd = [str(BIN / "hetval"), "validate", "--runs", str(root / "runs"), "--platform-file", str(root / "platform.yaml"),
+           "--out", str(root / out), "--published", "", "--resamples", "200", *extra]
+    if popen:
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=root)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=root)
+
+
+def tables(where: Path) -> dict[str, pd.DataFrame]:
+    return {p.stem: pd.read_parquet(p) for p in sorted(where.glob("*.parquet"))}
+
+
+def assert_same_tables(a: Path, b: Path) -> None:
+    ta, tb = tables(a), tables(b)
+    assert ta.keys() == tb.keys()
+    for name in ta:
+        pd.testing.assert_frame_equal(ta[name], tb[name], check_exact=True, obj=name)
+    assert sum(len(t) for t in ta.values()) > 100
+
+
+@pytest.fixture(scope="module")
+def local(runs, env) -> Path:
+    out = validate(runs, "local", env, "--workers", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "a local cluster of 2 worker(s)" in out.stdout + out.stderr
+    return runs / "local"
+
+
+class DaskCluster:
+    """``dask scheduler`` and ``dask worker`` processes on loopback (no nanny: a killed worker stays dead)."""
+
+    def __init__(self, root: Path, env: dict[str, str], workers: int = 2):
+        self.file = root / f"scheduler-{time.monotonic_ns()}.json"
+        self.env = env
+        self.scheduler = subprocess.Popen(
+            [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+             "--scheduler-file", str(self.file)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not self.file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert self.file.exists(), "dask scheduler did not start"
+        self.address = json.loads(self.file.read_text())["address"]
+        self.workers = [subprocess.Popen(
+            [str(BIN / "dask"), "worker", "--scheduler-file", str(self.file), "--nthreads", "1", "--no-nanny",
+             "--no-dashboard", "--name", f"w{i}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for i in range(workers)]
+        from distributed import Client
+
+        self.client = Client(self.address, timeout=30)
+        self.client.wait_for_workers(workers, timeout=60)
+
+    def close(self) -> None:
+        self.client.close()
+        for p in [*self.workers, self.scheduler]:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in [*self.workers, self.scheduler]:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+@pytest.fixture
+def cluster(runs, env):
+    c = DaskCluster(runs, env)
+    yield c
+    c.close()
+
+
+def test_external_scheduler_writes_the_same_tables_as_a_local_cluster(runs, env, local, cluster):
+    out = validate(runs, "external", env, "--scheduler", cluster.address)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"Dask scheduler {cluster.address} (2 workers" in out.stdout + out.stderr
+    assert_same_tables(local, runs / "external")
+
+
+def test_dask_scheduler_address_from_the_environment(runs, env, local, cluster):
+    out = validate(runs, "from-env", {**env, "DASK_SCHEDULER_ADDRESS": cluster.address})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"Dask scheduler {cluster.address}" in out.stdout + out.stderr
+    assert_same_tables(local, runs / "from-env")
+
+
+def test_a_worker_killed_mid_validation_changes_nothing(runs, env, local, cluster):
+    """Kill -9 a worker the moment it holds results of the validation graph: the scheduler recomputes its
+    tasks on the other worker, and the tables are the same."""
+    victim_address = sorted(cluster.client.scheduler_info()["workers"])[0]
+    pid = cluster.client.run(os.getpid, workers=[victim_address])[victim_address]
+    proc = validate(runs, "killed", env, "--scheduler", cluster.address, popen=True)
+    held = 0
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        held = len(cluster.client.has_what().get(victim_address, ()))
+        if held:
+            os.kill(pid, signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    output, _ = proc.communicate(timeout=600)
+    assert held, "the validation ended before the worker held any result: nothing was killed mid-way"
+    assert proc.returncode == 0, output
+    assert len(cluster.client.scheduler_info()["workers"]) == 1  # the victim is gone for good
+    assert_same_tables(local, runs / "killed")
+
+
+@pytest.mark.slurm
+def test_slurm_cluster_workers_are_slurm_jobs(runs, env, local, slurm):
+    out = validate(runs, "slurm", env, "--cluster", "slurm", "--workers", "2", "--worker-memory", "2GiB",
+                   "--connect-timeout", "120")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "a SLURMCluster of 2 worker job(s)" in out.stdout + out.stderr
+    assert_same_tables(local, runs / "slurm")
+
+
+def test_slurm_cluster_without_a_worker_in_time_is_one_line(runs, env):
+    """A SLURMCluster whose workers never start (no sbatch that works) fails in one line within the timeout."""
+    pytest.importorskip("dask_jobqueue", reason="the [slurm] extra is not installed")
+    fake = runs / "fakebin"
+    fake.mkdir(exist_ok=True)
+    for tool in ("sbatch", "squeue", "scancel"):
+        (fake / tool).write_text("#!/bin/sh\necho 'sbatch: error: Batch job submission failed' >&2\nexit 1\n")
+        (fake / tool).chmod(0o755)
+    started = time.monotonic()
+    out = validate(runs, "never", {**env, "PATH": f"{fake}{os.pathsep}{env['PATH']}"}, "--cluster", "slurm",
+                   "--connect-timeout", "5", timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("hetval validate:")
+    assert time.monotonic() - started < 90
