@@ -1,9 +1,15 @@
 """Raw run records -> the hive-partitioned Parquet dataset, and reading it back.
 
-Layout: ``<runs>/study=<study>/case=<case>/part.parquet``; rows keyed by
-(``run_id``, ``rep``). Gathering is idempotent: every row of a ``run_id`` is
-replaced by the rows of its newest raw record, so re-gathering never creates a
-duplicate. Each partition file is replaced atomically (temporary file + rename).
+Layout: ``<runs>/study=<study>/case=<case>/part-<b>.parquet``, where ``<b>`` is the
+first hex digit of the run id (16 buckets per partition); rows keyed by
+(``run_id``, ``rep``), and **every row of a run lives in exactly one file** - so
+the validation job reduces each file on its own, with no shuffle, and gathering
+one new run rewrites one bucket (a sixteenth of its partition), never the
+dataset. Gathering is idempotent: every row of a ``run_id`` is replaced by the
+rows of its newest raw record, so re-gathering never creates a duplicate. Each
+bucket file is replaced atomically (temporary file + rename). A partition in the
+older one-file layout (``part.parquet``) is split into buckets the first time
+gather touches it.
 A raw file that fails the schema is moved to ``<quarantine>/<study>/`` under its
 own name with ``<name>.reason.txt`` beside it, and its rows stay out of the
 dataset. For such a file and for a ``failed`` run (whose record is gathered
@@ -106,8 +112,43 @@ def request_retry(retry_dir: Path, study: str, run_id: str, why: str) -> Path:
     return path
 
 
-def partition_path(runs_dir: str | Path, study: str, case: str) -> Path:
-    return Path(runs_dir) / f"study={study}" / f"case={case}" / PART_FILE
+def partition_dir(runs_dir: str | Path, study: str, case: str) -> Path:
+    return Path(runs_dir) / f"study={study}" / f"case={case}"
+
+
+def bucket_of(run_id: str) -> str:
+    """The bucket a run's rows live in: the first hex digit of its id (``0`` for an id that has none)."""
+    c = run_id[:1].lower()
+    return c if c and c in "0123456789abcdef" else "0"
+
+
+def bucket_path(runs_dir: str | Path, study: str, case: str, bucket: str) -> Path:
+    return partition_dir(runs_dir, study, case) / f"part-{bucket}.parquet"
+
+
+def partition_files(runs_dir: str | Path, studies: Iterable[str] | None = None,
+                    case: str | None = None) -> list[tuple[str, str, Path]]:
+    """Every data file of the dataset as (study, case, path), sorted; optionally of some studies / one case."""
+    wanted = set(studies) if studies else None
+    out = []
+    for path in sorted(Path(runs_dir).glob("study=*/case=*/*.parquet")):
+        study, kase = path.parent.parent.name.split("=", 1)[1], path.parent.name.split("=", 1)[1]
+        if (wanted is None or study in wanted) and (case is None or kase == case):
+            out.append((study, kase, path))
+    return out
+
+
+def read_file(study: str, case: str, path: str | Path, columns: list[str] | None = None) -> pa.Table:
+    """One data file as a table with :data:`RUN_SCHEMA` (its partition columns from the path)."""
+    import pyarrow.parquet as pq
+
+    names = [c for c in (columns or FILE_SCHEMA.names) if c not in PARTITION_KEYS]
+    table = pq.read_table(path, columns=names, schema=FILE_SCHEMA)
+    n = table.num_rows
+    table = table.append_column("study", pa.array([study] * n, pa.string()))
+    table = table.append_column("case", pa.array([case] * n, pa.string()))
+    want = [c for c in RUN_SCHEMA.names if columns is None or c in columns]
+    return table.select(want).cast(pa.schema([RUN_SCHEMA.field(c) for c in want]))
 
 
 def read_runs(runs_dir: str | Path, filter_expr: ds.Expression | None = None) -> pa.Table:
@@ -127,6 +168,14 @@ def read_runs(runs_dir: str | Path, filter_expr: ds.Expression | None = None) ->
 
 def _rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=RUN_SCHEMA)
+
+
+def _bucket_rows(table: pa.Table, bucket: str) -> pa.Table:
+    """The rows of ``table`` whose run falls in ``bucket``."""
+    if not table.num_rows:
+        return table
+    mask = pa.array([bucket_of(r) == bucket for r in table["run_id"].to_pylist()], pa.bool_())
+    return table.filter(mask)
 
 
 def gather(
@@ -173,17 +222,33 @@ def gather(
             failed.append(records[0])
 
     for (study, case), rows in sorted(new_rows.items()):
-        path = partition_path(runs_dir, study, case)
-        old = read_runs(runs_dir, (pc.field("study") == study) & (pc.field("case") == case))
-        if old.num_rows:
-            keep = pc.invert(pc.is_in(old["run_id"], value_set=pa.array(sorted(fresh_ids[(study, case)]))))
-            old = old.filter(keep)
-        merged = pa.concat_tables([old, _rows_to_table(rows)]).sort_by([(k, "ascending") for k in ROW_KEY])
-        keys = list(zip(merged["run_id"].to_pylist(), merged["rep"].to_pylist(), strict=True))
-        if len(set(keys)) != len(keys):
-            raise AssertionError(f"duplicate (run_id, rep) rows would be written to {path}")
-        atomic_write_parquet(merged.drop_columns(list(PARTITION_KEYS)).cast(FILE_SCHEMA), path)
-        result.partitions_written.append(str(path))
+        fresh = _rows_to_table(rows)
+        legacy = partition_dir(runs_dir, study, case) / PART_FILE
+        buckets = {bucket_of(r) for r in fresh_ids[(study, case)]}
+        if legacy.exists():  # the one-file layout: split it into buckets now (every bucket is written)
+            buckets |= set("0123456789abcdef")
+        for bucket in sorted(buckets):
+            path = bucket_path(runs_dir, study, case, bucket)
+            ids = pa.array(sorted(r for r in fresh_ids[(study, case)] if bucket_of(r) == bucket), pa.string())
+            parts = []
+            if path.exists():
+                kept = read_file(study, case, path)
+                parts.append(kept.filter(pc.invert(pc.is_in(kept["run_id"], value_set=ids))))
+            if legacy.exists():
+                old = _bucket_rows(read_file(study, case, legacy), bucket)
+                seen = pa.array(sorted({*ids.to_pylist(), *(r for t in parts for r in t["run_id"].to_pylist())}),
+                                pa.string())
+                parts.append(old.filter(pc.invert(pc.is_in(old["run_id"], value_set=seen))))
+            parts.append(_bucket_rows(fresh, bucket))
+            merged = pa.concat_tables(parts).sort_by([(k, "ascending") for k in ROW_KEY])
+            keys = list(zip(merged["run_id"].to_pylist(), merged["rep"].to_pylist(), strict=True))
+            if len(set(keys)) != len(keys):
+                raise AssertionError(f"duplicate (run_id, rep) rows would be written to {path}")
+            if merged.num_rows:
+                atomic_write_parquet(merged.drop_columns(list(PARTITION_KEYS)).cast(FILE_SCHEMA), path)
+                result.partitions_written.append(str(path))
+        if legacy.exists():
+            legacy.unlink()  # every row it held is in a bucket now
 
     # Only now that their rows are safely in the dataset, ask for failed runs to be retried.
     for first in failed:

@@ -1,7 +1,8 @@
 """The Dask validation job: runs joined with platform parameters and every applicable model, then scored.
 
 It loops over the registered cases (:mod:`analysis.registry`). For each case
-the records are selected, shuffled by ``run_id`` and reduced per run
+its own data files are read, one Dask partition per file (every row of a run
+lives in one file, so no shuffle is needed), and reduced per run
 (``case.reduce``, a pure pandas function lifted with ``map_partitions`` and an
 explicit ``meta``), joined with the platform frame the case asks for, and
 predicted by every model registered for the case (row-wise models on the Dask
@@ -28,10 +29,11 @@ from typing import Any
 import pandas as pd
 
 from analysis import history
+from analysis.dataset import partition_files, read_file
 from analysis.platforms import Platforms
 from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
 from analysis.runs import failed_runs
-from analysis.schema import PARTITION_SCHEMA
+from analysis.schema import RUN_SCHEMA
 from analysis.uncertainty import Settings
 from sims.atomic import atomic_write_parquet, atomic_write_text
 
@@ -176,10 +178,34 @@ def check_needs(case: Case, columns: Any) -> None:
                                 "join to its runs")
 
 
+def _as_pandas(table: Any) -> pd.DataFrame:
+    import pyarrow as pa
+
+    return table.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)
+
+
+def _read_partition(study: str, case: str, path: str) -> pd.DataFrame:
+    return _as_pandas(read_file(study, case, path))
+
+
+def case_records(dd: Any, files: list[tuple[str, str, Path]], case: str) -> Any:
+    """The records of ``case`` as a Dask frame with one partition per data file of its partitions.
+
+    Every row of a run lives in one file (see :mod:`analysis.dataset`), so a run's repetitions are
+    always in one partition: the per-run reduction needs no shuffle, and a case reads only its own files.
+    """
+    mine = [f for f in files if f[1] == case]
+    meta = _as_pandas(RUN_SCHEMA.empty_table())
+    if not mine:
+        return dd.from_pandas(meta, npartitions=1)
+    return dd.from_map(_read_partition, [f[0] for f in mine], [f[1] for f in mine], [str(f[2]) for f in mine],
+                       meta=meta, enforce_metadata=False, label=f"read-{case}")
+
+
 def _lazy_case(case: Case, ddf: Any, platforms: Platforms) -> tuple[Any, dict[str, Any], Any]:
     """The case's reduced runs joined with its platform frame, and each row-wise model's lazy predictions."""
     sel = case.select(ddf)
-    reduced = sel.shuffle("run_id").map_partitions(case.reduce, meta=case.reduce(sel._meta))
+    reduced = sel.map_partitions(case.reduce, meta=case.reduce(sel._meta))
     frame, keys = case.platform_frame(platforms)
     joined = reduced.merge(frame, on=keys, how="inner") if frame is not None else reduced
     check_needs(case, joined._meta.columns)
@@ -224,15 +250,15 @@ def validate(
     with dask_client(where) as client:
         log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers; "
             f"{where.describe()})")
-        ddf = dd.read_parquet(str(runs_dir), dataset={"partitioning": {"flavor": "hive", "schema": PARTITION_SCHEMA}})
-        if studies:
-            ddf = ddf[ddf["study"].isin(list(studies))]
-        failed = ddf.shuffle("run_id").map_partitions(failed_runs, meta=failed_runs(ddf._meta))
-        graph: dict[str, Any] = {"failed": failed, "records": ddf.shape[0]}
+        files = partition_files(runs_dir, studies)
+        graph: dict[str, Any] = {}
         for name, case in registered.items():
+            ddf = case_records(dd, files, name)
+            graph[f"{name}/failed"] = ddf.map_partitions(failed_runs, meta=failed_runs(ddf._meta))
+            graph[f"{name}/records"] = ddf.shape[0]
             reduced, lazy, joined = _lazy_case(case, ddf, platforms)
             graph[f"{name}/reduced"] = reduced.shape[0]
-            graph[f"{name}/joined"] = joined["run_id"].nunique()
+            graph[f"{name}/joined"] = joined.shape[0]  # one row per run (the platform frame is keyed uniquely)
             if any(not m.rowwise for m in models_for(name)):  # a model that needs whole groups: bring the runs
                 graph[f"{name}/frame"] = joined
             for model, frame in lazy.items():
@@ -271,9 +297,11 @@ def validate(
             f"reproduced from the papers' own inputs")
     atomic_write_parquet(published.astype({c: "string" for c in published.columns if c != "reproduced"})
                          .astype({"reproduced": "bool"}), out_dir / "published.parquet")
-    failed_pdf = done["failed"].sort_values("run_id").reset_index(drop=True)
+    failed_pdf = (pd.concat([done[f"{n}/failed"] for n in registered], ignore_index=True)
+                  .sort_values("run_id").reset_index(drop=True))
+    n_records = int(sum(done[f"{n}/records"] for n in registered))
     atomic_write_parquet(failed_pdf, out_dir / "failed.parquet")
-    summary = _summary(done["records"], counts, tables, failed_pdf, published, platforms)
+    summary = _summary(n_records, counts, tables, failed_pdf, published, platforms)
     files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))
     study = "+".join(sorted(set(studies))) if studies else "all"
     where = history.record(history_path, study, {t: f[0] for t, f in tables.items()}, files, config_hash,

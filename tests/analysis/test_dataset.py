@@ -74,8 +74,9 @@ def test_gather_writes_hive_partition_with_the_schema(dirs):
     files = [write(dirs["raw"], "a" * 16), write(dirs["raw"], "b" * 16)]
     res = gather(dirs, files)
     assert (res.runs, res.records) == (2, 6)
-    part = dirs["runs"] / "study=s" / "case=sa" / "part.parquet"
-    assert pq.read_schema(part).remove_metadata().equals(FILE_SCHEMA)
+    parts = sorted((dirs["runs"] / "study=s" / "case=sa").glob("*.parquet"))
+    assert [p.name for p in parts] == ["part-a.parquet", "part-b.parquet"]  # one bucket per first hex digit
+    assert all(pq.read_schema(p).remove_metadata().equals(FILE_SCHEMA) for p in parts)
     table = dataset.read_runs(dirs["runs"])
     assert table.schema.equals(RUN_SCHEMA)
     assert table.num_rows == 6
@@ -170,3 +171,32 @@ def test_write_raw_is_atomic_and_checks_required(tmp_path):
     assert not list(tmp_path.iterdir())
     write_raw(tmp_path / "x.json", "x", [record("x")])
     assert json.loads((tmp_path / "x.json").read_text())["run_id"] == "x"
+
+
+def test_one_new_run_rewrites_only_its_bucket_and_a_run_lives_in_one_file(dirs):
+    ids = [f"{c}{i:015x}" for c in "0a5f" for i in range(3)]
+    gather(dirs, [write(dirs["raw"], rid) for rid in ids])
+    part = dirs["runs"] / "study=s" / "case=sa"
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in part.glob("*.parquet")}
+    assert sorted(before) == ["part-0.parquet", "part-5.parquet", "part-a.parquet", "part-f.parquet"]
+    res = gather(dirs, [write(dirs["raw"], "5" + "e" * 15)])
+    assert res.partitions_written == [str(part / "part-5.parquet")]
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in part.glob("*.parquet")}
+    assert {n for n in after if after[n] != before.get(n)} == {"part-5.parquet"}
+    for p in part.glob("*.parquet"):
+        assert {r[0] for r in pq.read_table(p, columns=["run_id"])["run_id"].to_pylist()} <= {p.stem[-1]}
+    assert dataset.read_runs(dirs["runs"]).num_rows == 3 * 13
+
+
+def test_a_partition_in_the_one_file_layout_is_split_into_buckets(dirs):
+    files = [write(dirs["raw"], rid) for rid in ("1" * 16, "2" * 16, "3" * 16)]
+    gather(dirs, files)
+    part = dirs["runs"] / "study=s" / "case=sa"
+    legacy = dataset.read_runs(dirs["runs"])
+    for p in part.glob("*.parquet"):
+        p.unlink()
+    pq.write_table(legacy.drop_columns(["study", "case"]).cast(FILE_SCHEMA), part / "part.parquet")
+    gather(dirs, [write(dirs["raw"], "2" * 16)])  # the newer record of run 22...: replaces the old rows
+    assert sorted(p.name for p in part.glob("*.parquet")) == ["part-1.parquet", "part-2.parquet", "part-3.parquet"]
+    table = dataset.read_runs(dirs["runs"])
+    assert table.num_rows == 9 and len(set(zip(table["run_id"].to_pylist(), table["rep"].to_pylist(), strict=True))) == 9
