@@ -7,13 +7,21 @@ onto Dask by the validation engine (:mod:`analysis.validate`) with
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis import metrics
-from analysis.uncertainty import UNCERTAINTY_COLUMNS, Settings, group_uncertainty, run_interval
+from analysis.uncertainty import (
+    UNCERTAINTY_COLUMNS,
+    Settings,
+    batch_ranking,
+    pad_sorted,
+    run_intervals,
+    uncertainty_rows,
+)
 
 #: Keys that identify one comparison group of the WP cases (SA, LA and their kind).
 GROUP_KEYS = ["study", "case", "platform", "size"]
@@ -45,37 +53,102 @@ def score_alternatives(keys: dict[str, Any], measured: np.ndarray, predicted: np
                        tightness: pd.Series, samples: list[Any] | None = None,
                        settings: Settings | None = None) -> dict[str, Any]:
     """One fidelity row: the group's keys, the ranking metrics of ``names``, the tightness summary and
-    every figure's interval and the noise-aware picks (:func:`analysis.uncertainty.group_uncertainty`)
-    from the alternatives' repetitions ``samples``."""
-    t = tightness.astype("float64")
-    return {**keys, "n_alternatives": len(names), **metrics.ranking_summary(measured, predicted, names),
-            "tightness_median": float(np.median(t)) if len(t) else np.nan,
-            "tightness_min": float(t.min()) if len(t) else np.nan,
-            "tightness_max": float(t.max()) if len(t) else np.nan,
-            **group_uncertainty(tuple(keys.values()), measured, predicted, names, samples, settings or Settings(),
-                                t.to_numpy() if len(t) else None)}
+    every figure's interval and the noise-aware picks, from the alternatives' repetitions ``samples``
+    (:func:`score_batch` for one group)."""
+    t = pd.Series(tightness).to_numpy(dtype="float64")
+    if not len(t):
+        t = np.full(len(names), np.nan)
+    row = score_batch(np.zeros(len(names), dtype=np.int64), measured, predicted, names, t, samples, settings)
+    out = row.iloc[0].to_dict()
+    out = {c: (v.item() if isinstance(v, np.generic) else v) for c, v in out.items()}
+    return {**keys, **out}
+
+
+def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], tightness: Any,
+                samples: Sequence[Any] | None, settings: Settings | None = None) -> pd.DataFrame:
+    """Fidelity of many groups at once: one row per group with the :data:`FIDELITY_TAIL` columns.
+
+    The inputs have one entry per alternative, groups consecutive and in their alternatives' order;
+    ``gid`` labels the group of each entry (a new group starts wherever it changes). ``measured`` and
+    ``predicted`` are times (or energies), ``tightness`` the fraction of the bound reached, ``samples``
+    the repetitions. Groups of the same size are scored together as arrays
+    (:func:`analysis.uncertainty.batch_ranking`, :func:`analysis.uncertainty.uncertainty_rows`), by the
+    same definitions as :func:`analysis.metrics.ranking_summary` and
+    :func:`analysis.uncertainty.group_uncertainty`.
+    """
+    s = settings or Settings()
+    gid = np.asarray(gid)
+    R = len(gid)
+    starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if R else np.empty(0, dtype=np.int64)
+    sizes = np.diff(np.r_[starts, R]).astype(np.int64)
+    G = len(starts)
+    m = np.asarray(measured, dtype=np.float64)
+    p = np.asarray(predicted, dtype=np.float64)
+    t = np.asarray(tightness, dtype=np.float64)
+    label = np.asarray([str(x) for x in names], dtype=object)
+    if samples is None:
+        XS, n = np.full((R, 1), np.nan), np.zeros(R, dtype=np.int_)
+    else:
+        XS, n = pad_sorted(samples)
+    out: dict[str, Any] = {"n_alternatives": sizes}
+    text = ("best_measured", "best_predicted", "best_measured_noise_aware")
+    for c in FIDELITY_TAIL[1:]:
+        if c in text:
+            out[c] = np.full(G, "", dtype=object)
+        elif c == "n_reps_min":
+            out[c] = np.zeros(G, dtype=np.int64)
+        elif c == "distinguishable":
+            out[c] = np.zeros(G, dtype=bool)
+        else:
+            out[c] = np.full(G, np.nan)
+    for k in np.unique(sizes).tolist():
+        g = np.flatnonzero(sizes == k)
+        idx = starts[g][:, None] + np.arange(k)
+        mk, pk, tk = m[idx], p[idx], t[idx]
+        point = batch_ranking(mk[:, None, :], pk)
+        for metric in RANKING_METRICS:
+            out[metric][g] = point[metric][:, 0]
+        nm = label[idx].tolist()
+        for col, v in (("best_measured", mk), ("best_predicted", pk)):
+            hit = (v == v.min(axis=1, keepdims=True)).tolist()
+            out[col][g] = [", ".join(a for a, h in zip(row, hr, strict=True) if h)
+                           for row, hr in zip(nm, hit, strict=True)]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a group whose tightness is all NaN
+            out["tightness_median"][g] = np.median(tk, axis=1)
+            out["tightness_min"][g] = np.nanmin(tk, axis=1)
+            out["tightness_max"][g] = np.nanmax(tk, axis=1)
+        unc = uncertainty_rows(mk, pk, tk, XS[idx], n[idx], nm, s)
+        for c in UNCERTAINTY_COLUMNS:
+            out[c][g] = unc[c]
+    frame = pd.DataFrame(out, columns=FIDELITY_TAIL)
+    frame["first"] = starts
+    return frame
 
 
 def tightness_intervals(runs: pd.DataFrame, settings: Settings | None = None,
                         median: str = "time_median_s", samples: str = "time_reps_s") -> pd.DataFrame:
-    """``runs`` with ``tightness_lo``/``tightness_hi``: each run's tightness interval from its repetitions.
+    """``runs`` with ``tightness_lo``/``tightness_hi``: each run's tightness interval from its repetitions
+    (:func:`analysis.uncertainty.run_intervals`, every run at once).
 
     Rows ranked by energy (``quantity == "energy"``) resample their energy repetitions instead.
     """
     s = settings or Settings()
     out = runs.copy()
-    lo, hi = [], []
-    for row in out.itertuples(index=False):
-        r = row._asdict()
-        energy = r.get("quantity") == "energy"
-        med = r.get("energy_median_j") if energy else r.get(median)
-        reps = r.get(SAMPLE_COLUMNS["energy"]) if energy else r.get(samples)
-        a, b = run_interval(r.get("tightness", np.nan), med if med is not None else np.nan, reps, s,
-                            (r.get("run_id"), r.get("model"), r.get("processor")))
-        lo.append(a)
-        hi.append(b)
-    out["tightness_lo"] = np.asarray(lo, dtype="float64")
-    out["tightness_hi"] = np.asarray(hi, dtype="float64")
+    R = len(out)
+    nan = np.full(R, np.nan)
+
+    def col(name: str) -> np.ndarray:
+        return pd.to_numeric(out[name], errors="coerce").to_numpy(dtype="float64") if name in out else nan
+
+    energy = (out["quantity"] == "energy").fillna(False).to_numpy(dtype=bool) if "quantity" in out else np.zeros(
+        R, dtype=bool)
+    med = np.where(energy, col("energy_median_j"), col(median))
+    none = [None] * R
+    t_reps = out[samples].tolist() if samples in out else none
+    e_reps = out[SAMPLE_COLUMNS["energy"]].tolist() if SAMPLE_COLUMNS["energy"] in out else none
+    reps = [e if en else tr for en, tr, e in zip(energy.tolist(), t_reps, e_reps, strict=True)]
+    out["tightness_lo"], out["tightness_hi"] = run_intervals(col("tightness"), med, reps, s)
     return out
 
 

@@ -4,7 +4,7 @@ The measured side of a group is not one number per alternative but the
 alternative's repetitions. Two things follow from them:
 
 * **Intervals.** Each alternative's repetitions are resampled with
-  replacement (``resamples`` times, a seeded generator per group so a group's
+  replacement (``resamples`` times, from the configured seed only, so a group's
   interval does not depend on what else was validated); the medians of the
   resamples are ranked against the (fixed) prediction, and every ranking
   metric and the group's median tightness is recomputed on each resample. The
@@ -22,17 +22,22 @@ alternative's repetitions. Two things follow from them:
   group's ranking is "not distinguishable" and its strict ranking scores are
   scores of noise.
 
-Everything here is pure NumPy on small arrays (groups have a handful of
-alternatives, runs a handful of repetitions), vectorised over resamples.
+Everything here is pure NumPy, vectorised over resamples and over groups:
+groups of the same number of alternatives are scored together in bounded
+chunks (:func:`uncertainty_rows`, :func:`run_intervals`), so scoring a
+million runs costs array operations, not a million Python calls. The
+one-group functions (:func:`group_uncertainty`, :func:`run_interval`,
+:func:`noise_aware_best`, :func:`mann_whitney_greater`) are the same rules
+for one group, kept for callers and as the tests' reference.
 """
 
 from __future__ import annotations
 
 import math
-import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -128,7 +133,8 @@ def noise_aware_best(samples: list[Any], alpha: float) -> NDArray[np.bool_]:
     """Mask of the alternatives whose repetitions cannot be told apart from the fastest's (see the module notes).
 
     An alternative without repetitions can only be judged by its median: it is
-    in the set only if it is the fastest.
+    in the set only if it is the fastest. (One group; :func:`score_batch` does
+    many at once with the same rule.)
     """
     reps = [_clean(s) for s in samples]
     med = np.array([np.median(r) if len(r) else np.inf for r in reps])
@@ -142,60 +148,120 @@ def noise_aware_best(samples: list[Any], alpha: float) -> NDArray[np.bool_]:
     return out
 
 
-def group_rng(settings: Settings, key: Any) -> np.random.Generator:
-    """The group's own generator: the configured seed mixed with a stable hash of the group's keys."""
-    return np.random.default_rng([settings.seed, zlib.crc32(repr(key).encode())])
+# --------------------------------------------------------------------------------------------------------------
+# Batched scoring: many groups at once.
+#
+# A bootstrap resample of n repetitions draws n positions with replacement; its median is the mean of the
+# ((n-1)//2)-th and (n//2)-th smallest drawn values. Drawn from the *sorted* repetitions, those are the values
+# at the ((n-1)//2)-th and (n//2)-th smallest drawn positions, so the positions alone (not the values) decide
+# which repetitions a resample's median is made of. :func:`_median_positions` draws them once per
+# (seed, resamples, n, slot) and every alternative with n repetitions in that slot of its group (slot = the
+# alternative's place in the group; the runs' own intervals use slot 0) reuses them: the same percentile
+# bootstrap as resampling each alternative afresh, at the cost of one gather instead of ``resamples x n``
+# draws and a median. A group's intervals depend only on its own repetitions and the seed, never on what
+# else was validated; groups of the same shape share resampling patterns (common random numbers), so two
+# models scored on the same group are scored on the same resamples.
+# --------------------------------------------------------------------------------------------------------------
 
-
-def bootstrap_medians(samples: list[Any], resamples: int, rng: np.random.Generator,
-                      fallback: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``(resamples, k)`` medians of each alternative's repetitions resampled with replacement.
-
-    An alternative with no usable repetitions keeps its ``fallback`` value (its median) in every resample.
-    """
-    out = np.empty((resamples, len(samples)))
-    for j, s in enumerate(samples):
-        r = _clean(s)
-        if len(r) < 2:
-            out[:, j] = fallback[j]
-            continue
-        idx = rng.integers(0, len(r), size=(resamples, len(r)))
-        out[:, j] = np.median(r[idx], axis=1)
-    return out
+#: Bootstrap work per chunk of groups (groups x resamples x pairs of alternatives), bounding peak memory.
+CHUNK_ELEMENTS = 4_000_000
 
 
 def _pair_index(k: int) -> tuple[NDArray[np.int_], NDArray[np.int_]]:
     return np.triu_indices(k, k=1)
 
 
+@lru_cache(maxsize=512)
+def _median_positions(seed: int, resamples: int, n: int, slot: int) -> tuple[NDArray[np.int_], NDArray[np.int_]]:
+    """Positions (into the sorted repetitions) of the two middle values of each resample of ``n`` repetitions."""
+    rng = np.random.default_rng([int(seed), int(n), int(slot)])
+    drawn = np.sort(rng.integers(0, n, size=(resamples, n)), axis=1)
+    lo, hi = drawn[:, (n - 1) // 2].copy(), drawn[:, n // 2].copy()
+    lo.setflags(write=False)
+    hi.setflags(write=False)
+    return lo, hi
+
+
+def pad_sorted(samples: Sequence[Any]) -> tuple[NDArray[np.float64], NDArray[np.int_]]:
+    """``(rows, n_max)`` sorted finite repetitions of each row (NaN-padded) and each row's count."""
+    clean = [_clean(s) for s in samples]
+    counts = np.fromiter((len(c) for c in clean), dtype=np.int_, count=len(clean))
+    width = int(counts.max()) if len(counts) else 0
+    out = np.full((len(clean), max(width, 1)), np.nan)
+    for i, c in enumerate(clean):
+        if len(c):
+            out[i, : len(c)] = np.sort(c)
+    return out, counts
+
+
+def sorted_medians(XS: NDArray[np.float64], n: NDArray[np.int_]) -> NDArray[np.float64]:
+    """Median of each row of :func:`pad_sorted`'s output (NaN for a row without repetitions)."""
+    rows = np.arange(len(n))
+    lo = np.clip((n - 1) // 2, 0, None)
+    hi = np.clip(n // 2, 0, None)
+    med = 0.5 * (XS[rows, np.minimum(lo, XS.shape[1] - 1)] + XS[rows, np.minimum(hi, XS.shape[1] - 1)])
+    return np.where(n > 0, med, np.nan)
+
+
+def _lerp(a: NDArray[np.float64], b: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``a + (b - a) t`` computed as NumPy's percentile does (so the two agree to the last bit)."""
+    with np.errstate(invalid="ignore"):
+        d = b - a
+        return np.where(t >= 0.5, b - d * (1.0 - t), a + d * t)
+
+
+def interval_rows(values: NDArray[np.float64], level: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`interval` of every row of ``values`` (finite values only; NaN where a row has none)."""
+    V = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(V)
+    count = finite.sum(axis=1)
+    S = np.sort(np.where(finite, V, np.inf), axis=1)
+    rows = np.arange(len(V))
+    out = []
+    for q in (0.5 * (1.0 - level), 0.5 * (1.0 + level)):
+        pos = q * np.maximum(count - 1, 0)
+        f = np.floor(pos).astype(np.int_)
+        c = np.minimum(f + 1, np.maximum(count - 1, 0))
+        val = _lerp(S[rows, f], S[rows, c], pos - f)
+        out.append(np.where(count > 0, val, np.nan))
+    return out[0], out[1]
+
+
 def batch_ranking(M: NDArray[np.float64], p: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """The five ranking metrics of :mod:`analysis.metrics` for every row of ``M`` against ``p``.
 
-    ``M`` is ``(B, k)`` measured times (one resample per row), ``p`` the ``k``
-    predicted times. Same definitions and tie rules as the scalar functions.
+    ``M`` is ``(B, k)`` measured times (one resample per row) and ``p`` the ``k``
+    predicted times; or ``(G, B, k)`` and ``(G, k)`` for ``G`` groups at once
+    (results ``(G, B)``). Same definitions and tie rules as the scalar functions.
     """
-    i, j = _pair_index(M.shape[1])
-    sm = np.sign(M[:, i] - M[:, j])
-    sp = np.sign(p[i] - p[j])
-    untied_m = np.count_nonzero(sm, axis=1)
-    untied_p = np.count_nonzero(sp)
+    M = np.asarray(M, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    single = M.ndim == 2
+    if single:
+        M, p = M[None], p[None]
+    i, j = _pair_index(M.shape[-1])
+    sm = np.sign(M[..., i] - M[..., j])
+    sp = np.sign(p[:, i] - p[:, j])[:, None, :]
+    untied_m = np.count_nonzero(sm, axis=-1)
+    untied_p = np.count_nonzero(sp, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        tau = np.where((untied_m > 0) & (untied_p > 0), (sm * sp).sum(axis=1) / np.sqrt(untied_m * untied_p),
+        tau = np.where((untied_m > 0) & (untied_p > 0), (sm * sp).sum(axis=-1) / np.sqrt(untied_m * untied_p),
                        np.nan)
         ordered = sm != 0
-        same = np.count_nonzero(ordered & (sm == sp), axis=1)
-        undecided = np.count_nonzero(ordered & (sp == 0), axis=1)
+        same = np.count_nonzero(ordered & (sm == sp), axis=-1)
+        undecided = np.count_nonzero(ordered & (sp == 0), axis=-1)
         pairwise = np.where(untied_m > 0, (same + 0.5 * undecided) / untied_m, np.nan)
-    pick = p == p.min()
-    mmin = M.min(axis=1, keepdims=True)
-    best = M == mmin
-    top1 = np.count_nonzero(best & pick, axis=1) / np.count_nonzero(pick)
-    penalty = np.mean(M[:, pick] / mmin, axis=1) - 1.0
-    unit_m = M / np.linalg.norm(M, axis=1, keepdims=True)
-    unit_p = p / np.linalg.norm(p)
-    profile = np.linalg.norm(unit_m - unit_p, axis=1) / math.sqrt(2.0)
-    return {"kendall_tau": tau, "pairwise_agreement": pairwise, "top1_agreement": top1,
-            "selection_penalty": penalty, "profile_error": profile}
+        pick = (p == p.min(axis=-1, keepdims=True))[:, None, :]
+        n_pick = np.count_nonzero(pick, axis=-1)
+        mmin = M.min(axis=-1, keepdims=True)
+        top1 = np.count_nonzero((M == mmin) & pick, axis=-1) / n_pick
+        penalty = np.where(pick, M / mmin, 0.0).sum(axis=-1) / n_pick - 1.0
+        unit_m = M / np.linalg.norm(M, axis=-1, keepdims=True)
+        unit_p = (p / np.linalg.norm(p, axis=-1, keepdims=True))[:, None, :]
+        profile = np.linalg.norm(unit_m - unit_p, axis=-1) / math.sqrt(2.0)
+    out = {"kendall_tau": tau, "pairwise_agreement": pairwise, "top1_agreement": top1,
+           "selection_penalty": penalty, "profile_error": profile}
+    return {k: v[0] for k, v in out.items()} if single else out
 
 
 def interval(values: NDArray[np.float64], level: float) -> tuple[float, float]:
@@ -207,50 +273,184 @@ def interval(values: NDArray[np.float64], level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+@lru_cache(maxsize=256)
+def _null_rank_sums(total: int, n: int) -> NDArray[np.float64]:
+    """Sorted rank sums of every assignment of ``n`` of the ranks ``1..total`` (no ties) to the first sample."""
+    return np.sort((_arrangements(total, n) + 1).sum(axis=1).astype(np.float64))
+
+
+def _mann_whitney_rows(X: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`mann_whitney_greater` of each row pair (``X`` is ``(P, n)``, ``Y`` ``(P, m)``, no NaN)."""
+    n, m = X.shape[1], Y.shape[1]
+    p = np.empty(len(X))
+    pooled = np.sort(np.concatenate([X, Y], axis=1), axis=1)
+    tied = (np.diff(pooled, axis=1) == 0).any(axis=1)
+    for r in np.flatnonzero(tied):  # ties: the exact permutation test on average ranks, one pair at a time
+        p[r] = mann_whitney_greater(X[r], Y[r])
+    free = ~tied
+    if free.any():
+        x, y = X[free], Y[free]
+        below = (y[:, None, :] < x[:, :, None]).sum(axis=(1, 2))
+        observed = below + n * (n + 1) / 2.0  # rank sum of x in the pooled sample
+        if math.comb(n + m, n) <= EXACT_LIMIT:
+            null = _null_rank_sums(n + m, n)
+            p[free] = (len(null) - np.searchsorted(null, observed - 1e-9, side="left")) / len(null)
+        else:
+            u = observed - n * (n + 1) / 2.0
+            var = n * m / 12.0 * (n + m + 1)
+            z = (u - n * m / 2.0 - 0.5) / math.sqrt(var)
+            p[free] = 0.5 * np.vectorize(math.erfc)(z / math.sqrt(2.0))
+    return p
+
+
+def noise_aware_best_rows(XS: NDArray[np.float64], n: NDArray[np.int_], alpha: float) -> NDArray[np.bool_]:
+    """:func:`noise_aware_best` of ``G`` groups of ``k`` alternatives: ``XS`` ``(G, k, w)`` sorted padded
+    repetitions, ``n`` ``(G, k)`` their counts (every count >= 1)."""
+    G, k, _ = XS.shape
+    med = sorted_medians(XS.reshape(G * k, -1), n.reshape(-1)).reshape(G, k)
+    fastest = np.argmin(med, axis=1)
+    out = np.zeros((G, k), dtype=bool)
+    out[np.arange(G), fastest] = True
+    g_idx, a_idx = np.nonzero(~out)
+    f_idx = fastest[g_idx]
+    n1, n2 = n[g_idx, a_idx], n[g_idx, f_idx]
+    for a, b in set(zip(n1.tolist(), n2.tolist(), strict=True)):
+        sel = (n1 == a) & (n2 == b)
+        pv = _mann_whitney_rows(XS[g_idx[sel], a_idx[sel], :a], XS[g_idx[sel], f_idx[sel], :b])
+        out[g_idx[sel], a_idx[sel]] = ~(pv <= alpha)
+    return out
+
+
+def bootstrap_rows(XS: NDArray[np.float64], n: NDArray[np.int_], fallback: NDArray[np.float64],
+                   settings: Settings) -> NDArray[np.float64]:
+    """``(G, resamples, k)`` bootstrap medians of ``G`` groups' ``k`` alternatives (see the notes above);
+    an alternative with fewer than two repetitions keeps its ``fallback`` in every resample."""
+    G, k, _ = XS.shape
+    B = settings.resamples
+    M = np.empty((G, B, k))
+    for slot in range(k):
+        counts = n[:, slot]
+        for size in np.unique(counts).tolist():
+            rows = np.flatnonzero(counts == size)
+            if size < 2:
+                M[rows, :, slot] = fallback[rows, slot][:, None]
+                continue
+            lo, hi = _median_positions(settings.seed, B, size, slot)
+            X = XS[rows, slot]
+            M[rows, :, slot] = 0.5 * (X[:, lo] + X[:, hi])
+    return M
+
+
+def uncertainty_rows(m: NDArray[np.float64], p: NDArray[np.float64], t: NDArray[np.float64] | None,
+                     XS: NDArray[np.float64], n: NDArray[np.int_], names: Sequence[Sequence[str]],
+                     settings: Settings) -> dict[str, Any]:
+    """The uncertainty columns (:data:`UNCERTAINTY_COLUMNS`) of ``G`` groups of ``k`` alternatives at once.
+
+    ``m``/``p``/``t`` are ``(G, k)`` medians, predictions and tightness (``t`` may be None); ``XS``/``n``
+    the alternatives' sorted padded repetitions ``(G, k, w)`` and their counts ``(G, k)``; ``names`` the
+    alternatives' names per group. Returns one array (or list) of length ``G`` per column.
+    """
+    G, k = m.shape
+    out: dict[str, Any] = {"n_reps_min": n.min(axis=1).astype(np.int64)}
+    for metric in INTERVAL_METRICS:
+        out[f"{metric}_lo"] = np.full(G, np.nan)
+        out[f"{metric}_hi"] = np.full(G, np.nan)
+    boot = np.flatnonzero((n >= 2).any(axis=1)) if settings.resamples > 0 else np.empty(0, dtype=np.int_)
+    pairs = max(k * (k - 1) // 2, 1)
+    step = max(1, CHUNK_ELEMENTS // max(settings.resamples * (pairs + k), 1))
+    for start in range(0, len(boot), step):
+        rows = boot[start:start + step]
+        M = bootstrap_rows(XS[rows], n[rows], m[rows], settings)
+        values = batch_ranking(M, p[rows])
+        if t is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                values["tightness_median"] = np.median(t[rows][:, None, :] * (m[rows][:, None, :] / M), axis=2)
+        for metric, v in values.items():
+            out[f"{metric}_lo"][rows], out[f"{metric}_hi"][rows] = interval_rows(v, settings.level)
+    best = m == m.min(axis=1, keepdims=True)
+    judged = np.flatnonzero((n >= 1).all(axis=1))
+    if len(judged):
+        best[judged] = noise_aware_best_rows(XS[judged], n[judged], settings.noise_alpha)
+    pick = p == p.min(axis=1, keepdims=True)
+    out["distinguishable"] = ~best.all(axis=1)
+    out["best_measured_noise_aware"] = [", ".join(nm for nm, b in zip(row, bs, strict=True) if b)
+                                        for row, bs in zip(names, best.tolist(), strict=True)]
+    n_pick = np.count_nonzero(pick, axis=1)
+    out["top1_noise_aware"] = np.count_nonzero(pick & best, axis=1) / n_pick
+    with np.errstate(divide="ignore", invalid="ignore"):
+        penalty = np.where(best, 0.0, m / m.min(axis=1, keepdims=True) - 1.0)
+    out["selection_penalty_noise_aware"] = np.where(pick, penalty, 0.0).sum(axis=1) / n_pick
+    return out
+
+
 def group_uncertainty(key: Any, measured: Any, predicted: Any, names: list[str], samples: list[Any] | None,
                       settings: Settings, tightness: Any = None) -> dict[str, Any]:
-    """The uncertainty columns (:data:`UNCERTAINTY_COLUMNS`) of one group.
+    """The uncertainty columns (:data:`UNCERTAINTY_COLUMNS`) of one group (:func:`uncertainty_rows` for G = 1).
 
     ``measured``/``predicted`` are the alternatives' median and predicted
     times (or energies); ``samples`` their repetitions, in the same order;
     ``tightness`` the per-alternative tightness (a fraction of the bound that
     scales as 1 / measured), if the group has one. Without samples every
-    interval is NaN and the noise-aware best is the strict best.
+    interval is NaN and the noise-aware best is the strict best. ``key`` names
+    the group (kept for callers; the resampling depends only on the seed and the group's shape).
     """
-    m = np.asarray(measured, dtype=np.float64)
-    p = np.asarray(predicted, dtype=np.float64)
-    reps = [_clean(s) for s in samples] if samples is not None else [np.empty(0) for _ in names]
-    out: dict[str, Any] = {"n_reps_min": int(min(len(r) for r in reps)) if reps else 0}
-    if any(len(r) >= 2 for r in reps) and settings.resamples > 0:
-        M = bootstrap_medians(reps, settings.resamples, group_rng(settings, key), m)
-        boot = batch_ranking(M, p)
-        if tightness is not None:
-            t = np.asarray(tightness, dtype=np.float64)
-            boot["tightness_median"] = np.median(t[None, :] * (m[None, :] / M), axis=1)
-        for metric in INTERVAL_METRICS:
-            lo, hi = interval(boot[metric], settings.level) if metric in boot else (math.nan, math.nan)
-            out[f"{metric}_lo"], out[f"{metric}_hi"] = lo, hi
-    else:
-        for metric in INTERVAL_METRICS:
-            out[f"{metric}_lo"] = out[f"{metric}_hi"] = math.nan
-    best = noise_aware_best(reps, settings.noise_alpha) if all(len(r) for r in reps) else (m == m.min())
-    pick = p == p.min()
-    out["distinguishable"] = bool(not best.all())
-    out["best_measured_noise_aware"] = ", ".join(n for n, b in zip(names, best, strict=True) if b)
-    out["top1_noise_aware"] = float(np.count_nonzero(pick & best)) / float(np.count_nonzero(pick))
-    penalty = np.where(best, 0.0, m / m.min() - 1.0)
-    out["selection_penalty_noise_aware"] = float(np.mean(penalty[pick]))
+    m = np.asarray(measured, dtype=np.float64)[None]
+    p = np.asarray(predicted, dtype=np.float64)[None]
+    XS, n = pad_sorted(samples if samples is not None else [None] * len(names))
+    t = None if tightness is None else np.asarray(tightness, dtype=np.float64)[None]
+    cols = uncertainty_rows(m, p, t, XS[None], n[None], [names], settings)
+    out: dict[str, Any] = {}
+    for c in UNCERTAINTY_COLUMNS:
+        v = cols[c][0]
+        out[c] = v if isinstance(v, str) else (bool(v) if c == "distinguishable" else (
+            int(v) if c == "n_reps_min" else float(v)))
     return out
 
 
-def run_interval(tightness: Any, median: Any, samples: Any, settings: Settings, key: Any) -> tuple[float, float]:
-    """Interval of one run's tightness from its repetitions (tightness scales as 1 / the measured median)."""
-    r = _clean(samples)
-    t, med = float(tightness), float(median)
-    if len(r) < 2 or not (math.isfinite(t) and math.isfinite(med)) or settings.resamples <= 0:
-        return math.nan, math.nan
-    idx = group_rng(settings, key).integers(0, len(r), size=(settings.resamples, len(r)))
-    return interval(t * med / np.median(r[idx], axis=1), settings.level)
+def run_intervals(tightness: Any, median: Any, samples: Sequence[Any],
+                  settings: Settings) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each run's tightness interval from its repetitions (tightness scales as 1 / the measured median).
+
+    The percentile bootstrap of :func:`interval` over ``settings.resamples`` resamples, for every run at
+    once: with an odd count the sorted resample medians are the sorted repetitions at the sorted drawn
+    positions, so each run's interval needs four values, not a sort. NaN for runs with fewer than two
+    repetitions or a non-finite tightness or median.
+    """
+    t = np.asarray(tightness, dtype=np.float64)
+    med = np.asarray(median, dtype=np.float64)
+    XS, n = pad_sorted(samples)
+    lo, hi = np.full(len(t), np.nan), np.full(len(t), np.nan)
+    B = settings.resamples
+    if B <= 0:
+        return lo, hi
+    ok = (n >= 2) & np.isfinite(t) & np.isfinite(med)
+    scale = t * med
+    for size in np.unique(n[ok]).tolist():
+        rows = np.flatnonzero(ok & (n == size))
+        a, b = _median_positions(settings.seed, B, size, 0)
+        if size % 2:
+            order = np.sort(a)
+            boot = None
+        else:
+            boot = np.sort(0.5 * (XS[rows][:, a] + XS[rows][:, b]), axis=1)
+        for q, target in ((0.5 * (1.0 - settings.level), lo), (0.5 * (1.0 + settings.level), hi)):
+            # position in the ascending tightness values, i.e. from the top of the ascending medians
+            pos = q * (B - 1)
+            f = math.floor(pos)
+            c = min(f + 1, B - 1)
+            if boot is None:
+                lo_med, hi_med = XS[rows, order[B - 1 - f]], XS[rows, order[B - 1 - c]]
+            else:
+                lo_med, hi_med = boot[:, B - 1 - f], boot[:, B - 1 - c]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                target[rows] = _lerp(scale[rows] / lo_med, scale[rows] / hi_med, np.full(len(rows), pos - f))
+    return lo, hi
+
+
+def run_interval(tightness: Any, median: Any, samples: Any, settings: Settings, key: Any = None) -> tuple[float, float]:
+    """Interval of one run's tightness from its repetitions (:func:`run_intervals` for one run)."""
+    lo, hi = run_intervals([tightness], [median], [samples], settings)
+    return float(lo[0]), float(hi[0])
 
 
 def format_interval(value: float, lo: float, hi: float, digits: int = 2) -> str:

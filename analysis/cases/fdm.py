@@ -23,7 +23,7 @@ from analysis.cluster import Layout, LayoutError, scale_layout
 from analysis.config import ConfigError, platform_layouts
 from analysis.predictors.fdm import MODEL
 from analysis.registry import Case
-from analysis.runs import FIDELITY_TAIL, fidelity_types, reps_list, score_alternatives, tightness_intervals
+from analysis.runs import FIDELITY_TAIL, fidelity_types, reps_list, score_batch, tightness_intervals
 from analysis.uncertainty import Settings
 from sims.fdm.spec import SpecError, parse, run_identity
 from sims.placement import THREADS_VARIABLE
@@ -209,25 +209,38 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _score(g: pd.DataFrame, axis: str, fixed: str, names: list[str], settings: Settings | None) -> dict[str, Any]:
-    keys: dict[str, Any] = {k: g[k].iloc[0] for k in SCALE_KEYS}
-    keys.update(axis=axis, fixed=fixed, model=MODEL)
-    return score_alternatives(keys, g["time_median_s"].to_numpy(dtype="float64"),
-                              g["time_predicted_s"].to_numpy(dtype="float64"), names, g["tightness"],
-                              g["time_reps_s"].tolist() if "time_reps_s" in g else None, settings)
-
-
 def score_fdm(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFrame:
-    """Fidelity of the model's ranking of marshaling designs and of decompositions at each scale."""
-    rows = []
+    """Fidelity of the model's ranking of marshaling designs and of decompositions at each scale, every
+    group scored at once (:func:`analysis.runs.score_batch`); rows ordered by scale, then axis, then the
+    fixed design."""
+    frames = []
     have = runs[np.isfinite(runs["time_predicted_s"].to_numpy(dtype="float64"))]
-    for _, scale in have.groupby(SCALE_KEYS, sort=True, dropna=False):
-        for axis, other in (("marshaling", "decomposition"), ("decomposition", "marshaling")):
-            for fixed, g in scale.groupby(other, sort=True):
-                g = g.sort_values(axis, kind="stable")
-                if g[axis].nunique() >= 2:
-                    rows.append(_score(g, axis, f"{other}={fixed}", g[axis].astype(str).tolist(), settings))
-    out = pd.DataFrame(rows, columns=FDM_FIDELITY_COLUMNS)
+    for rank, (axis, other) in enumerate((("marshaling", "decomposition"), ("decomposition", "marshaling"))):
+        if not len(have):
+            break
+        keys = [*SCALE_KEYS, other]
+        sub = have.sort_values([*keys, axis], kind="stable")
+        gid = sub.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+        distinct = sub.groupby(keys, sort=False, dropna=False)[axis].transform("nunique").to_numpy()
+        sub, gid = sub[distinct >= 2], gid[distinct >= 2]
+        if not len(sub):
+            continue
+        scored = score_batch(gid, sub["time_median_s"].to_numpy(dtype="float64"),
+                             sub["time_predicted_s"].to_numpy(dtype="float64"), sub[axis].astype(str).tolist(),
+                             sub["tightness"].to_numpy(dtype="float64"),
+                             sub["time_reps_s"].tolist() if "time_reps_s" in sub else None, settings)
+        head = sub.iloc[scored.pop("first").to_numpy()]
+        keyed = pd.DataFrame({k: head[k].to_numpy() for k in SCALE_KEYS})
+        keyed["axis"] = axis
+        keyed["fixed"] = [f"{other}={v}" for v in head[other].astype(str)]
+        keyed["model"] = MODEL
+        keyed["_rank"] = rank
+        frames.append(pd.concat([keyed, scored], axis=1))
+    if frames:
+        out = pd.concat(frames, ignore_index=True).sort_values([*SCALE_KEYS, "_rank", "fixed"], kind="stable")
+        out = out[FDM_FIDELITY_COLUMNS].reset_index(drop=True)
+    else:
+        out = pd.DataFrame(columns=FDM_FIDELITY_COLUMNS)
     types = fidelity_types(FDM_FIDELITY_COLUMNS, ("study", "platform", "grid", "boundary", "axis", "fixed", "model"))
     types.update(order="int64", ranks="int64")
     return out.astype(types)

@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis import guidelines
@@ -29,7 +30,7 @@ from analysis.runs import (
     SAMPLE_COLUMNS,
     fidelity_types,
     reduce_repetitions,
-    score_alternatives,
+    score_batch,
     tightness_intervals,
 )
 from analysis.uncertainty import Settings
@@ -132,32 +133,48 @@ def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame
     return out.sort_values([c for c in order if c in out.columns], kind="stable").reset_index(drop=True)
 
 
-def score_group(group: pd.DataFrame, axis: str, settings: Settings | None = None) -> dict[str, Any]:
-    """Ranking fidelity and tightness of one group's alternatives along ``axis`` (``wp`` or ``alpha``).
-
-    Alternatives are ranked by time, or by energy for the energy models' rows
-    (``quantity == "energy"``): smaller is better for both.
-    """
-    g = group.sort_values("alpha" if axis == "alpha" else "variant", kind="stable")
-    quantity = str(g["quantity"].iloc[0]) if "quantity" in g else "time"
-    cols = ("energy_median_j", "energy_predicted_j") if quantity == "energy" else ("time_median_s", "time_predicted_s")
-    keys = {k: g[k].iloc[0] for k in GROUP_KEYS}
-    keys.update(axis=axis, quantity=quantity, model=str(g["model"].iloc[0]))
-    reps = SAMPLE_COLUMNS[quantity]
-    samples = g[reps].tolist() if reps in g else None
-    return score_alternatives(keys, g[cols[0]].to_numpy(dtype="float64"), g[cols[1]].to_numpy(dtype="float64"),
-                              g["variant"].astype(str).tolist(), g["tightness"], samples, settings)
-
-
 def score_groups(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFrame:
-    """Fidelity rows for every (group, axis) with at least two alternatives in ``runs``."""
-    rows = []
+    """Fidelity rows for every (group, axis) with at least two alternatives in ``runs``, scored as arrays.
+
+    A group is (study, case, platform, size, model) along an axis; alternatives are ranked by time, or by
+    energy for the energy models' rows (``quantity == "energy"``): smaller is better for both.
+    """
+    frames = []
     if len(runs):
+        energy_cols = ("energy_median_j", "energy_predicted_j")
         for axis, flag in (("wp", "axis_wp"), ("alpha", "axis_alpha")):
-            for _, g in runs[runs[flag]].groupby([*GROUP_KEYS, "model"], sort=True, dropna=False):
-                if len(g) >= 2:
-                    rows.append(score_group(g, axis, settings))
-    out = pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
+            sub = runs[runs[flag].fillna(False).astype(bool)]
+            if not len(sub):
+                continue
+            if "quantity" not in sub:
+                sub = sub.assign(quantity="time")
+            keys = [*GROUP_KEYS, "model"]
+            sub = sub.sort_values([*keys, "alpha" if axis == "alpha" else "variant"], kind="stable")
+            gid = sub.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+            size = np.bincount(gid)[gid]
+            sub, gid = sub[size >= 2], gid[size >= 2]
+            if not len(sub):
+                continue
+            energy = (sub["quantity"] == "energy").to_numpy(dtype=bool)
+
+            def pick(time_col: str, energy_col: str, frame: pd.DataFrame = sub, mask: np.ndarray = energy) -> Any:
+                t = frame[time_col].to_numpy(dtype="float64") if time_col in frame else np.full(len(frame), np.nan)
+                e = frame[energy_col].to_numpy(dtype="float64") if energy_col in frame else np.full(len(frame), np.nan)
+                return np.where(mask, e, t)
+
+            samples = [e if en else t for en, t, e in zip(
+                energy.tolist(), sub[SAMPLE_COLUMNS["time"]].tolist() if SAMPLE_COLUMNS["time"] in sub else
+                [None] * len(sub), sub[SAMPLE_COLUMNS["energy"]].tolist() if SAMPLE_COLUMNS["energy"] in sub else
+                [None] * len(sub), strict=True)]
+            scored = score_batch(gid, pick("time_median_s", energy_cols[0]), pick("time_predicted_s", energy_cols[1]),
+                                 sub["variant"].astype(str).tolist(), sub["tightness"].to_numpy(dtype="float64"),
+                                 samples, settings)
+            head = sub.iloc[scored.pop("first").to_numpy()]
+            keyed = pd.DataFrame({k: head[k].to_numpy() for k in GROUP_KEYS})
+            keyed["axis"] = axis
+            keyed["quantity"] = head["quantity"].astype(str).to_numpy()
+            keyed["model"] = head["model"].astype(str).to_numpy()
+            frames.append(pd.concat([keyed, scored], axis=1))
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FIDELITY_COLUMNS)
+    out = out[FIDELITY_COLUMNS]
     return out.astype(fidelity_types(FIDELITY_COLUMNS, ("study", "case", "platform", "axis", "quantity", "model")))
-
-

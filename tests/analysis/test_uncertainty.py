@@ -132,3 +132,105 @@ def test_format_interval():
     assert format_interval(0.8, 0.6, 0.93) == "0.80 [0.60, 0.93]"
     assert format_interval(0.8, float("nan"), 1.0) == "0.80"
     assert format_interval(float("nan"), 0, 1) == "n/a"
+
+
+# ---- the batched path (many groups at once) against the one-group rules ----------------------------------------
+
+from analysis.runs import score_batch  # noqa: E402
+from analysis.uncertainty import (  # noqa: E402
+    _mann_whitney_rows,
+    _median_positions,
+    interval,
+    interval_rows,
+    pad_sorted,
+    run_intervals,
+)
+
+
+def test_median_positions_draw_the_bootstrap_median_distribution():
+    # the median of 5 draws with replacement from 5 sorted values is the j-th value with
+    # P(J <= j) = P(Binomial(5, (j + 1) / 5) >= 3)
+    lo, hi = _median_positions(0, 200_000, 5, 0)
+    assert (lo == hi).all()
+    for j in range(5):
+        q = (j + 1) / 5
+        want = sum(math.comb(5, i) * q**i * (1 - q) ** (5 - i) for i in range(3, 6))
+        assert np.mean(lo <= j) == pytest.approx(want, abs=0.005)
+    lo, hi = _median_positions(0, 1000, 4, 1)  # even n: the two middle positions
+    assert (lo <= hi).all() and (lo < hi).any()
+
+
+def test_run_intervals_equal_the_percentile_of_resampled_medians():
+    rng = np.random.default_rng(2)
+    settings = Settings(resamples=300, seed=4)
+    for n in (2, 3, 4, 5, 7):
+        reps = [rng.lognormal(0, 0.3, n) for _ in range(6)]
+        med = np.array([np.median(r) for r in reps])
+        t = rng.uniform(0.2, 1.0, 6)
+        lo, hi = run_intervals(t, med, reps, settings)
+        a, b = _median_positions(4, 300, n, 0)
+        for r in range(6):
+            s = np.sort(reps[r])
+            want = interval(t[r] * med[r] / (0.5 * (s[a] + s[b])), settings.level)
+            assert (lo[r], hi[r]) == pytest.approx(want, rel=1e-12)
+    lo, hi = run_intervals([0.5, np.nan, 0.5], [1.0, 1.0, 1.0], [[1.0], [1.0, 2.0], None], settings)
+    assert np.isnan(lo).all() and np.isnan(hi).all()
+
+
+def test_interval_rows_equal_interval_row_by_row():
+    rng = np.random.default_rng(3)
+    V = rng.normal(size=(40, 57))
+    V[rng.random(V.shape) < 0.2] = np.nan
+    V[5] = np.nan
+    lo, hi = interval_rows(V, 0.9)
+    for r in range(len(V)):
+        want = interval(V[r], 0.9)
+        assert (math.isnan(want[0]) and math.isnan(lo[r])) or (lo[r], hi[r]) == pytest.approx(want, rel=1e-13)
+
+
+def test_vectorised_mann_whitney_equals_the_scalar_test():
+    rng = np.random.default_rng(4)
+    for n, m in ((3, 3), (5, 5), (4, 6), (12, 12)):  # the last beyond the exact limit
+        X = rng.normal(0.0, 1.0, (50, n)) + rng.uniform(0, 2, (50, 1))
+        Y = rng.normal(0.0, 1.0, (50, m))
+        X[:5, 0] = Y[:5, 0]  # ties go through the exact tie-aware test
+        got = _mann_whitney_rows(X, Y)
+        want = [mann_whitney_greater(X[r], Y[r]) for r in range(50)]
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+def test_score_batch_equals_scoring_each_group_alone():
+    rng = np.random.default_rng(5)
+    settings = Settings(resamples=200, seed=1)
+    gids, m, p, t, names, reps, groups = [], [], [], [], [], [], []
+    for g in range(30):
+        k = int(rng.integers(2, 6))
+        n = [int(rng.integers(1, 6)) for _ in range(k)]
+        s = [rng.lognormal(np.log(rng.choice([1.0, 1.2, 2.0])), 0.2, c) for c in n]
+        if g % 7 == 0:
+            s[0] = np.array([])  # an alternative without usable repetitions
+        mm = np.array([np.median(x) if len(x) else 1.5 for x in s])
+        pp = rng.choice([1.0, 1.1, 1.5], size=k)  # ties in the prediction too
+        tt = pp / mm
+        nm = [f"v{i}" for i in range(k)]
+        groups.append((mm, pp, tt, nm, s))
+        gids += [g] * k
+        m += mm.tolist(); p += pp.tolist(); t += tt.tolist(); names += nm; reps += s
+    batch = score_batch(np.array(gids), m, p, names, t, reps, settings)
+    assert len(batch) == 30 and batch["first"].is_monotonic_increasing
+    for g, (mm, pp, tt, nm, s) in enumerate(groups):
+        alone = score_alternatives({}, mm, pp, nm, pd.Series(tt), s, settings)
+        want = {**metrics.ranking_summary(mm, pp, nm),
+                **group_uncertainty(("g",), mm, pp, nm, s, settings, tt)}
+        for c, v in want.items():
+            got = batch.iloc[g][c]
+            assert alone[c] == got or (isinstance(v, float) and math.isnan(v) and math.isnan(got)) or \
+                got == pytest.approx(v), (g, c)
+            assert (isinstance(v, float) and math.isnan(v) and math.isnan(got)) or got == v or \
+                got == pytest.approx(v), (g, c)
+
+
+def test_pad_sorted_drops_non_finite_repetitions():
+    XS, n = pad_sorted([[3.0, np.nan, 1.0], None, [np.inf, 2.0]])
+    assert n.tolist() == [2, 0, 1]
+    assert XS[0, :2].tolist() == [1.0, 3.0] and np.isnan(XS[1]).all() and XS[2, 0] == 2.0
