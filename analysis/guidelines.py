@@ -8,7 +8,6 @@ the P-Paw guideline prescribes, and whether the least-energy WP follows E-Paw.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -33,8 +32,27 @@ def _processor(row: Any, role: str) -> hetero.Processor | None:
     return hetero.Processor(**kw)
 
 
-def _zero_nan(x: Any) -> float:
-    return 0.0 if x is None or math.isnan(float(x)) else float(x)
+INTENSITIES = ("intensity", "intensity_host", "intensity_accel")
+
+
+def _groups(sub: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any], list[dict[str, Any]]]]:
+    """The runs of ``sub`` per (study, case, size), in key order and run order within a group, as plain
+    records (intensities with NaN read as 0; energy NaN when absent)."""
+    cols = ["study", "case", "size", "variant", "time_median_s", *INTENSITIES]
+    frame = sub[cols].copy()
+    frame["energy_median_j"] = (pd.to_numeric(sub["energy_median_j"], errors="coerce")
+                                if "energy_median_j" in sub else np.nan)
+    for c in INTENSITIES:
+        frame[c] = pd.to_numeric(frame[c], errors="coerce").fillna(0.0)
+    frame["time_median_s"] = pd.to_numeric(frame["time_median_s"], errors="coerce")
+    frame["variant"] = frame["variant"].astype(str)
+    groups: dict[tuple[Any, Any, Any], list[dict[str, Any]]] = {}
+    for rec in frame.to_dict("records"):
+        key = (rec["study"], rec["case"], rec["size"])
+        if any(pd.isna(k) for k in key):
+            continue  # as a groupby drops missing keys
+        groups.setdefault(key, []).append(rec)
+    return sorted(groups.items(), key=lambda kv: kv[0])
 
 
 def evaluate(runs: pd.DataFrame, processors: pd.DataFrame | None) -> pd.DataFrame:
@@ -53,24 +71,24 @@ def evaluate(runs: pd.DataFrame, processors: pd.DataFrame | None) -> pd.DataFram
             problems = [f"{r}: {getattr(plat, f'energy_problem_{r}')}" for r in ("host", "accel")
                         if getattr(plat, f"energy_problem_{r}", "")]
             e_cat = "not determined: " + "; ".join(problems) if problems else NO_ENERGY
-        for (study, case, size), g in sub.groupby(["study", "case", "size"], sort=True):
-            best = g.loc[g["time_median_s"].idxmin()]
-            follows = hetero.guideline_followed(p_cat, *(_zero_nan(best[c]) for c in
-                                                         ("intensity", "intensity_host", "intensity_accel")))
-            prescribed = [str(r.variant) for r in g.itertuples() if hetero.guideline_followed(
-                p_cat, _zero_nan(r.intensity), _zero_nan(r.intensity_host), _zero_nan(r.intensity_accel))]
+        for (study, case, size), g in _groups(sub):
+            best = min((r for r in g if r["time_median_s"] == r["time_median_s"]),
+                       key=lambda r: r["time_median_s"], default=None)
+            if best is None:
+                continue
+            follows = hetero.guideline_followed(p_cat, *(best[c] for c in INTENSITIES))
+            prescribed = [r["variant"] for r in g if hetero.guideline_followed(p_cat, *(r[c] for c in INTENSITIES))]
             least = "n/a: no measured energy"
-            if "energy_median_j" in g and g["energy_median_j"].notna().all():
-                best_e = g.loc[g["energy_median_j"].idxmin()]
+            if all(r["energy_median_j"] == r["energy_median_j"] for r in g):
+                best_e = min(g, key=lambda r: r["energy_median_j"])
                 if e_cat.startswith("not "):
                     e_follow, why = None, " (E-Paw category unknown)"
                 else:
-                    e_follow, why = hetero.energy_guideline_followed(e_cat, *(
-                        _zero_nan(best_e[c]) for c in ("intensity", "intensity_host", "intensity_accel"))), ""
+                    e_follow, why = hetero.energy_guideline_followed(e_cat, *(best_e[c] for c in INTENSITIES)), ""
                 least = f"{best_e['variant']}: " + ("n/a" if e_follow is None else ("yes" if e_follow else "no")) + why
             rows.append({"platform": plat.platform, "study": study, "case": case, "size": size,
                          "bl_host": host.balance, "bl_accel": accel.balance, "p_category": p_cat,
-                         "p_guideline": p_text, "e_category": e_cat, "best_measured": str(best["variant"]),
+                         "p_guideline": p_text, "e_category": e_cat, "best_measured": best["variant"],
                          "guideline_wps": ", ".join(prescribed), "follows": "n/a" if follows is None else
                          ("yes" if follows else "no"), "least_energy": least})
     out = pd.DataFrame(rows, columns=COLUMNS)

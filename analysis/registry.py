@@ -153,8 +153,8 @@ class Model(abc.ABC):
     table : str
         The validation table its rows belong to.
     rowwise : bool
-        True when each run is predicted from its own row (lifted onto Dask with
-        ``map_partitions``); False when it needs a whole group (PEACH's curves),
+        True when each run is predicted from its own row (run in the Dask task of
+        each data file); False when it needs a whole group (PEACH's curves),
         applied to the computed frame.
     """
 

@@ -2,7 +2,7 @@
 
 Each function is a typed pure pandas transform, tested with pandas and lifted
 onto Dask by the validation engine (:mod:`analysis.validate`) with
-``map_partitions(..., meta=...)``.
+one Dask task per data file (:func:`analysis.validate.case_frame`).
 """
 
 from __future__ import annotations
@@ -156,6 +156,34 @@ def reps_list(values: pd.Series) -> list[float]:
     return [float(v) for v in pd.to_numeric(values, errors="coerce") if pd.notna(v)]
 
 
+def reps_lists(run_id: pd.Series, values: pd.Series) -> pd.Series:
+    """Per run (sorted by ``run_id``; rows in repetition order within a run), the list of its finite-or-not
+    non-null values as floats (:func:`reps_list` for every run at once)."""
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype="float64")
+    keys = run_id.to_numpy()
+    runs, start = np.unique(keys, return_index=True)
+    order = np.argsort(start, kind="stable")
+    runs, start = runs[order], start[order]
+    bounds = np.r_[start, len(v)]
+    keep = ~np.isnan(v)
+    lists = [v[a:b][keep[a:b]].tolist() for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+    return pd.Series(lists, index=pd.Index(runs, name=run_id.name), dtype=object)
+
+
+def energy_sources(run_id: pd.Series, sources: pd.Series) -> pd.Series:
+    """Per run (index sorted), :func:`_energy_source` of its repetitions' sources, every run at once."""
+    frame = pd.DataFrame({"run_id": run_id.to_numpy(), "source": sources.astype("string").to_numpy()})
+    have = frame.dropna(subset=["source"]).drop_duplicates()
+    per_run = have.groupby("run_id", sort=True)["source"]
+    count = per_run.size()
+    out = pd.Series("none", index=pd.Index(np.unique(frame["run_id"].to_numpy()), name=run_id.name), dtype="string")
+    single = count[count == 1].index
+    out.loc[single] = per_run.first().loc[single].to_numpy()
+    for run in count[count > 1].index:
+        out.loc[run] = "mixed: " + ", ".join(sorted(have.loc[have["run_id"] == run, "source"].astype(str)))
+    return out
+
+
 def _energy_source(sources: pd.Series) -> str:
     """The run's energy source: the one its repetitions share, or 'mixed: a, b' when they differ."""
     found = sorted(set(sources.dropna().astype(str)))
@@ -177,7 +205,8 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
     base["size"] = pd.to_numeric(base["size"]).astype("float64")
     for c in ("alpha", *_COUNT_COLS):
         base[c] = pd.to_numeric(base[c]).astype("float64")
-    grouped = ok.sort_values(["run_id", "rep"], kind="stable").groupby("run_id", sort=True)
+    ordered = ok.sort_values(["run_id", "rep"], kind="stable")
+    grouped = ordered.groupby("run_id", sort=True)
     first = base.groupby("run_id", sort=True).first()
     t = grouped["time_s"]
     out = pd.DataFrame(
@@ -192,9 +221,9 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
             **{f"{c[:-2]}_median_j": pd.to_numeric(grouped[c].median()).astype("float64") for c in _ENERGY},
             "energy_iqr_j": pd.to_numeric(grouped["energy_j"].quantile(0.75) - grouped["energy_j"].quantile(0.25)
                                           ).astype("float64"),
-            "energy_source": grouped["energy_source"].agg(_energy_source).astype("string"),
-            "time_reps_s": grouped["time_s"].agg(reps_list).astype(object),
-            "energy_reps_j": grouped["energy_j"].agg(reps_list).astype(object),
+            "energy_source": energy_sources(ok["run_id"], ok["energy_source"]),
+            "time_reps_s": reps_lists(ordered["run_id"], ordered["time_s"]),
+            "energy_reps_j": reps_lists(ordered["run_id"], ordered["energy_j"]),
         }
     )
     out = first.join(out).reset_index()

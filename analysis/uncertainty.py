@@ -34,10 +34,10 @@ for one group, kept for callers and as the tests' reference.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -215,10 +215,17 @@ def interval_rows(values: NDArray[np.float64], level: float) -> tuple[NDArray[np
     V = np.asarray(values, dtype=np.float64)
     finite = np.isfinite(V)
     count = finite.sum(axis=1)
-    S = np.sort(np.where(finite, V, np.inf), axis=1)
+    qs = (0.5 * (1.0 - level), 0.5 * (1.0 + level))
+    if len(V) and V.shape[1] > 1 and (count == V.shape[1]).all():
+        # every value finite: the positions are the same in every row, so a partition replaces the sort
+        kth = sorted({int(math.floor(q * (V.shape[1] - 1))) + d for q in qs for d in (0, 1)} & set(
+            range(V.shape[1])))
+        S = np.partition(V, kth, axis=1)
+    else:
+        S = np.sort(np.where(finite, V, np.inf), axis=1)
     rows = np.arange(len(V))
     out = []
-    for q in (0.5 * (1.0 - level), 0.5 * (1.0 + level)):
+    for q in qs:
         pos = q * np.maximum(count - 1, 0)
         f = np.floor(pos).astype(np.int_)
         c = np.minimum(f + 1, np.maximum(count - 1, 0))
@@ -239,29 +246,42 @@ def batch_ranking(M: NDArray[np.float64], p: NDArray[np.float64]) -> dict[str, N
     single = M.ndim == 2
     if single:
         M, p = M[None], p[None]
-    i, j = _pair_index(M.shape[-1])
-    sm = np.sign(M[..., i] - M[..., j])
-    sp = np.sign(p[:, i] - p[:, j])[:, None, :]
-    untied_m = np.count_nonzero(sm, axis=-1)
-    untied_p = np.count_nonzero(sp, axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tau = np.where((untied_m > 0) & (untied_p > 0), (sm * sp).sum(axis=-1) / np.sqrt(untied_m * untied_p),
-                       np.nan)
-        ordered = sm != 0
-        same = np.count_nonzero(ordered & (sm == sp), axis=-1)
-        undecided = np.count_nonzero(ordered & (sp == 0), axis=-1)
-        pairwise = np.where(untied_m > 0, (same + 0.5 * undecided) / untied_m, np.nan)
-        pick = (p == p.min(axis=-1, keepdims=True))[:, None, :]
-        n_pick = np.count_nonzero(pick, axis=-1)
-        mmin = M.min(axis=-1, keepdims=True)
-        top1 = np.count_nonzero((M == mmin) & pick, axis=-1) / n_pick
-        penalty = np.where(pick, M / mmin, 0.0).sum(axis=-1) / n_pick - 1.0
-        unit_m = M / np.linalg.norm(M, axis=-1, keepdims=True)
-        unit_p = (p / np.linalg.norm(p, axis=-1, keepdims=True))[:, None, :]
-        profile = np.linalg.norm(unit_m - unit_p, axis=-1) / math.sqrt(2.0)
-    out = {"kendall_tau": tau, "pairwise_agreement": pairwise, "top1_agreement": top1,
-           "selection_penalty": penalty, "profile_error": profile}
+    out = ranking_by_alternative(np.ascontiguousarray(np.moveaxis(M, -1, 0)), p)
     return {k: v[0] for k, v in out.items()} if single else out
+
+
+def ranking_by_alternative(Mk: NDArray[np.float64], p: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """:func:`batch_ranking` with the alternatives first: ``Mk`` is ``(k, G, B)``, ``p`` ``(G, k)``.
+
+    Every operation is on whole ``(G, B)`` planes (contiguous), one per alternative or pair of them.
+    """
+    k = Mk.shape[0]
+    pk = p.T[:, :, None]  # (k, G, 1)
+    i, j = _pair_index(k)
+    sm = np.empty((len(i), *Mk.shape[1:]), dtype=np.int8)
+    for n, (a, b) in enumerate(zip(i.tolist(), j.tolist(), strict=True)):
+        np.subtract((Mk[a] > Mk[b]).view(np.int8), (Mk[a] < Mk[b]).view(np.int8), out=sm[n])
+    sp = np.sign(pk[i] - pk[j]).astype(np.int8)  # (P, G, 1)
+    untied_m = np.count_nonzero(sm, axis=0)
+    untied_p = np.count_nonzero(sp, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        agree = (sm * sp).sum(axis=0, dtype=np.int64)
+        tau = np.where((untied_m > 0) & (untied_p > 0), agree / np.sqrt(untied_m * untied_p), np.nan)
+        ordered = sm != 0
+        same = np.count_nonzero(ordered & (sm == sp), axis=0)
+        undecided = np.count_nonzero(ordered & (sp == 0), axis=0)
+        pairwise = np.where(untied_m > 0, (same + 0.5 * undecided) / untied_m, np.nan)
+        pick = pk == pk.min(axis=0, keepdims=True)  # (k, G, 1)
+        n_pick = np.count_nonzero(pick, axis=0)
+        mmin = Mk.min(axis=0)
+        top1 = np.count_nonzero((Mk == mmin) & pick, axis=0) / n_pick
+        penalty = np.where(pick, Mk / mmin, 0.0).sum(axis=0) / n_pick - 1.0
+        norm_m = np.sqrt(np.einsum("kgb,kgb->gb", Mk, Mk))
+        unit_p = pk / np.sqrt((pk * pk).sum(axis=0))
+        diff = Mk / norm_m - unit_p
+        profile = np.sqrt(np.einsum("kgb,kgb->gb", diff, diff)) / math.sqrt(2.0)
+    return {"kendall_tau": tau, "pairwise_agreement": pairwise, "top1_agreement": top1,
+            "selection_penalty": penalty, "profile_error": profile}
 
 
 def interval(values: NDArray[np.float64], level: float) -> tuple[float, float]:
@@ -273,34 +293,31 @@ def interval(values: NDArray[np.float64], level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-@lru_cache(maxsize=256)
-def _null_rank_sums(total: int, n: int) -> NDArray[np.float64]:
-    """Sorted rank sums of every assignment of ``n`` of the ranks ``1..total`` (no ties) to the first sample."""
-    return np.sort((_arrangements(total, n) + 1).sum(axis=1).astype(np.float64))
-
-
 def _mann_whitney_rows(X: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
-    """:func:`mann_whitney_greater` of each row pair (``X`` is ``(P, n)``, ``Y`` ``(P, m)``, no NaN)."""
+    """:func:`mann_whitney_greater` of each row pair (``X`` is ``(P, n)``, ``Y`` ``(P, m)``, no NaN), as arrays:
+    average ranks from pairwise comparisons, then the exact permutation test over every arrangement (or the
+    normal approximation with tie correction beyond :data:`EXACT_LIMIT`)."""
     n, m = X.shape[1], Y.shape[1]
-    p = np.empty(len(X))
-    pooled = np.sort(np.concatenate([X, Y], axis=1), axis=1)
-    tied = (np.diff(pooled, axis=1) == 0).any(axis=1)
-    for r in np.flatnonzero(tied):  # ties: the exact permutation test on average ranks, one pair at a time
-        p[r] = mann_whitney_greater(X[r], Y[r])
-    free = ~tied
-    if free.any():
-        x, y = X[free], Y[free]
-        below = (y[:, None, :] < x[:, :, None]).sum(axis=(1, 2))
-        observed = below + n * (n + 1) / 2.0  # rank sum of x in the pooled sample
-        if math.comb(n + m, n) <= EXACT_LIMIT:
-            null = _null_rank_sums(n + m, n)
-            p[free] = (len(null) - np.searchsorted(null, observed - 1e-9, side="left")) / len(null)
-        else:
-            u = observed - n * (n + 1) / 2.0
-            var = n * m / 12.0 * (n + m + 1)
-            z = (u - n * m / 2.0 - 0.5) / math.sqrt(var)
-            p[free] = 0.5 * np.vectorize(math.erfc)(z / math.sqrt(2.0))
-    return p
+    Z = np.concatenate([X, Y], axis=1)
+    less = (Z[:, None, :] < Z[:, :, None]).sum(axis=2)
+    equal = (Z[:, None, :] == Z[:, :, None]).sum(axis=2)  # counts itself
+    ranks = less + 0.5 * (equal + 1)
+    observed = ranks[:, :n].sum(axis=1)
+    if math.comb(n + m, n) <= EXACT_LIMIT:
+        arr = _arrangements(n + m, n)
+        p = np.empty(len(Z))
+        step = max(1, CHUNK_ELEMENTS // (len(arr) * n))
+        for s in range(0, len(Z), step):
+            sums = ranks[s:s + step][:, arr].sum(axis=2)
+            p[s:s + step] = np.mean(sums >= observed[s:s + step, None] - 1e-9, axis=1)
+        return p
+    u = observed - n * (n + 1) / 2.0
+    tie = (equal.astype(np.float64) ** 2 - 1.0).sum(axis=1)  # sum over tie groups of c^3 - c
+    var = n * m / 12.0 * ((n + m + 1) - tie / ((n + m) * (n + m - 1)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (u - n * m / 2.0 - 0.5) / np.sqrt(var)
+    p = 0.5 * np.vectorize(math.erfc)(z / math.sqrt(2.0))
+    return np.where(var > 0, p, 1.0)
 
 
 def noise_aware_best_rows(XS: NDArray[np.float64], n: NDArray[np.int_], alpha: float) -> NDArray[np.bool_]:
@@ -323,21 +340,22 @@ def noise_aware_best_rows(XS: NDArray[np.float64], n: NDArray[np.int_], alpha: f
 
 def bootstrap_rows(XS: NDArray[np.float64], n: NDArray[np.int_], fallback: NDArray[np.float64],
                    settings: Settings) -> NDArray[np.float64]:
-    """``(G, resamples, k)`` bootstrap medians of ``G`` groups' ``k`` alternatives (see the notes above);
-    an alternative with fewer than two repetitions keeps its ``fallback`` in every resample."""
+    """``(k, G, resamples)`` bootstrap medians of ``G`` groups' ``k`` alternatives (see the notes above),
+    alternatives first; an alternative with fewer than two repetitions keeps its ``fallback`` in every
+    resample."""
     G, k, _ = XS.shape
     B = settings.resamples
-    M = np.empty((G, B, k))
+    M = np.empty((k, G, B))
     for slot in range(k):
         counts = n[:, slot]
         for size in np.unique(counts).tolist():
             rows = np.flatnonzero(counts == size)
             if size < 2:
-                M[rows, :, slot] = fallback[rows, slot][:, None]
+                M[slot, rows] = fallback[rows, slot][:, None]
                 continue
             lo, hi = _median_positions(settings.seed, B, size, slot)
             X = XS[rows, slot]
-            M[rows, :, slot] = 0.5 * (X[:, lo] + X[:, hi])
+            M[slot, rows] = 0.5 * (X[:, lo] + X[:, hi])
     return M
 
 
@@ -361,10 +379,10 @@ def uncertainty_rows(m: NDArray[np.float64], p: NDArray[np.float64], t: NDArray[
     for start in range(0, len(boot), step):
         rows = boot[start:start + step]
         M = bootstrap_rows(XS[rows], n[rows], m[rows], settings)
-        values = batch_ranking(M, p[rows])
+        values = ranking_by_alternative(M, p[rows])
         if t is not None:
             with np.errstate(divide="ignore", invalid="ignore"):
-                values["tightness_median"] = np.median(t[rows][:, None, :] * (m[rows][:, None, :] / M), axis=2)
+                values["tightness_median"] = np.median(t[rows].T[:, :, None] * (m[rows].T[:, :, None] / M), axis=0)
         for metric, v in values.items():
             out[f"{metric}_lo"][rows], out[f"{metric}_hi"][rows] = interval_rows(v, settings.level)
     best = m == m.min(axis=1, keepdims=True)

@@ -1,17 +1,18 @@
 """The Dask validation job: runs joined with platform parameters and every applicable model, then scored.
 
-It loops over the registered cases (:mod:`analysis.registry`). For each case
-its own data files are read, one Dask partition per file (every row of a run
-lives in one file, so no shuffle is needed), and reduced per run
-(``case.reduce``, a pure pandas function lifted with ``map_partitions`` and an
-explicit ``meta``), joined with the platform frame the case asks for, and
-predicted by every model registered for the case (row-wise models on the Dask
-collection, group-wise ones on the computed frame). The whole lazy graph is
-computed once with ``dask.compute``; the case then scores its predictions into
-its tables. Tables of the same name from several cases are concatenated; every
-table is written atomically as ``<out>/<table>.parquet``, with
-``failed.parquet``, ``published.parquet`` (the papers' own claims, recomputed)
-and ``summary.json``.
+It loops over the registered cases (:mod:`analysis.registry`). Every data file
+of a case's partitions is one Dask task (:func:`case_frame`): read it, reduce
+its runs (``case.reduce``; every row of a run lives in one file, so no
+shuffle is needed), join the platform frame the case asks for (sent with the
+task) and predict with every row-wise model. The tasks run on
+whatever cluster :func:`dask_client` chooses, and a cluster of more workers
+runs more files at once (16 per case and study). The client gathers the
+results, applies the group-wise models (PEACH's curves) and lets each case
+score its predictions into its tables, as arrays over all groups at once
+(:func:`analysis.runs.score_batch`). Tables of the same name from several
+cases are concatenated; every table is written atomically as
+``<out>/<table>.parquet``, with ``failed.parquet``, ``published.parquet``
+(the papers' own claims, recomputed) and ``summary.json``.
 """
 
 from __future__ import annotations
@@ -188,30 +189,53 @@ def _read_partition(study: str, case: str, path: str) -> pd.DataFrame:
     return _as_pandas(read_file(study, case, path))
 
 
-def case_records(dd: Any, files: list[tuple[str, str, Path]], case: str) -> Any:
-    """The records of ``case`` as a Dask frame with one partition per data file of its partitions.
+def case_frame(case_name: str, records: pd.DataFrame, frame: pd.DataFrame | None,
+               keys: list[str] | None) -> dict[str, Any]:
+    """Everything validation needs from one batch of a case's records: the record count, the failed runs,
+    the reduced runs joined with the platform ``frame`` (on ``keys``) and every row-wise model's predictions.
 
-    Every row of a run lives in one file (see :mod:`analysis.dataset`), so a run's repetitions are
-    always in one partition: the per-run reduction needs no shuffle, and a case reads only its own files.
+    Pure pandas: a Dask task runs it on one data file (:func:`_file_task`); run on the empty schema it gives
+    the empty result of the right types and checks every model's ``needs`` before anything is computed.
     """
-    mine = [f for f in files if f[1] == case]
-    meta = _as_pandas(RUN_SCHEMA.empty_table())
-    if not mine:
-        return dd.from_pandas(meta, npartitions=1)
-    return dd.from_map(_read_partition, [f[0] for f in mine], [f[1] for f in mine], [str(f[2]) for f in mine],
-                       meta=meta, enforce_metadata=False, label=f"read-{case}")
-
-
-def _lazy_case(case: Case, ddf: Any, platforms: Platforms) -> tuple[Any, dict[str, Any], Any]:
-    """The case's reduced runs joined with its platform frame, and each row-wise model's lazy predictions."""
-    sel = case.select(ddf)
-    reduced = sel.map_partitions(case.reduce, meta=case.reduce(sel._meta))
-    frame, keys = case.platform_frame(platforms)
+    case = cases()[case_name]
+    out: dict[str, Any] = {"records": len(records), "failed": failed_runs(records)}
+    reduced = case.reduce(case.select(records))
+    if frame is not None:  # join keys typed as the runs' own (the platform files give plain str)
+        frame = frame.astype({k: reduced[k].dtype for k in keys or [] if k in reduced and k in frame})
     joined = reduced.merge(frame, on=keys, how="inner") if frame is not None else reduced
-    check_needs(case, joined._meta.columns)
-    lazy = {m.name: joined.map_partitions(m.predict, meta=m.predict(joined._meta))
-            for m in models_for(case.name) if m.rowwise}
-    return reduced, lazy, joined
+    check_needs(case, joined.columns)
+    out.update(reduced=len(reduced), joined=len(joined))
+    models = models_for(case_name)
+    out["models"] = {m.name: m.predict(joined) for m in models if m.rowwise}
+    out["frame"] = joined if any(not m.rowwise for m in models) else None
+    return out
+
+
+def _file_task(case_name: str, study: str, path: str, frame: pd.DataFrame | None,
+               keys: list[str] | None) -> dict[str, Any]:
+    """:func:`case_frame` of one data file (every row of a run lives in one file, so the per-run reduction
+    needs no shuffle and a case reads only its own files)."""
+    return case_frame(case_name, _read_partition(study, case_name, path), frame, keys)
+
+
+def _combine(parts: list[dict[str, Any]], empty: dict[str, Any]) -> dict[str, Any]:
+    """The per-file results of one case as one result (frames concatenated in file order)."""
+
+    def cat(frames: list[pd.DataFrame | None], fallback: pd.DataFrame | None) -> pd.DataFrame | None:
+        have = [f for f in frames if f is not None and len(f)]
+        if not have:
+            return fallback
+        out = pd.concat(have, ignore_index=True) if len(have) > 1 else have[0].reset_index(drop=True)
+        out.attrs = have[0].attrs
+        return out
+
+    return {
+        "records": sum(p["records"] for p in parts), "reduced": sum(p["reduced"] for p in parts),
+        "joined": sum(p["joined"] for p in parts),
+        "failed": cat([p["failed"] for p in parts], empty["failed"]),
+        "frame": cat([p["frame"] for p in parts], empty["frame"]),
+        "models": {m: cat([p["models"][m] for p in parts], f) for m, f in empty["models"].items()},
+    }
 
 
 def validate(
@@ -237,9 +261,6 @@ def validate(
     test (:mod:`analysis.uncertainty`); with ``history_path`` the validation appends one snapshot to the
     history (:mod:`analysis.history`).
     """
-    import dask
-    import dask.dataframe as dd
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     platforms = Platforms.from_files(list(platform_files)) if platform_files else Platforms.read(platforms_dir)
@@ -247,37 +268,36 @@ def validate(
     where = dask_settings or DaskSettings(address=address, connect_timeout=connect_timeout)
     if address and not where.address:
         where = dataclasses.replace(where, address=address)
+    meta = _as_pandas(RUN_SCHEMA.empty_table())
+    joins = {name: case.platform_frame(platforms) for name, case in registered.items()}
+    # every case on the empty schema first: the result types, and a missing platform column fails here
+    empty = {name: case_frame(name, meta, *joins[name]) for name in registered}
+    files = partition_files(runs_dir, studies)
     with dask_client(where) as client:
         log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers; "
-            f"{where.describe()})")
-        files = partition_files(runs_dir, studies)
-        graph: dict[str, Any] = {}
-        for name, case in registered.items():
-            ddf = case_records(dd, files, name)
-            graph[f"{name}/failed"] = ddf.map_partitions(failed_runs, meta=failed_runs(ddf._meta))
-            graph[f"{name}/records"] = ddf.shape[0]
-            reduced, lazy, joined = _lazy_case(case, ddf, platforms)
-            graph[f"{name}/reduced"] = reduced.shape[0]
-            graph[f"{name}/joined"] = joined.shape[0]  # one row per run (the platform frame is keyed uniquely)
-            if any(not m.rowwise for m in models_for(name)):  # a model that needs whole groups: bring the runs
-                graph[f"{name}/frame"] = joined
-            for model, frame in lazy.items():
-                graph[f"{name}/model/{model}"] = frame
-        done = dict(zip(graph, dask.compute(*graph.values()), strict=True))
+            f"{where.describe()}); {len(files)} data file(s)")
+        futures = {}
+        for name in registered:
+            mine = [f for f in files if f[1] == name]
+            frame, keys = joins[name]
+            # the platform frame (a few rows) travels with each task: nothing to lose when a worker dies
+            futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), frame, keys, pure=False,
+                                           key=f"validate-{name}-{f[0]}-{Path(f[2]).stem}") for f in mine]
+        done = {name: _combine(client.gather(futs), empty[name]) for name, futs in futures.items()}
     settings = uncertainty or Settings()
     context = Context(platforms, uncertainty=settings)
     tables: dict[str, list[pd.DataFrame]] = {}
     counts: dict[str, int] = {}
     for name, case in registered.items():
-        joined = done.get(f"{name}/frame")
+        result = done[name]
+        joined = result["frame"]
         if joined is not None:
             context.joined[name] = joined
-        predictions = {m.name: (done[f"{name}/model/{m.name}"] if m.rowwise else m.predict(joined))
+        predictions = {m.name: (result["models"][m.name] if m.rowwise else m.predict(joined))
                        for m in models_for(name)}
-        n_joined = int(done[f"{name}/joined"])
-        counts[name] = n_joined
-        if done[f"{name}/reduced"] != n_joined:
-            log(f"[hetval validate] warning: {done[f'{name}/reduced'] - n_joined} ok {name} runs have no "
+        counts[name] = int(result["joined"])
+        if result["reduced"] != result["joined"]:
+            log(f"[hetval validate] warning: {result['reduced'] - result['joined']} ok {name} runs have no "
                 "characterised platform to predict them with")
         for table, frame in case.score(predictions, context).items():
             tables.setdefault(table, []).append(frame)
@@ -297,9 +317,9 @@ def validate(
             f"reproduced from the papers' own inputs")
     atomic_write_parquet(published.astype({c: "string" for c in published.columns if c != "reproduced"})
                          .astype({"reproduced": "bool"}), out_dir / "published.parquet")
-    failed_pdf = (pd.concat([done[f"{n}/failed"] for n in registered], ignore_index=True)
+    failed_pdf = (pd.concat([done[n]["failed"] for n in registered], ignore_index=True)
                   .sort_values("run_id").reset_index(drop=True))
-    n_records = int(sum(done[f"{n}/records"] for n in registered))
+    n_records = int(sum(done[n]["records"] for n in registered))
     atomic_write_parquet(failed_pdf, out_dir / "failed.parquet")
     summary = _summary(n_records, counts, tables, failed_pdf, published, platforms)
     files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))

@@ -20,7 +20,7 @@ def load_mapping(path: str | os.PathLike[str], what: str = "file") -> dict[str, 
 
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
+            doc = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
     except FileNotFoundError:
         raise YAMLFileError(f"{path}: no such {what}") from None
     except (OSError, UnicodeDecodeError) as exc:

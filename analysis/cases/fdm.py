@@ -23,7 +23,7 @@ from analysis.cluster import Layout, LayoutError, scale_layout
 from analysis.config import ConfigError, platform_layouts
 from analysis.predictors.fdm import MODEL
 from analysis.registry import Case
-from analysis.runs import FIDELITY_TAIL, fidelity_types, reps_list, score_batch, tightness_intervals
+from analysis.runs import FIDELITY_TAIL, fidelity_types, reps_lists, score_batch, tightness_intervals
 from analysis.uncertainty import Settings
 from sims.fdm.spec import SpecError, parse, run_identity
 from sims.placement import THREADS_VARIABLE
@@ -188,7 +188,8 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     ok = df[(df["status"] == "ok") & (df["case"] == "fdm")]
     first_cols = ["study", "variant", "platform", "ranks", "grid", "order", "boundary", "decomposition",
                   "marshaling", "steps", "points", "params"]
-    g = ok.sort_values(["run_id", "rep"], kind="stable").groupby("run_id", sort=True)
+    ordered = ok.sort_values(["run_id", "rep"], kind="stable")
+    g = ordered.groupby("run_id", sort=True)
     first = g[first_cols].first()
     t = g["time_s"]
     out = first.assign(
@@ -198,7 +199,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
         time_max_s=t.max().astype("float64"),
         time_iqr_s=(t.quantile(0.75) - t.quantile(0.25)).astype("float64"),
         **{f"{p}_median_s": pd.to_numeric(g[f"time_{p}_s"].median()).astype("float64") for p in FDM_PHASES},
-        time_reps_s=t.agg(reps_list).astype(object),
+        time_reps_s=reps_lists(ordered["run_id"], ordered["time_s"]),
     ).reset_index()
     out["backend"] = [json.loads(p).get("backend", DEFAULT_BACKEND) if isinstance(p, str) else None for p in out["params"]]
     out = out.drop(columns=["params"])

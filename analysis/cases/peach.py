@@ -16,15 +16,14 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from analysis import metrics
 from analysis.cases.wp import run_command, two_processor_spec
 from analysis.config import platform_layouts
 from analysis.models import peach
 from analysis.predictors.energy_roofline import ROOFLINE_ENERGY_MODEL
 from analysis.predictors.peach import CURVE_KEYS, MODEL
 from analysis.registry import Case
-from analysis.runs import SAMPLE_COLUMNS, fidelity_types, reduce_repetitions
-from analysis.uncertainty import UNCERTAINTY_COLUMNS, Settings, group_uncertainty
+from analysis.runs import SAMPLE_COLUMNS, fidelity_types, reduce_repetitions, score_batch
+from analysis.uncertainty import UNCERTAINTY_COLUMNS, Settings
 from sims.cases.matrix import PEACH_WORKLOADS
 from sims.vocab import dp_variant
 
@@ -80,37 +79,62 @@ FIDELITY_COLUMNS = [*CURVE_KEYS, "quantity", "model", "n_alternatives", "kendall
                     "error_max", "R_C", "R_G", "P0", "Pd_C", "Pd_G", *UNCERTAINTY_COLUMNS]
 
 
-def _score(g: pd.DataFrame, quantity: str, params: dict[str, Any],
-           settings: Settings | None = None) -> dict[str, Any] | None:
+def _score_quantity(rows: pd.DataFrame, gid: np.ndarray, quantity: str, params: list[dict[str, Any] | None],
+                    settings: Settings | None) -> pd.DataFrame:
+    """Fidelity of every curve by ``quantity`` (``time``: times; ``energy``: ``W / eta``), all curves at once.
+
+    A curve is scored when it has a calibration, at least two points, and every measured and predicted value
+    is finite and positive; ranking and intervals by :func:`analysis.runs.score_batch`.
+    """
+    calibrated = np.array([q is not None for q in params], dtype=bool)
     if quantity == "time":
-        m, p = g["time_median_s"].to_numpy(float), g["time_predicted_s"].to_numpy(float)
-        err = g.loc[~g["endpoint"], "time_rel_error"]
+        m, p = rows["time_median_s"].to_numpy(float), rows["time_predicted_s"].to_numpy(float)
+        err = rows["time_rel_error"].to_numpy(float)
     else:
-        W = params["W"]
-        m, p = W / g["eta_measured"].to_numpy(float), W / g["eta_predicted"].to_numpy(float)
-        err = g.loc[~g["endpoint"], "energy_rel_error"]
-    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(p)) and np.all(m > 0) and np.all(p > 0)) or len(g) < 2:
-        return None
-    names = g["variant"].astype(str).tolist()
-    summary = metrics.ranking_summary(m, p, names)
+        W = np.array([q["W"] if q is not None else np.nan for q in params], dtype=float)[gid]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m, p = W / rows["eta_measured"].to_numpy(float), W / rows["eta_predicted"].to_numpy(float)
+        err = rows["energy_rel_error"].to_numpy(float)
+    good = np.isfinite(m) & np.isfinite(p) & (m > 0) & (p > 0)
+    n_curves = len(params)
+    size = np.bincount(gid, minlength=n_curves)
+    keep_curve = calibrated & (size >= 2) & (np.bincount(gid, weights=~good, minlength=n_curves) == 0)
+    keep = keep_curve[gid]
+    if not keep.any():
+        return pd.DataFrame(columns=FIDELITY_COLUMNS)
+    sub, g, m, p = rows[keep], gid[keep], m[keep], p[keep]
     reps = SAMPLE_COLUMNS[quantity]
-    key = (*(str(g[k].iloc[0]) for k in CURVE_KEYS), quantity)
-    spread = group_uncertainty(key, m, p, names, g[reps].tolist() if reps in g else None, settings or Settings())
-    alphas = g["alpha"].to_numpy(float)
+    scored = score_batch(g, m, p, sub["variant"].astype(str).tolist(), np.full(len(sub), np.nan),
+                         sub[reps].tolist() if reps in sub else None, settings)
+    first = scored.pop("first").to_numpy()
+    curves = g[first]
+    bounds = np.r_[first, len(sub)]
+    alphas = sub["alpha"].to_numpy(float)
+    interior = ~sub["endpoint"].to_numpy(bool)
+    e = err[keep]
+    extra: dict[str, list[float]] = {c: [] for c in ("alpha_best_measured", "alpha_best_predicted",
+                                                      "alpha_continuous", "error_median", "error_max",
+                                                      "R_C", "R_G", "P0", "Pd_C", "Pd_G")}
     objective = "performance" if quantity == "time" else "energy"
-    cont = peach.best_alpha(objective, params["R_C"], params["R_G"],
-                            *((params["P0"], params["Pd_C"], params["Pd_G"]) if quantity == "energy" else ()))[0]
-    return {
-        **{k: g[k].iloc[0] for k in CURVE_KEYS}, "quantity": quantity, "model": MODEL, "n_alternatives": len(g),
-        **summary,
-        "alpha_best_measured": float(alphas[int(np.argmin(m))]),
-        "alpha_best_predicted": float(alphas[int(np.argmin(p))]),
-        "alpha_continuous": float(cont),
-        "error_median": float(err.median()) if len(err) else np.nan,
-        "error_max": float(err.max()) if len(err) else np.nan,
-        **{k: float(params[k]) for k in ("R_C", "R_G", "P0", "Pd_C", "Pd_G")},
-        **spread,
-    }
+    for i, c in enumerate(curves.tolist()):
+        lo, hi = bounds[i], bounds[i + 1]
+        q = params[c]
+        extra["alpha_best_measured"].append(float(alphas[lo + int(np.argmin(m[lo:hi]))]))
+        extra["alpha_best_predicted"].append(float(alphas[lo + int(np.argmin(p[lo:hi]))]))
+        extra["alpha_continuous"].append(float(peach.best_alpha(
+            objective, q["R_C"], q["R_G"], *((q["P0"], q["Pd_C"], q["Pd_G"]) if quantity == "energy" else ()))[0]))
+        inner = e[lo:hi][interior[lo:hi]]
+        inner = inner[~np.isnan(inner)]
+        extra["error_median"].append(float(np.median(inner)) if len(inner) else np.nan)
+        extra["error_max"].append(float(inner.max()) if len(inner) else np.nan)
+        for k in ("R_C", "R_G", "P0", "Pd_C", "Pd_G"):
+            extra[k].append(float(q[k]))
+    head = sub.iloc[first]
+    out = pd.DataFrame({k: head[k].to_numpy() for k in CURVE_KEYS})
+    out["quantity"] = quantity
+    out["model"] = MODEL
+    out = pd.concat([out, scored, pd.DataFrame(extra)], axis=1)
+    return out[FIDELITY_COLUMNS]
 
 
 def score_curves(predicted: pd.DataFrame, settings: Settings | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -118,26 +142,32 @@ def score_curves(predicted: pd.DataFrame, settings: Settings | None = None) -> t
 
     ``predicted`` is the PEACH model's output: per-run rows of every curve with both end points, and
     each curve's calibration in ``predicted.attrs["params"]`` keyed by its :data:`CURVE_KEYS` values.
+    Curves come out in key order, each by time then by energy.
     """
-    fid = []
     calib = predicted.attrs.get("params", {})
     # pandas deep-copies ``attrs`` into every frame derived from this one: with one calibration per curve
     # that made scoring quadratic in the curves (90 s of 156 at 10^4 runs). Score a frame without them.
     predicted = predicted.copy(deep=False)
     predicted.attrs = {}
+    fid_df = pd.DataFrame(columns=FIDELITY_COLUMNS)
     if len(predicted):
-        for key, rows in predicted.groupby(CURVE_KEYS, sort=True, dropna=False):
-            params = calib.get(tuple(str(k) for k in key))
-            for quantity in ("time", "energy"):
-                scored = _score(rows, quantity, params, settings) if params else None
-                if scored:
-                    fid.append(scored)
+        rows = predicted.sort_values(CURVE_KEYS, kind="stable")
+        grouped = rows.groupby(CURVE_KEYS, sort=False, dropna=False)
+        gid = grouped.ngroup().to_numpy()
+        order = grouped.ngroup().drop_duplicates()
+        heads = rows.loc[order.index, CURVE_KEYS]
+        params = [calib.get(tuple(str(v) for v in key)) for key in heads.itertuples(index=False, name=None)]
+        parts = [_score_quantity(rows, gid, q, params, settings) for q in ("time", "energy")]
+        parts = [f for f in parts if len(f)]
+        if parts:
+            both = pd.concat(parts, ignore_index=True)
+            both["_q"] = (both["quantity"] == "energy").astype(int)
+            fid_df = both.sort_values([*CURVE_KEYS, "_q"], kind="stable").drop(columns="_q").reset_index(drop=True)
     run_df = predicted.copy() if len(predicted) else pd.DataFrame(columns=RUN_COLUMNS)
     for c in RUN_COLUMNS:
         if c not in run_df.columns:
             run_df[c] = np.nan
     run_df = run_df[RUN_COLUMNS]
-    fid_df = pd.DataFrame(fid, columns=FIDELITY_COLUMNS)
     strings = [*[k for k in CURVE_KEYS if k != "size"], "run_id", "variant", "work_unit", "energy_source",
                "quantity", "model", "best_measured", "best_predicted"]
     run_df = run_df.astype({c: "string" for c in strings if c in run_df.columns})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,24 @@ def _pml_width(boundary: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+PARTS = ("compute_pred_s", "pack_pred_s", "unpack_pred_s", "halo_pred_s", "h2d_pred_s")
+
+
+def _shape(grid: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in json.loads(grid)["shape"])
+
+
+@lru_cache(maxsize=1 << 16)
+def _run_time(shape: tuple[int, ...], decomposition: str, order: int, steps: int, marshaling: str, boundary: str, t_f: float,
+              t_b: float, latency: float, t_net: float, on_device: bool, cores: int) -> tuple[float, ...]:
+    """:func:`analysis.models.fdm.run_time` of one run's inputs: total and parts. Cached: a campaign repeats the
+    same scale on the same platform many times, and the model depends on nothing else."""
+    pred = fdm.run_time(list(shape), json.loads(decomposition), order, steps, marshaling,
+                        _pml_width(boundary), free_surface=boundary.endswith("+free-surface"), t_f=t_f, t_b=t_b,
+                        latency=latency, t_net=t_net, on_device=on_device, t_pcie=None, cores=cores)
+    return (float(pred["total"]), *(float(pred[k]) for k in ("compute", "pack", "unpack", "halo", "h2d")))
+
+
 def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
     """Add the FDM model's predicted time and parts; rows carry the platform columns of ``Platforms.backends``."""
     out = runs.copy()
@@ -34,18 +53,12 @@ def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
     for i, r in enumerate(out.itertuples(index=False)):
         if not np.isfinite(r.latency) or not np.isfinite(r.t_net):
             continue
-        grid = json.loads(r.grid)
-        dims = json.loads(r.decomposition)
         sharing = min(int(r.ranks), int(r.cores)) > 1
-        pred = fdm.run_time(
-            grid["shape"], dims, int(r.order), int(r.steps), str(r.marshaling), _pml_width(r.boundary),
-            free_surface=str(r.boundary).endswith("+free-surface"),
-            t_f=r.t_f, t_b=r.t_b_shared if sharing else r.t_b, latency=r.latency, t_net=r.t_net,
-            on_device=str(r.backend) == "cupy", t_pcie=None, cores=int(r.cores),
-        )
-        cols["time_predicted_s"][i] = pred["total"]
-        for k in ("compute", "pack", "unpack", "halo", "h2d"):
-            cols[f"{k}_pred_s"][i] = pred[k]
+        pred = _run_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps), str(r.marshaling),
+                         str(r.boundary), float(r.t_f), float(r.t_b_shared if sharing else r.t_b),
+                         float(r.latency), float(r.t_net), str(r.backend) == "cupy", int(r.cores))
+        for k, v in zip(("time_predicted_s", *PARTS), pred, strict=True):
+            cols[k][i] = v
     for k, v in cols.items():
         out[k] = v
     out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")

@@ -4,6 +4,9 @@ PeaPaw's energy-efficiency bound (eq. 21-25), for every two-processor case with 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -18,6 +21,22 @@ MODEL = "PerDome/PeaPaw"
 ENERGY_MODEL = "PeaPaw energy (eq. 25)"
 #: the two-processor cases whose runs carry per-processor static counts
 WP_CASES = ("sa", "la")
+
+
+def by_processors(runs: pd.DataFrame, energy: bool = False) -> Iterator[tuple[np.ndarray, Any, Any]]:
+    """The row positions of ``runs`` sharing one platform's processor parameters, with its host and accelerator
+    (``t_f``, ``t_b``, and with ``energy`` also ``e_f``, ``e_b``, ``p_s``), so each model function is called once
+    per platform on arrays instead of once per run."""
+    params = ("t_f", "t_b", "e_f", "e_b", "p_s") if energy else ("t_f", "t_b")
+    cols = [f"{p}_{role}" for role in ("host", "accel") for p in params]
+    if not len(runs):
+        return
+    codes = runs.groupby(cols, sort=False, dropna=False).ngroup().to_numpy()
+    values = runs[cols].to_numpy(dtype="float64")
+    for code in range(int(codes.max()) + 1):
+        rows = np.flatnonzero(codes == code)
+        v = dict(zip(cols, values[rows[0]].tolist(), strict=True))
+        yield (rows, *(hetero.Processor(**{p: v[f"{p}_{role}"] for p in params}) for role in ("host", "accel")))
 
 
 def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
@@ -39,18 +58,25 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     out["axis_wp"] = out["variant"].isin(WPS).astype("bool")
     out["axis_alpha"] = out["variant"].astype("string").str.startswith("DP(").fillna(False).astype("bool")
     predicted = np.full(len(out), np.nan)
-    for i, row in enumerate(out.itertuples(index=False)):
-        host = hetero.Processor(t_f=row.t_f_host, t_b=row.t_b_host)
-        accel = hetero.Processor(t_f=row.t_f_accel, t_b=row.t_b_accel)
-        whole = row.intensity
-        if row.variant == "p-DP":
-            predicted[i] = hetero.performance(whole, whole, whole, host, accel)
-        elif str(row.variant).startswith("DP("):
-            predicted[i] = hetero.dp_performance(whole, row.flops_host / row.flops, host, accel)
-        else:
-            i_c = 0.0 if np.isnan(row.intensity_host) else row.intensity_host
-            i_g = 0.0 if np.isnan(row.intensity_accel) else row.intensity_accel
-            predicted[i] = hetero.performance(whole, i_c, i_g, host, accel)
+    variant = out["variant"].astype(str).to_numpy()
+    whole = out["intensity"].to_numpy(dtype="float64")
+    i_c = np.nan_to_num(out["intensity_host"].to_numpy(dtype="float64"), nan=0.0)
+    i_g = np.nan_to_num(out["intensity_accel"].to_numpy(dtype="float64"), nan=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = out["flops_host"].to_numpy(dtype="float64") / out["flops"].to_numpy(dtype="float64")
+    pdp = variant == "p-DP"
+    dp = np.char.startswith(variant.astype(str), "DP(") if len(variant) else np.zeros(0, dtype=bool)
+    for rows, host, accel in by_processors(out):  # the model's own array functions, one platform at a time
+        for mask, kind in ((pdp, "p-DP"), (dp, "DP"), (~(pdp | dp), "WP")):
+            r = rows[mask[rows]]
+            if not len(r):
+                continue
+            if kind == "p-DP":
+                predicted[r] = hetero.performance(whole[r], whole[r], whole[r], host, accel)
+            elif kind == "DP":
+                predicted[r] = hetero.dp_performance(whole[r], share[r], host, accel)
+            else:
+                predicted[r] = hetero.performance(whole[r], i_c[r], i_g[r], host, accel)
     out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
     out["perf_predicted"] = predicted
     out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
@@ -77,15 +103,13 @@ def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
         have = runs[mask]
     out = predict_sa(have)
     eff = np.full(len(out), np.nan)
-    for i, (_, row) in enumerate(have.iterrows()):
-        host = hetero.Processor(t_f=row.t_f_host, t_b=row.t_b_host, e_f=row.e_f_host, e_b=row.e_b_host, p_s=row.p_s_host)
-        accel = hetero.Processor(t_f=row.t_f_accel, t_b=row.t_b_accel, e_f=row.e_f_accel, e_b=row.e_b_accel,
-                                 p_s=row.p_s_accel)
-        i_all, i_c, i_g = (float(out[c].iloc[i]) for c in ("intensity", "intensity_host", "intensity_accel"))
-        i_c, i_g = (0.0 if np.isnan(i_c) else i_c), (0.0 if np.isnan(i_g) else i_g)
-        if row.variant == "p-DP":
-            i_c = i_g = i_all
-        eff[i] = float(hetero.energy_efficiency(i_all, i_c, i_g, host, accel))
+    i_all = out["intensity"].to_numpy(dtype="float64")
+    i_c = np.nan_to_num(out["intensity_host"].to_numpy(dtype="float64"), nan=0.0)
+    i_g = np.nan_to_num(out["intensity_accel"].to_numpy(dtype="float64"), nan=0.0)
+    pdp = out["variant"].astype(str).to_numpy() == "p-DP"
+    i_c, i_g = np.where(pdp, i_all, i_c), np.where(pdp, i_all, i_g)
+    for rows, host, accel in by_processors(have, energy=True):  # the same rows in the same order as out
+        eff[rows] = hetero.energy_efficiency(i_all[rows], i_c[rows], i_g[rows], host, accel)
     out["model"] = pd.Series([ENERGY_MODEL] * len(out), index=out.index, dtype="string")
     out["quantity"] = pd.Series(["energy"] * len(out), index=out.index, dtype="string")
     out["efficiency_measured"] = out["flops"] / out["energy_median_j"]

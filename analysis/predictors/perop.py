@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -28,20 +29,29 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     """
     have = runs.dropna(subset=TAU_COLS) if set(TAU_COLS) <= set(runs.columns) else runs.iloc[:0]
     out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
-    t_pred = np.full(len(have), np.nan)
-    for i, row in enumerate(have.itertuples(index=False)):
-        desc = json.loads(row.params) if isinstance(row.params, str) else {}
-        elements, phases = desc.get("elements") or {}, desc.get("phases") or {}
-        parts = []
-        for role in ("host", "accel"):
-            n = float(elements.get(role, 0) or 0)
-            if n <= 0 or not phases.get(role):
+    descs = [json.loads(p) if isinstance(p, str) else {} for p in have["params"]] if len(have) else []
+    parts = {}
+    for role in ("host", "accel"):
+        n = np.array([float((d.get("elements") or {}).get(role, 0) or 0) for d in descs], dtype=np.float64)
+        phases = [tuple((d.get("phases") or {}).get(role) or ()) for d in descs]
+        part = np.full(len(have), np.nan)
+        kind = pd.Series(phases, dtype=object).astype(str).to_numpy() if len(have) else np.empty(0, dtype=object)
+        cols = [f"tau_add_{role}", f"tau_mul_{role}", f"t_b_{role}"]
+        platform = have.groupby(cols, sort=False, dropna=False).ngroup().to_numpy() if len(have) else kind
+        # one call of the model's array function per (platform, phase list) of this processor
+        for key in set(zip(platform.tolist(), kind.tolist(), strict=True)):
+            rows = np.flatnonzero((platform == key[0]) & (kind == key[1]) & (n > 0))
+            if not len(rows) or not phases[rows[0]]:
                 continue
-            counts = {op: n * sum(PHASE_OPERATIONS[p][op] for p in phases[role]) for op in ("add", "mul")}
-            tau = {"add": getattr(row, f"tau_add_{role}"), "mul": getattr(row, f"tau_mul_{role}")}
-            nbytes = n * sum(PHASE_COUNTS[p][1] for p in phases[role])
-            parts.append(float(perop.basic_block_time(counts, tau, nbytes, getattr(row, f"t_b_{role}"))))
-        t_pred[i] = max(parts) if parts else np.nan
+            ph = phases[rows[0]]
+            tau_add, tau_mul, t_b = (float(have[c].iloc[rows[0]]) for c in cols)
+            counts = {op: n[rows] * sum(PHASE_OPERATIONS[p][op] for p in ph) for op in ("add", "mul")}
+            nbytes = n[rows] * sum(PHASE_COUNTS[p][1] for p in ph)
+            part[rows] = perop.basic_block_time(counts, {"add": tau_add, "mul": tau_mul}, nbytes, t_b)
+        parts[role] = part
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        t_pred = np.fmax(parts["host"], parts["accel"]) if len(have) else np.full(0, np.nan)
     out["model"] = pd.Series([PEROP_MODEL] * len(out), index=out.index, dtype="string")
     out["time_predicted_s"] = t_pred
     out["perf_predicted"] = out["flops"] / out["time_predicted_s"]

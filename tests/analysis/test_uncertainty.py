@@ -215,7 +215,11 @@ def test_score_batch_equals_scoring_each_group_alone():
         nm = [f"v{i}" for i in range(k)]
         groups.append((mm, pp, tt, nm, s))
         gids += [g] * k
-        m += mm.tolist(); p += pp.tolist(); t += tt.tolist(); names += nm; reps += s
+        m += mm.tolist()
+        p += pp.tolist()
+        t += tt.tolist()
+        names += nm
+        reps += s
     batch = score_batch(np.array(gids), m, p, names, t, reps, settings)
     assert len(batch) == 30 and batch["first"].is_monotonic_increasing
     for g, (mm, pp, tt, nm, s) in enumerate(groups):
@@ -234,3 +238,10 @@ def test_pad_sorted_drops_non_finite_repetitions():
     XS, n = pad_sorted([[3.0, np.nan, 1.0], None, [np.inf, 2.0]])
     assert n.tolist() == [2, 0, 1]
     assert XS[0, :2].tolist() == [1.0, 3.0] and np.isnan(XS[1]).all() and XS[2, 0] == 2.0
+
+
+def test_interval_rows_without_missing_values_take_the_partition_path():
+    V = np.random.default_rng(8).normal(size=(30, 101))
+    lo, hi = interval_rows(V, 0.95)
+    for r in range(len(V)):
+        assert (lo[r], hi[r]) == pytest.approx(interval(V[r], 0.95), rel=1e-13)
