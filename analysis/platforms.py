@@ -24,7 +24,7 @@ ENERGY_COLS = [f"{p}_{r}" for r in ("host", "accel") for p in ENERGY_PARAMS]
 PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *ENERGY_COLS, "idle_w"]
 #: why a role's fitted energy parameters are not used ("" when they are, or when there are none)
 PROBLEM_COLS = ["energy_problem_host", "energy_problem_accel"]
-BACKEND_COLS = ["t_f", "t_b", "t_b_shared", "latency", "t_net", "cores"]
+BACKEND_COLS = ["t_f", "t_b", "t_b_shared", "latency", "t_net", "latency_inter", "t_net_inter", "cores"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,8 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
 
 
 def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.DataFrame:
-    """Per platform and backend: ``t_f``, ``t_b``, ``t_b_shared``, ping-pong ``latency``/``t_net`` and ``cores``.
+    """Per platform and backend: ``t_f``, ``t_b``, ``t_b_shared``, ping-pong ``latency``/``t_net`` (within a
+    node; ``latency_inter``/``t_net_inter`` between nodes, null unless measured) and ``cores``.
 
     A platform file without a ``network`` section (characterised before the
     ping-pong existed) gives null latency and bandwidth: its FDM runs get no
@@ -112,6 +113,7 @@ def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -
     for path, doc in docs:
         procs = doc.get("processors") or {}
         net = doc.get("network") or {}
+        inter = net.get("inter_node") or {}  # measured only when the platform spans nodes
         for proc in procs.values():
             if not isinstance(proc, dict) or "backend" not in proc:
                 continue  # a published machine or a processor no run of ours drives: nothing to predict with
@@ -124,6 +126,8 @@ def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -
                     "t_b_shared": float((proc.get("t_b_shared") or proc["t_b"])["value"]),
                     "latency": float(net["latency"]["value"]) if net else np.nan,
                     "t_net": float(net["t_net"]["value"]) if net else np.nan,
+                    "latency_inter": float(inter["latency"]["value"]) if inter else np.nan,
+                    "t_net_inter": float(inter["t_net"]["value"]) if inter else np.nan,
                     "cores": float(len(procs)),
                 })
             except (KeyError, TypeError, ValueError) as exc:

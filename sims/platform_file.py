@@ -2,7 +2,10 @@
 
 A platform file is what characterisation wrote; ``<name>.energy.json`` beside
 it (the *energy overlay*) holds the idle power and ``e_f, e_b, p_s`` that a
-meter trace attached later measured (``hetval attach-trace --platform-file``).
+meter trace attached later measured (``hetval attach-trace --platform-file``),
+and ``<name>.network.json`` (the *network overlay*) the ping-pong between two
+nodes for a platform whose runs span nodes (:mod:`sims.bench.internode`),
+read as ``network.inter_node``.
 Every reader - the runner (p-DP splits), validation, the report and the trace
 tools - goes through :func:`read_platform`, so none of them can miss the overlay.
 Pure: PyYAML and the standard library only.
@@ -18,6 +21,8 @@ from sims.vocab import ROLES
 from sims.yamlfile import YAMLFileError, load_mapping
 
 OVERLAY_SUFFIX = ".energy.json"
+#: the inter-node ping-pong of a platform whose runs span nodes (:mod:`sims.bench.internode`)
+NETWORK_SUFFIX = ".network.json"
 
 
 class PlatformFileError(ValueError):
@@ -28,6 +33,12 @@ def overlay_path(platform_file: str | Path) -> Path:
     """Where the energy a later trace measured for a platform file is kept: ``<name>.energy.json`` beside it."""
     p = Path(platform_file)
     return p.with_name(p.stem + OVERLAY_SUFFIX)
+
+
+def network_overlay_path(platform_file: str | Path) -> Path:
+    """Where the inter-node ping-pong of a platform file is kept: ``<name>.network.json`` beside it."""
+    p = Path(platform_file)
+    return p.with_name(p.stem + NETWORK_SUFFIX)
 
 
 def read_raw(path: str | Path) -> dict[str, Any]:
@@ -46,6 +57,14 @@ def read_platform(path: str | Path) -> dict[str, Any]:
     ``energy`` says where they came from.
     """
     doc = read_raw(path)
+    net = network_overlay_path(path)
+    if net.exists():  # measured between two nodes: the FDM model's cost of a message to another node
+        try:
+            inter = json.loads(net.read_text(encoding="utf-8"))["inter_node"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise PlatformFileError(f"{net}: unreadable network overlay ({exc})") from None
+        if isinstance(doc.get("network"), dict):
+            doc["network"]["inter_node"] = inter
     over = overlay_path(path)
     if not over.exists():
         return doc

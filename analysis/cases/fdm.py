@@ -201,7 +201,9 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
         **{f"{p}_median_s": pd.to_numeric(g[f"time_{p}_s"].median()).astype("float64") for p in FDM_PHASES},
         time_reps_s=reps_lists(ordered["run_id"], ordered["time_s"]),
     ).reset_index()
-    out["backend"] = [json.loads(p).get("backend", DEFAULT_BACKEND) if isinstance(p, str) else None for p in out["params"]]
+    docs = [json.loads(p) if isinstance(p, str) else {} for p in out["params"]]
+    out["backend"] = [d.get("backend", DEFAULT_BACKEND) if d else None for d in docs]
+    out["nodes"] = pd.array([int(d.get("nodes") or 1) for d in docs], dtype="int64")
     out = out.drop(columns=["params"])
     for c in ("run_id", "study", "variant", "platform", "grid", "boundary", "decomposition", "marshaling", "backend"):
         out[c] = out[c].astype("string")

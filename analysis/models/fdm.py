@@ -7,6 +7,7 @@ compute term is the roofline of Williams et al.)::
     T_compute(r) = max(B(r) t_b, F(r) t_f) * oversubscription
     T_pack(r)    = T_unpack(r) = 2 H(r) t_b          (read the face, write the buffer)
     T_halo(r)    = sum over exchanges and split axes of (L + h_axis(r) t_net)
+                   (L_inter + h_axis(r) t_net_inter for a neighbour on another node)
     T_h2d(r)     = host-staging: 2 x the exchanged fields' bytes t_pcie
                    device-pack:  2 H(r) t_pcie
                    gpu-aware:    0  (also 0 on CPU backends: nothing lives on a device)
@@ -18,7 +19,9 @@ time is ``steps x max_r sum`` of the terms, the slowest rank setting the pace
 as the measured ``time_s`` does. When several ranks share the cores of a
 node, ``t_b`` is the bandwidth each core gets while all stream at once
 (the platform's ``t_b_shared``) and ranks beyond the core count time-share
-(``oversubscription = ranks / cores``).
+(``oversubscription = ranks per node / cores``). A run over several nodes
+places its ranks in consecutive blocks per node; a halo message to a rank on
+another node takes the inter-node ping-pong's latency and bandwidth.
 """
 
 from __future__ import annotations
@@ -45,12 +48,17 @@ class RankGeometry:
     pml_axis_points: np.ndarray  # owned cells inside the layer of an axis, summed over axes
     face_points: np.ndarray  # (ranks, 3): cells of one ghost layer normal to each axis
     neighbours: np.ndarray  # (ranks, 3): neighbours along each axis (0, 1 or 2)
+    off_node: np.ndarray | None = None  # (ranks, 3): of those, neighbours on another node (None: one node)
+    nodes: int = 1  # nodes the ranks are placed on, in consecutive blocks
 
 
-def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False) -> RankGeometry:
+def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False, nodes: int = 1) -> RankGeometry:
     """The blocks of a ``dims`` decomposition of ``shape`` (as :mod:`sims.fdm.decomp` cuts them).
 
-    With a free surface the top (low z) face has no absorbing layer.
+    With a free surface the top (low z) face has no absorbing layer. With ``nodes > 1`` the ranks are
+    placed in blocks of ``ceil(ranks / nodes)`` consecutive ranks per node (the batch scheduler's default
+    block distribution; ranks numbered as the Cartesian communicator numbers them, last axis fastest), and
+    ``off_node`` counts each rank's neighbours on another node.
     """
     shape = [int(s) for s in shape]
     dims = [int(d) for d in dims]
@@ -77,16 +85,35 @@ def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False) -
                 faces.append([n[1] * n[2], n[0] * n[2], n[0] * n[1]])
                 c = (cx, cy, cz)
                 nbrs.append([(c[a] > 0) + (c[a] < dims[a] - 1) for a in range(3)])
+    off_node = None
+    if nodes > 1:
+        per_node = -(-math.prod(dims) // int(nodes))
+        coords = np.array([(cx, cy, cz) for cx in range(dims[0]) for cy in range(dims[1]) for cz in range(dims[2])])
+        rank_of = lambda c: (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]  # noqa: E731
+        here = rank_of(coords) // per_node
+        off = np.zeros((len(coords), 3))
+        for a in range(3):
+            for step in (-1, 1):
+                other = coords.copy()
+                other[:, a] += step
+                inside = (other[:, a] >= 0) & (other[:, a] < dims[a])
+                off[:, a] += inside & (rank_of(np.where(inside[:, None], other, coords)) // per_node != here)
+        off_node = off
     return RankGeometry(np.array(pts, float), np.array(padded, float), np.array(pml, float),
-                        np.array(faces, float), np.array(nbrs, float))
+                        np.array(faces, float), np.array(nbrs, float), off_node, max(1, int(nodes)))
 
 
 def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float, t_b: float, latency: float,
-              t_net: float, t_pcie: float | None = None, on_device: bool = False, cores: int | None = None) -> dict[str, np.ndarray]:
+              t_net: float, t_pcie: float | None = None, on_device: bool = False, cores: int | None = None,
+              latency_inter: float | None = None, t_net_inter: float | None = None) -> dict[str, np.ndarray]:
     """Predicted seconds per step for every rank: ``compute``, ``pack``, ``unpack``, ``halo``, ``h2d``, ``total``.
 
     ``t_b`` is the per-core inverse bandwidth that applies with all ranks of the
-    node streaming; ``cores`` the cores they share (None: one per rank).
+    node streaming; ``cores`` the cores they share on a node (None: one per rank).
+    A message to a neighbour on another node (the geometry's ``off_node``) costs
+    ``latency_inter + h t_net_inter`` (the platform's inter-node ping-pong)
+    instead of the intra-node ``latency + h t_net``; the two directions of an
+    axis overlap, so an axis costs the dearer of its messages.
     """
 
     if order not in counts.FLOPS_VELOCITY:
@@ -97,8 +124,14 @@ def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float
         if not (v >= 0 and math.isfinite(v)):
             raise ValueError(f"{name} must be a finite non-negative number, got {v!r}")
     g = geometry
+    spans = g.off_node is not None and bool(np.any(g.off_node > 0))
+    if spans:
+        for name, v in (("latency_inter", latency_inter), ("t_net_inter", t_net_inter)):
+            if v is None or not (v >= 0 and math.isfinite(v)):
+                raise ValueError(f"the ranks span nodes: {name} (the inter-node ping-pong) must be a finite "
+                                 f"non-negative number, got {v!r}")
     ranks = len(g.points)
-    over = max(1.0, ranks / cores) if cores else 1.0
+    over = max(1.0, -(-ranks // g.nodes) / cores) if cores else 1.0  # ranks per node time-sharing its cores
     nbytes = g.points * counts.BYTES_BULK + g.pml_axis_points * counts.BYTES_PML_AXIS
     flops = g.points * counts.flops_per_point(order) + g.pml_axis_points * counts.FLOPS_PML_AXIS[order]
     compute = np.maximum(nbytes * t_b, flops * t_f) * over
@@ -110,7 +143,10 @@ def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float
     halo = np.zeros(ranks)
     for nf in EXCHANGED_FIELDS:
         per_axis = 4.0 * w * nf * g.face_points  # one direction; both directions overlap
-        halo += np.sum(np.where(g.neighbours > 0, latency + per_axis * t_net, 0.0), axis=1)
+        cost = latency + per_axis * t_net
+        if spans:
+            cost = np.where(g.off_node > 0, np.maximum(cost, latency_inter + per_axis * t_net_inter), cost)
+        halo += np.sum(np.where(g.neighbours > 0, cost, 0.0), axis=1)
     h2d = np.zeros(ranks)
     if on_device:
         if t_pcie is None:
@@ -125,8 +161,8 @@ def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float
 
 
 def run_time(shape, dims, order: int, steps: int, marshaling: str, pml_width: int = 0, free_surface: bool = False,
-             **params) -> dict[str, float]:
+             nodes: int = 1, **params) -> dict[str, float]:
     """Predicted run time (s) and its parts on the slowest rank: ``steps x max over ranks``."""
-    parts = step_time(rank_geometry(shape, dims, pml_width, free_surface), order, marshaling, **params)
+    parts = step_time(rank_geometry(shape, dims, pml_width, free_surface, nodes), order, marshaling, **params)
     slowest = int(np.argmax(parts["total"]))
     return {k: float(v[slowest]) * steps for k, v in parts.items()}

@@ -9,7 +9,9 @@
 
 :func:`attribute` turns the gathered readings into the record's energy columns:
 ``energy_j`` is every channel counted once; ``energy_host_j`` /
-``energy_accel_j`` hold only channels that belong to one processor. A RAPL
+``energy_accel_j`` hold only channels that belong to one processor, and
+``energy_detail.nodes`` the joules of each node (summed over its channels,
+split into host, accel and node-level). A RAPL
 package belongs to a processor only when every rank on that host is pinned and
 all ranks pinned to that package play that processor (a GPU-driving rank's CPU
 work is hosting, counted on the host side as PEACH's ``P_OH`` is); a package
@@ -192,9 +194,19 @@ def attribute(ranks: list[dict[str, Any]], deltas: list[dict[str, Any]], *, inne
                 else:
                     key = f"trace/{ch}"
                     target, why = meter["mapping"][ch], "energy.trace.channels"
-                channels[key] = {"joules": j / inner, "to": target, "why": why, "source": meter["source"]}
+                channels[key] = {"joules": j / inner, "to": target, "why": why, "source": meter["source"],
+                                 "node": desc["host"] if name != "trace" else None}
                 sources.add(meter["source"])
     detail: dict[str, Any] = {"channels": channels, "executions_per_region": inner}
+    # per node (the leader rank of each node read its node-wide counters): where its joules went
+    per_node: dict[str, dict[str, float]] = {}
+    for c in channels.values():
+        if c["node"] is not None:
+            entry = per_node.setdefault(c["node"], {"joules": 0.0, "host": 0.0, "accel": 0.0, "node": 0.0})
+            entry["joules"] += c["joules"]
+            entry[c["to"] if c["to"] in ("host", "accel") else "node"] += c["joules"]
+    if per_node:
+        detail["nodes"] = per_node
     if lengthened_why:
         detail["region"] = lengthened_why
     notes = [n for desc in ranks for n in desc.get("notes", [])]

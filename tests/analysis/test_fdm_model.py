@@ -97,3 +97,40 @@ def test_validation_reduces_predicts_and_scores():
     marsh = fid[fid["axis"] == "marshaling"].iloc[0]
     assert marsh["best_measured"] == "device-pack" and marsh["n_alternatives"] == 2
     assert marsh["best_predicted"] == "device-pack, host-staging"  # a CPU backend: the model ties the designs
+
+
+def test_neighbours_on_another_node_pay_the_inter_node_ping_pong():
+    g = fdm.rank_geometry((64, 16, 16), (4, 1, 1), nodes=2)  # ranks 0, 1 on one node, 2, 3 on the other
+    assert g.off_node[:, 0].tolist() == [0, 1, 1, 0] and not g.off_node[:, 1:].any()
+    one = fdm.rank_geometry((64, 16, 16), (4, 1, 1))
+    assert one.off_node is None
+    inter = {"latency_inter": 5e-5, "t_net_inter": 2e-9}  # 10x the intra-node latency and bandwidth
+    across = fdm.step_time(g, 2, "host-staging", **PARAMS, **inter)
+    within = fdm.step_time(one, 2, "host-staging", **PARAMS)
+    assert across["halo"][0] == pytest.approx(within["halo"][0])  # rank 0's only neighbour shares its node
+    assert across["halo"][1] > 5 * within["halo"][1]
+    assert across["compute"].tolist() == within["compute"].tolist()
+    with pytest.raises(ValueError, match="latency_inter"):
+        fdm.step_time(g, 2, "host-staging", **PARAMS)
+    # 2 x 2 x 1 ranks on 2 nodes: only the neighbours across the first axis leave the node
+    g = fdm.rank_geometry((32, 32, 16), (2, 2, 1), nodes=2)
+    assert g.off_node[:, 0].tolist() == [1, 1, 1, 1] and not g.off_node[:, 1].any()
+    # oversubscription counts the ranks of one node against its cores
+    busy = fdm.step_time(fdm.rank_geometry((64, 16, 16), (4, 1, 1), nodes=2), 2, "host-staging", **PARAMS,
+                         **inter, cores=2)
+    assert busy["compute"].tolist() == across["compute"].tolist()
+
+
+def test_fdm_predictor_needs_the_inter_node_ping_pong_for_runs_across_nodes():
+    import pandas as pd
+
+    from analysis.predictors.fdm import predict_fdm
+
+    row = {"run_id": "r", "grid": '{"shape":[64,16,16],"spacing":10.0}', "decomposition": "[4,1,1]", "order": 2,
+           "steps": 10, "marshaling": "host-staging", "boundary": "none", "ranks": 4, "backend": "numba",
+           "points": 64 * 16 * 16, "time_median_s": 0.1, "t_f": 1e-11, "t_b": 1e-10, "t_b_shared": 2e-10,
+           "latency": 5e-6, "t_net": 2e-10, "latency_inter": float("nan"), "t_net_inter": float("nan"), "cores": 2.0}
+    frame = pd.DataFrame([{**row, "nodes": 1}, {**row, "nodes": 2},
+                          {**row, "nodes": 2, "latency_inter": 5e-5, "t_net_inter": 2e-9}])
+    t = predict_fdm(frame)["time_predicted_s"].to_numpy()
+    assert np.isfinite(t[0]) and np.isnan(t[1]) and t[2] > t[0]

@@ -111,3 +111,17 @@ def test_lengthened_regions_span_the_window_even_when_the_first_execution_is_slo
     assert m.inner >= 10
     for r in m.repetitions:
         assert r.wall_s[1] - r.wall_s[0] >= 0.05
+
+
+def test_a_run_over_two_nodes_sums_each_nodes_leader_and_records_each_node():
+    # one leader per node reads its node's RAPL; each node's host rank is pinned to its own socket
+    ranks = [desc(0, "host", host="n1", meters=RAPL), desc(1, "host", host="n2", node_rank=0, meters=RAPL)]
+    row = attribute(ranks, [{"rapl": {"package-0": 30.0, "package-1": 2.0}},
+                            {"rapl": {"package-0": 20.0, "package-1": 3.0}}])
+    assert row["energy_j"] == pytest.approx(55.0)
+    nodes = row["energy_detail"]["nodes"]
+    assert set(nodes) == {"n1", "n2"}
+    assert nodes["n1"]["joules"] == pytest.approx(32.0) and nodes["n2"]["joules"] == pytest.approx(23.0)
+    assert sum(n["joules"] for n in nodes.values()) == pytest.approx(row["energy_j"])
+    for n in nodes.values():
+        assert n["host"] + n["accel"] + n["node"] == pytest.approx(n["joules"])

@@ -58,6 +58,11 @@ def test_cluster_study_dry_run_asks_each_job_for_its_own_resources(env, tmp_path
     [char] = jobs_of(out.stdout, "characterize_platform")  # the platform's node type: same partition
     assert char["resources"]["slurm_partition"] == "compute" and char["resources"]["tasks"] == "2"
     assert {j["resources"]["nodes"] for j in runs} >= {"1", "64"}
+    # its runs span nodes, so the platform's inter-node ping-pong: one rank on each of two nodes, same partition
+    [net] = jobs_of(out.stdout, "characterize_inter_node")
+    assert net["resources"]["nodes"] == "2" and net["resources"]["tasks"] == "2"  # -N 2 -n 2: one per node
+    assert net["resources"]["slurm_partition"] == "compute" and "tasks_per_node" not in net["resources"]
+    assert "srun --mpi=pmi2 -n 2 -N 2" in out.stdout and "sims.bench.internode" in out.stdout
 
 
 def test_one_rank_runs_are_plain_jobs_and_the_tiny_study_asks_for_two_tasks(env, tmp_path):

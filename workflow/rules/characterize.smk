@@ -20,3 +20,22 @@ rule characterize_platform:
     shell:
         "{params.launch} python -m mpi4py -m sims.bench"
         " --spec {params.spec:q} --out {output.platform:q} 2>&1 | tee {log:q}"
+
+
+# A platform whose runs span nodes: the MPI ping-pong between one rank on each of two nodes (the FDM model's
+# cost of a halo message to another node), kept beside the platform file as <platform>.network.json.
+rule characterize_inter_node:
+    output:
+        network="results/{study}/platforms/{platform}.network.json",
+    conda:
+        "../envs/hetval.yaml"
+    log:
+        "logs/{study}/characterize/{platform}.network.log",
+    params:
+        launch=get_inter_node_launch,
+    threads: 2
+    resources:
+        **INTER_NODE_RESOURCES,
+    shell:
+        "{params.launch} python -m mpi4py -m sims.bench.internode --platform {wildcards.platform:q}"
+        " --out {output.network:q} 2>&1 | tee {log:q}"

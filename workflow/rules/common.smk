@@ -32,6 +32,8 @@ LIGHT_RUNS = sorted(rid for rid, spec in RUNS.items() if case(spec["case"]).ligh
 LIGHT_RUNS_PATTERN = "|".join(LIGHT_RUNS) or "(?!)"
 CASES = [c.name for c in enabled_cases(config)]
 PLATFORMS = sorted(platform_layouts(config))
+# platforms some of whose runs span nodes: they also need the ping-pong between two nodes (sims.bench.internode)
+INTER_NODE_PLATFORMS = sorted({s["platform"] for s in RUNS.values() if case(s["case"]).layout(s).nodes > 1})
 # Every study's characterisation, validation and report live under results/<study>/.
 OUT = f"results/{STUDY}"
 # one table per name the registered cases declare, plus failed, published and summary.json
@@ -113,6 +115,31 @@ def case_layout_of_platform(platform):
 
 def get_characterize_launch(wildcards):
     return launch_prefix(LAUNCHER, case_layout_of_platform(wildcards.platform))
+
+
+def inter_node_layout(platform):
+    from analysis.cluster import Layout
+
+    return Layout(ranks=2, nodes=2, data_bytes_per_rank=64 * 2**20)  # one rank per node, 4 MiB messages
+
+
+def _inter_node_resource(name):
+    def resource(wildcards):
+        platform = platform_layouts(config).get(wildcards.platform)
+        return job_resources(inter_node_layout(wildcards.platform), platform, LAUNCHER, PROFILE_DEFAULTS)[name]
+
+    return resource
+
+
+INTER_NODE_RESOURCES = {k: _inter_node_resource(k) for k in JOB_RESOURCE_KEYS}
+
+
+def get_inter_node_launch(wildcards):
+    return launch_prefix(LAUNCHER, inter_node_layout(wildcards.platform))
+
+
+def get_inter_node_files(wildcards):
+    return [f"{OUT}/platforms/{p}.network.json" for p in INTER_NODE_PLATFORMS]
 
 
 def get_run_command(wildcards, output):

@@ -6,6 +6,7 @@ rule validate_models:
     input:
         manifest=f"{OUT}/gathered.json",
         platforms=get_platform_files,
+        inter_node=get_inter_node_files,
         published=PUBLISHED_CATALOGS,
     output:
         VALIDATION_FILES,
