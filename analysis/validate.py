@@ -33,7 +33,7 @@ from analysis import history
 from analysis.dataset import partition_files, read_file
 from analysis.platforms import Platforms
 from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
-from analysis.runs import failed_runs
+from analysis.runs import failed_runs, scoring_on
 from analysis.schema import RUN_SCHEMA
 from analysis.uncertainty import Settings
 from sims.atomic import atomic_write_parquet, atomic_write_text
@@ -284,23 +284,25 @@ def validate(
             futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), frame, keys, pure=False,
                                            key=f"validate-{name}-{f[0]}-{Path(f[2]).stem}") for f in mine]
         done = {name: _combine(client.gather(futs), empty[name]) for name, futs in futures.items()}
-    settings = uncertainty or Settings()
-    context = Context(platforms, uncertainty=settings)
-    tables: dict[str, list[pd.DataFrame]] = {}
-    counts: dict[str, int] = {}
-    for name, case in registered.items():
-        result = done[name]
-        joined = result["frame"]
-        if joined is not None:
-            context.joined[name] = joined
-        predictions = {m.name: (result["models"][m.name] if m.rowwise else m.predict(joined))
-                       for m in models_for(name)}
-        counts[name] = int(result["joined"])
-        if result["reduced"] != result["joined"]:
-            log(f"[hetval validate] warning: {result['reduced'] - result['joined']} ok {name} runs have no "
-                "characterised platform to predict them with")
-        for table, frame in case.score(predictions, context).items():
-            tables.setdefault(table, []).append(frame)
+        settings = uncertainty or Settings()
+        context = Context(platforms, uncertainty=settings)
+        tables: dict[str, list[pd.DataFrame]] = {}
+        counts: dict[str, int] = {}
+        for name, case in registered.items():
+            result = done[name]
+            joined = result["frame"]
+            if joined is not None:
+                context.joined[name] = joined
+            predictions = {m.name: (result["models"][m.name] if m.rowwise else m.predict(joined))
+                           for m in models_for(name)}
+            counts[name] = int(result["joined"])
+            if result["reduced"] != result["joined"]:
+                log(f"[hetval validate] warning: {result['reduced'] - result['joined']} ok {name} runs have no "
+                    "characterised platform to predict them with")
+            with scoring_on(client):  # a large case scores its groups as tasks on the cluster too
+                scored = case.score(predictions, context)
+            for table, frame in scored.items():
+                tables.setdefault(table, []).append(frame)
     for table in validation_tables():
         parts = [f for f in tables.get(table, []) if len(f.columns)]
         frame = pd.concat([f for f in parts if len(f)], ignore_index=True) if any(len(f) for f in parts) else (

@@ -245,3 +245,23 @@ def test_interval_rows_without_missing_values_take_the_partition_path():
     lo, hi = interval_rows(V, 0.95)
     for r in range(len(V)):
         assert (lo[r], hi[r]) == pytest.approx(interval(V[r], 0.95), rel=1e-13)
+
+
+def test_score_batch_spread_over_a_dask_cluster_equals_one_piece():
+    from distributed import Client, LocalCluster
+
+    from analysis.runs import scoring_on
+
+    rng = np.random.default_rng(9)
+    k, G = 3, 25
+    gid = np.repeat(np.arange(G), k)
+    reps = [rng.lognormal(0, 0.2, 5) for _ in range(G * k)]
+    m = np.array([np.median(r) for r in reps])
+    p = rng.uniform(0.5, 1.5, G * k)
+    names = [f"v{i % k}" for i in range(G * k)]
+    settings = Settings(resamples=100, seed=3)
+    whole = score_batch(gid, m, p, names, p / m, reps, settings)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client, scoring_on(client, groups_per_task=7):
+        spread = score_batch(gid, m, p, names, p / m, reps, settings)
+    pd.testing.assert_frame_equal(whole, spread)
