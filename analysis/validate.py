@@ -22,6 +22,7 @@ import dataclasses
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,7 +284,11 @@ def validate(
             # the platform frame (a few rows) travels with each task: nothing to lose when a worker dies
             futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), frame, keys, pure=False,
                                            key=f"validate-{name}-{f[0]}-{Path(f[2]).stem}") for f in mine]
+        started = time.perf_counter()
         done = {name: _combine(client.gather(futs), empty[name]) for name, futs in futures.items()}
+        log(f"[hetval validate] read, reduced and predicted {sum(d['records'] for d in done.values())} records "
+            f"in {time.perf_counter() - started:.1f} s; scoring the cases")
+        started = time.perf_counter()
         settings = uncertainty or Settings()
         context = Context(platforms, uncertainty=settings)
         tables: dict[str, list[pd.DataFrame]] = {}
@@ -303,6 +308,8 @@ def validate(
                 scored = case.score(predictions, context)
             for table, frame in scored.items():
                 tables.setdefault(table, []).append(frame)
+        log(f"[hetval validate] scored {', '.join(f'{n} {c}' for n, c in counts.items() if c)} runs "
+            f"in {time.perf_counter() - started:.1f} s")
     for table in validation_tables():
         parts = [f for f in tables.get(table, []) if len(f.columns)]
         frame = pd.concat([f for f in parts if len(f)], ignore_index=True) if any(len(f) for f in parts) else (
