@@ -102,10 +102,11 @@ def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], t
     if pool is not None and len(starts) > pool[1]:
         client, per = pool
         cuts = [*starts[::per].tolist(), R]
-        futures = [client.submit(score_batch, gid[a:b], np.asarray(measured)[a:b], np.asarray(predicted)[a:b],
-                                 list(names[a:b]), np.asarray(tightness)[a:b],
-                                 None if samples is None else list(samples[a:b]), s, pure=False)
-                   for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+        chunks = [(gid[a:b], np.asarray(measured)[a:b], np.asarray(predicted)[a:b], list(names[a:b]),
+                   np.asarray(tightness)[a:b], None if samples is None else list(samples[a:b]), s)
+                  for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+        # the chunks' data go to the workers as data, not inside the task graph
+        futures = [client.submit(_score_chunk, data, pure=False) for data in client.scatter(chunks)]
         parts = client.gather(futures)
         for part, a in zip(parts, cuts[:-1], strict=True):
             part["first"] += a
@@ -154,6 +155,10 @@ def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], t
     frame = pd.DataFrame(out, columns=FIDELITY_TAIL)
     frame["first"] = starts
     return frame
+
+
+def _score_chunk(args: tuple[Any, ...]) -> pd.DataFrame:
+    return score_batch(*args)
 
 
 def tightness_intervals(runs: pd.DataFrame, settings: Settings | None = None,

@@ -33,6 +33,7 @@ for one group, kept for callers and as the tests' reference.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -184,10 +185,24 @@ def _median_positions(seed: int, resamples: int, n: int, slot: int) -> tuple[NDA
 
 def pad_sorted(samples: Sequence[Any]) -> tuple[NDArray[np.float64], NDArray[np.int_]]:
     """``(rows, n_max)`` sorted finite repetitions of each row (NaN-padded) and each row's count."""
-    clean = [_clean(s) for s in samples]
-    counts = np.fromiter((len(c) for c in clean), dtype=np.int_, count=len(clean))
+    rows = len(samples)
+    if all(isinstance(x, list | tuple | np.ndarray) for x in samples):
+        # the common case (the reductions' lists): one flat array, then a padded sort, no per-row NumPy calls
+        lengths = np.fromiter((len(x) for x in samples), dtype=np.int_, count=rows)
+        flat = np.fromiter(itertools.chain.from_iterable(samples), dtype=np.float64, count=int(lengths.sum()))
+        row = np.repeat(np.arange(rows), lengths)
+        keep = np.isfinite(flat)
+        flat, row = flat[keep], row[keep]
+        counts = np.bincount(row, minlength=rows).astype(np.int_)
+        width = int(counts.max()) if rows else 0
+        out = np.full((rows, max(width, 1)), np.nan)
+        starts = np.r_[0, np.cumsum(counts)[:-1]] if rows else np.empty(0, dtype=np.int_)
+        out[row, np.arange(len(flat)) - starts[row]] = flat
+        return np.sort(out, axis=1), counts
+    clean = [_clean(x) for x in samples]
+    counts = np.fromiter((len(c) for c in clean), dtype=np.int_, count=rows)
     width = int(counts.max()) if len(counts) else 0
-    out = np.full((len(clean), max(width, 1)), np.nan)
+    out = np.full((rows, max(width, 1)), np.nan)
     for i, c in enumerate(clean):
         if len(c):
             out[i, : len(c)] = np.sort(c)

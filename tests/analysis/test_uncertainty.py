@@ -265,3 +265,14 @@ def test_score_batch_spread_over_a_dask_cluster_equals_one_piece():
             Client(cluster) as client, scoring_on(client, groups_per_task=7):
         spread = score_batch(gid, m, p, names, p / m, reps, settings)
     pd.testing.assert_frame_equal(whole, spread)
+
+
+def test_pad_sorted_fast_path_equals_the_general_one():
+    rng = np.random.default_rng(11)
+    lists = [list(rng.normal(size=int(rng.integers(0, 7)))) for _ in range(200)]
+    lists[3] = [np.nan, 1.0, np.inf]
+    XS, n = pad_sorted(lists)
+    XS2, n2 = pad_sorted([*lists[:-1], np.asarray(lists[-1])] + [None])  # a None forces the general path
+    assert n.tolist() == n2[:-1].tolist()
+    np.testing.assert_array_equal(XS, XS2[:-1, : XS.shape[1]])
+    assert n[3] == 1 and XS[3, 0] == 1.0
