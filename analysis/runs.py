@@ -187,13 +187,9 @@ def tightness_intervals(runs: pd.DataFrame, settings: Settings | None = None,
     return out
 
 
-def reps_list(values: pd.Series) -> list[float]:
-    return [float(v) for v in pd.to_numeric(values, errors="coerce") if pd.notna(v)]
-
-
 def reps_lists(run_id: pd.Series, values: pd.Series) -> pd.Series:
     """Per run (sorted by ``run_id``; rows in repetition order within a run), the list of its finite-or-not
-    non-null values as floats (:func:`reps_list` for every run at once)."""
+    non-null values as floats (NaN dropped, infinities kept)."""
     v = pd.to_numeric(values, errors="coerce").to_numpy(dtype="float64")
     keys = run_id.to_numpy()
     runs, start = np.unique(keys, return_index=True)
@@ -214,8 +210,10 @@ def energy_sources(run_id: pd.Series, sources: pd.Series) -> pd.Series:
     out = pd.Series("none", index=pd.Index(np.unique(frame["run_id"].to_numpy()), name=run_id.name), dtype="string")
     single = count[count == 1].index
     out.loc[single] = per_run.first().loc[single].to_numpy()
-    for run in count[count > 1].index:
-        out.loc[run] = "mixed: " + ", ".join(sorted(have.loc[have["run_id"] == run, "source"].astype(str)))
+    mixed = count[count > 1].index
+    if len(mixed):  # rare: the one-run rule on just those runs
+        rule = have[have["run_id"].isin(mixed)].groupby("run_id", sort=True)["source"].agg(_energy_source)
+        out.loc[rule.index] = rule.to_numpy()
     return out
 
 

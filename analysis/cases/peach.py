@@ -152,10 +152,8 @@ def score_curves(predicted: pd.DataFrame, settings: Settings | None = None) -> t
     fid_df = pd.DataFrame(columns=FIDELITY_COLUMNS)
     if len(predicted):
         rows = predicted.sort_values(CURVE_KEYS, kind="stable")
-        grouped = rows.groupby(CURVE_KEYS, sort=False, dropna=False)
-        gid = grouped.ngroup().to_numpy()
-        order = grouped.ngroup().drop_duplicates()
-        heads = rows.loc[order.index, CURVE_KEYS]
+        gid = rows.groupby(CURVE_KEYS, sort=False, dropna=False).ngroup().to_numpy()
+        heads = rows[CURVE_KEYS].iloc[np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])]
         params = [calib.get(tuple(str(v) for v in key)) for key in heads.itertuples(index=False, name=None)]
         parts = [_score_quantity(rows, gid, q, params, settings) for q in ("time", "energy")]
         parts = [f for f in parts if len(f)]

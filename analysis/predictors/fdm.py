@@ -50,8 +50,7 @@ def _run_time(shape: tuple[int, ...], decomposition: str, order: int, steps: int
 def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
     """Add the FDM model's predicted time and parts; rows carry the platform columns of ``Platforms.backends``."""
     out = runs.copy()
-    cols = {k: np.full(len(out), np.nan) for k in ("time_predicted_s", "compute_pred_s", "pack_pred_s",
-                                                  "unpack_pred_s", "halo_pred_s", "h2d_pred_s")}
+    cols = {k: np.full(len(out), np.nan) for k in ("time_predicted_s", *PARTS)}
     nodes = out["nodes"].to_numpy() if "nodes" in out else np.ones(len(out), dtype=int)
     for i, r in enumerate(out.itertuples(index=False)):
         if not np.isfinite(r.latency) or not np.isfinite(r.t_net):

@@ -276,3 +276,12 @@ def test_pad_sorted_fast_path_equals_the_general_one():
     assert n.tolist() == n2[:-1].tolist()
     np.testing.assert_array_equal(XS, XS2[:-1, : XS.shape[1]])
     assert n[3] == 1 and XS[3, 0] == 1.0
+
+
+def test_energy_sources_per_run_none_single_and_mixed():
+    from analysis.runs import energy_sources
+
+    run = pd.Series(["a", "a", "b", "b", "c", "c"], name="run_id")
+    src = pd.Series(["rapl", "rapl", "rapl", "nvml", None, None], dtype="string")
+    out = energy_sources(run, src)
+    assert out.to_dict() == {"a": "rapl", "b": "mixed: nvml, rapl", "c": "none"}
