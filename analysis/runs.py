@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis import malloc
 from analysis.uncertainty import (
     UNCERTAINTY_COLUMNS,
     Settings,
@@ -92,35 +93,46 @@ def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], t
     the repetitions. Groups of the same size are scored together as arrays
     (:func:`analysis.uncertainty.batch_ranking`, :func:`analysis.uncertainty.uncertainty_rows`), by the
     same definitions as :func:`analysis.metrics.ranking_summary` and
-    :func:`analysis.uncertainty.group_uncertainty`.
+    :func:`analysis.uncertainty.group_uncertainty`. Inside :func:`scoring_on` a large batch is scored as
+    tasks on the cluster; each task receives plain arrays (the repetitions already padded and sorted, the
+    names as codes), never Python lists, so shipping a chunk costs a memory copy, not a pickle per value.
     """
     s = settings or Settings()
     gid = np.asarray(gid)
     R = len(gid)
     starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if R else np.empty(0, dtype=np.int64)
+    m = np.asarray(measured, dtype=np.float64)
+    p = np.asarray(predicted, dtype=np.float64)
+    t = np.asarray(tightness, dtype=np.float64)
+    if samples is None:
+        XS, n = np.full((R, 1), np.nan), np.zeros(R, dtype=np.int_)
+    else:
+        XS, n = pad_sorted(samples)
+    codes, labels = pd.factorize(pd.Series([str(x) for x in names], dtype=object), sort=False)
+    labels = np.asarray(labels, dtype=object)
     pool = _SCORING.get()
     if pool is not None and len(starts) > pool[1]:
         client, per = pool
         cuts = [*starts[::per].tolist(), R]
-        chunks = [(gid[a:b], np.asarray(measured)[a:b], np.asarray(predicted)[a:b], list(names[a:b]),
-                   np.asarray(tightness)[a:b], None if samples is None else list(samples[a:b]), s)
-                  for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+        chunks = [(starts[(starts >= a) & (starts < b)] - a, m[a:b], p[a:b], t[a:b], XS[a:b], n[a:b],
+                   codes[a:b], labels, s) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
         # the chunks' data go to the workers as data, not inside the task graph
         futures = [client.submit(_score_chunk, data, pure=False) for data in client.scatter(chunks)]
         parts = client.gather(futures)
         for part, a in zip(parts, cuts[:-1], strict=True):
             part["first"] += a
         return pd.concat(parts, ignore_index=True)
+    return _score_arrays(starts, m, p, t, XS, n, codes, labels, s)
+
+
+def _score_arrays(starts: np.ndarray, m: np.ndarray, p: np.ndarray, t: np.ndarray, XS: np.ndarray, n: np.ndarray,
+                  codes: np.ndarray, labels: np.ndarray, s: Settings) -> pd.DataFrame:
+    """:func:`score_batch` on its prepared arrays (group starts, medians, predictions, tightness, padded sorted
+    repetitions and their counts, name codes into ``labels``)."""
+    R = len(m)
     sizes = np.diff(np.r_[starts, R]).astype(np.int64)
     G = len(starts)
-    m = np.asarray(measured, dtype=np.float64)
-    p = np.asarray(predicted, dtype=np.float64)
-    t = np.asarray(tightness, dtype=np.float64)
-    label = np.asarray([str(x) for x in names], dtype=object)
-    if samples is None:
-        XS, n = np.full((R, 1), np.nan), np.zeros(R, dtype=np.int_)
-    else:
-        XS, n = pad_sorted(samples)
+    label = labels[codes] if len(labels) else np.full(R, "", dtype=object)
     out: dict[str, Any] = {"n_alternatives": sizes}
     text = ("best_measured", "best_predicted", "best_measured_noise_aware")
     for c in FIDELITY_TAIL[1:]:
@@ -158,7 +170,8 @@ def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], t
 
 
 def _score_chunk(args: tuple[Any, ...]) -> pd.DataFrame:
-    return score_batch(*args)
+    malloc.for_arrays()  # a Dask worker's allocator, as a plain process's (see analysis.malloc)
+    return _score_arrays(*args)
 
 
 def tightness_intervals(runs: pd.DataFrame, settings: Settings | None = None,

@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import history
+from analysis import history, malloc
 from analysis.dataset import partition_files, read_file
 from analysis.platforms import Platforms
 from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
@@ -216,6 +216,7 @@ def _file_task(case_name: str, study: str, path: str, frame: pd.DataFrame | None
                keys: list[str] | None) -> dict[str, Any]:
     """:func:`case_frame` of one data file (every row of a run lives in one file, so the per-run reduction
     needs no shuffle and a case reads only its own files)."""
+    malloc.for_arrays()
     return case_frame(case_name, _read_partition(study, case_name, path), frame, keys)
 
 

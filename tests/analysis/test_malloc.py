@@ -1,0 +1,39 @@
+"""analysis.malloc: in a process started as Distributed's nanny starts its workers (MALLOC_TRIM_THRESHOLD_
+set), large temporaries stop costing a fresh zero-filled mapping each once the task called for_arrays()."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PROBE = textwrap.dedent("""
+    import resource, sys
+    import numpy as np
+    from analysis import malloc
+
+    def faults(rounds=40, n=1 << 20):   # 8 MiB arrays, allocated, written and freed
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(rounds):
+            a = np.ones(n)
+            del a
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+    faults(2)
+    plain = faults()
+    took = malloc.for_arrays()
+    faults(2)
+    after = faults()
+    print(took, plain, after, malloc.for_arrays())
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_for_arrays_stops_a_page_fault_storm_in_a_nanny_style_worker():
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+    took, plain, after, again = out.stdout.split()
+    assert took == "True" and again == "True"
+    assert int(plain) > 40 * 100  # every array a fresh mapping, faulted in again (hundreds of faults each)
+    assert int(after) < 0.05 * int(plain)  # the freed heap memory is reused
