@@ -81,19 +81,35 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_gather(args: argparse.Namespace) -> int:
-    from analysis.dataset import clear_tmp, gather
+    from analysis.dataset import Matrix, clear_tmp, gather
     from sims.atomic import atomic_write_text
 
     files = [_existing(f, "raw record") for f in args.records]
     if args.raw_dir:
         files += sorted(_existing(args.raw_dir, "--raw-dir", directory=True).glob("*.json"))
-    if not files:
+    matrix = None
+    if args.matrix:
+        try:
+            matrix = Matrix.read(_existing(args.matrix, "--matrix"))
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    if not files and matrix is None:
         raise InputError("nothing to gather: give raw record files or --raw-dir")
+    previous = None
+    if args.manifest and Path(args.manifest).exists():
+        try:
+            previous = json.loads(Path(args.manifest).read_text(encoding="utf-8")).get("files")
+        except (OSError, ValueError, AttributeError):
+            previous = None  # an unreadable manifest is rewritten; its checksums are recomputed
     clear_tmp(args.runs)
-    result = gather(files, args.runs, args.quarantine, args.retry)
+    result = gather(files, args.runs, args.quarantine, args.retry, matrix=matrix, max_attempts=args.max_attempts,
+                    previous_files=previous if isinstance(previous, dict) else None)
+    extra = "".join(f", {n} {what}" for n, what in ((len(result.rebuilt), "data file(s) rebuilt"),
+                                                    (len(result.removed_runs), "run(s) removed"),
+                                                    (len(result.given_up), "run(s) not retried any more")) if n)
     print(
         f"[hetval gather] {result.runs} run(s), {result.records} record(s) -> {args.runs}; "
-        f"{len(result.failed_runs)} failed, {len(result.quarantined)} quarantined"
+        f"{len(result.failed_runs)} failed, {len(result.quarantined)} quarantined{extra}"
     )
     if args.manifest:
         atomic_write_text(args.manifest, json.dumps(result.as_dict(), indent=1))
@@ -288,7 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", default="results/runs", help="dataset directory")
     p.add_argument("--quarantine", default="results/quarantine", help="where records failing the schema go")
     p.add_argument("--retry", default="results/retry", help="where retry requests for failed / quarantined runs go")
-    p.add_argument("--manifest", help="write a JSON summary of this gather here")
+    p.add_argument("--manifest", help="write a JSON summary of this gather here (with every data file's checksum)")
+    p.add_argument("--matrix", help="the study's matrix (JSON: study and run id -> case): records outside it are "
+                   "quarantined and rows of runs no longer in it are removed")
+    p.add_argument("--max-attempts", type=int, default=2,
+                   help="a run that failed the same way this many times in a row is not retried")
     p.set_defaults(func=cmd_gather)
 
     p = sub.add_parser("validate", help="Dask job: runs x platforms x models -> tightness and fidelity",

@@ -8,6 +8,7 @@ allowed. The Snakefile and the ``hetval`` CLI print that line and exit non-zero.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import jsonschema
 import yaml
 
 from sims.record import stable_hash
+from sims.vocab import is_name
 from sims.yamlfile import YAMLFileError, load_mapping
 
 REPO = Path(__file__).resolve().parent.parent
@@ -112,13 +114,53 @@ def _message(error: jsonschema.ValidationError) -> str:
     return f"{key}: {error.instance!r} is not allowed (allowed: {_allowed(error)})"
 
 
+def _non_finite(value: Any, where: str = "") -> str | None:
+    """The key path of the first NaN or infinite number anywhere in ``value`` (None when there is none)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "(top level)"
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            found = _non_finite(v, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = _non_finite(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _at(config: Any, where: str) -> Any:
+    """The value at a key path of :func:`_non_finite` (for the message)."""
+    import re
+
+    value = config
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", where):
+        value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+    return value
+
+
 def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Validate ``config`` in place (filling defaults) and return it; raise ConfigError on the first problem."""
+    """Validate ``config`` in place (filling defaults) and return it; raise ConfigError on the first problem.
+
+    Besides the schema: no NaN or infinite number anywhere (YAML's ``.nan``/``.inf`` are numbers a schema's
+    bounds let through), and names that become paths (``study``, platform names) are one line of safe
+    characters (:data:`sims.vocab.NAME`).
+    """
+    bad = _non_finite(config)
+    if bad:
+        raise ConfigError(f"{bad}: {_at(config, bad)!r} is not allowed (allowed: a finite number)")
     schema = dict(schema) if schema is not None else load_schema()
     cls = _with_defaults(jsonschema.validators.validator_for(schema))
     errors = sorted(cls(schema).iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         raise ConfigError(_message(errors[0]))
+    for key, name in (("study", config["study"]), *((f"platforms[{i}].name", p["name"])
+                                                    for i, p in enumerate(config["platforms"]))):
+        if not is_name(name):
+            raise ConfigError(f"{key}: {name!r} is not allowed (allowed: one line of letters, digits, '_', '.', '-', "
+                              "starting with a letter or digit)")
     names = [p["name"] for p in config["platforms"]]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -207,4 +249,66 @@ def study_matrix(config: Mapping[str, Any]) -> list[dict[str, Any]]:
         if spec["run_id"] in seen:
             raise ConfigError(f"cases.{spec['case']}: run {spec['run_id']} ({spec.get('variant')}) is listed twice")
         seen.add(spec["run_id"])
+    check_memory(config, runs)
     return runs
+
+
+def node_memory_mb(config: Mapping[str, Any], platform: str) -> tuple[float | None, str]:
+    """The memory of one node of ``platform`` (MB) and where that figure comes from: the platform's
+    ``memory_gb``; else, under SLURM (an ``srun`` launcher) with the platform's partition named, the
+    largest node of that partition (``sinfo``); else, for local runs, this machine's memory. ``None`` when
+    nothing says (a cluster whose partition is not named): the scheduler then judges the request."""
+    entry = platform_layouts(config).get(platform) or {}
+    if entry.get("memory_gb"):
+        return float(entry["memory_gb"]) * 1024.0, f"platform {platform}'s memory_gb"
+    launcher = str(config.get("launcher") or "mpiexec").split()
+    if launcher and launcher[0] == "srun":
+        partition = (entry.get("slurm") or {}).get("partition")
+        if not partition:
+            return None, ""
+        import subprocess
+
+        try:
+            out = subprocess.run(["sinfo", "-h", "-p", str(partition), "-o", "%m"], capture_output=True,
+                                 text=True, timeout=10, check=True).stdout
+            sizes = [float(w.rstrip("+")) for w in out.split() if w.rstrip("+").isdigit()]
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return None, ""
+        return (max(sizes), f"the largest node of SLURM partition {partition}") if sizes else (None, "")
+    import os
+
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+    except (OSError, ValueError, AttributeError):
+        return None, ""
+    return float(total), "this machine"
+
+
+def check_memory(config: Mapping[str, Any], runs: list[dict[str, Any]]) -> None:
+    """Refuse, before anything runs, a run whose memory estimate per node (its case's :meth:`layout`: data
+    per rank, ranks per node and slack - what its batch job asks for) exceeds its platform's node
+    (:func:`node_memory_mb`), naming the case key, the run and both figures."""
+    from analysis.registry import case as case_of
+
+    limits: dict[str, tuple[float | None, str]] = {}
+    for spec in runs:
+        kase = case_of(spec["case"])
+        platform = spec.get("platform")
+        if kase.light or not platform:
+            continue
+        if platform not in limits:
+            limits[platform] = node_memory_mb(config, platform)
+        limit, where = limits[platform]
+        if limit is None:
+            continue
+        layout = kase.layout(spec)
+        need = layout.mem_mb_per_node
+        if need > limit:
+            doc = spec.get("fdm_doc") or {}
+            what = ", ".join(str(x) for x in (spec.get("variant"), spec.get("size") and f"size {spec['size']}",
+                                               doc.get("grid") and f"grid {doc['grid'].get('shape')}") if x)
+            raise ConfigError(
+                f"cases.{spec['case']}: run {spec['run_id']} ({what}) needs about {need / 1024:.1f} GiB per node "
+                f"({layout.ranks_per_node} rank(s) of {layout.data_bytes_per_rank / 2**30:.2f} GiB data each, with "
+                f"slack), more than the {limit / 1024:.1f} GiB of {where} (allowed: runs that fit; give "
+                "platforms[].memory_gb if its nodes have more)")

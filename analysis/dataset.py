@@ -23,7 +23,9 @@ overwrites it.)
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +45,7 @@ from analysis.schema import (
     check_record,
 )
 from sims.atomic import atomic_write_bytes, atomic_write_parquet, atomic_write_text
+from sims.vocab import is_name
 
 PART_FILE = "part.parquet"
 
@@ -56,6 +59,14 @@ class GatherResult:
     failed_runs: list[str] = field(default_factory=list)
     quarantined: list[dict[str, str]] = field(default_factory=list)
     partitions_written: list[str] = field(default_factory=list)
+    #: data files that did not read: set aside (with the reason) and rebuilt from the raw records
+    rebuilt: list[dict[str, str]] = field(default_factory=list)
+    #: runs whose rows were removed: no longer in the study's matrix, or moved to another case
+    removed_runs: list[str] = field(default_factory=list)
+    #: runs that failed (or were quarantined) the same way ``max_attempts`` times: not retried
+    given_up: list[dict[str, Any]] = field(default_factory=list)
+    #: every data file of the gathered studies: its size and SHA-256 (:func:`check_manifest`)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,11 +75,46 @@ class GatherResult:
             "failed_runs": self.failed_runs,
             "quarantined": self.quarantined,
             "partitions_written": self.partitions_written,
+            "rebuilt": self.rebuilt,
+            "removed_runs": self.removed_runs,
+            "given_up": self.given_up,
+            "files": self.files,
         }
 
 
-def read_raw_file(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
-    """Parse and check one raw file; raise RecordError saying why it does not fit."""
+@dataclass(frozen=True)
+class Matrix:
+    """The runs a study is made of (run id -> case): what gather accepts into the study's partitions and
+    keeps there. The workflow writes it as ``results/<study>/matrix.json``."""
+
+    study: str
+    runs: dict[str, str]
+
+    @classmethod
+    def read(cls, path: str | Path) -> Matrix:
+        try:
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"matrix {path}: {exc}") from exc
+        runs = doc.get("runs") if isinstance(doc, dict) else None
+        if not (isinstance(doc, dict) and is_name(doc.get("study")) and isinstance(runs, dict)
+                and all(is_name(k) and is_name(v) for k, v in runs.items())):
+            raise ValueError(f"matrix {path}: expected {{'study': <name>, 'runs': {{<run_id>: <case>}}}}")
+        return cls(doc["study"], dict(runs))
+
+    def write(self, path: str | Path) -> None:
+        atomic_write_text(path, json.dumps({"study": self.study, "runs": dict(sorted(self.runs.items()))},
+                                           indent=0) + "\n")
+
+
+def read_raw_file(path: str | Path, matrix: Matrix | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """Parse and check one raw file; raise RecordError saying why it does not fit.
+
+    Besides the schema, a file's identity must agree with where it lives: one run (``run_id`` = the file
+    name), one study (= the directory the file is in, ``raw/<study>/<run_id>.json``) and one case, each a
+    safe name (:data:`sims.vocab.NAME`); with a ``matrix``, the run must be one of the study's and of the
+    case the matrix says.
+    """
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -95,6 +141,25 @@ def read_raw_file(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
         raise RecordError(f"repeated 'rep' values {sorted(reps)}")
     if path.stem != run_id:
         raise RecordError(f"file name {path.name!r} does not match its run_id {run_id!r}")
+    for key in ("run_id", "study", "case"):
+        values = sorted({r[key] for r in records})
+        if len(values) > 1:
+            raise RecordError(f"records of more than one {key} in one file: {', '.join(map(repr, values))}")
+        if not is_name(values[0]):
+            raise RecordError(f"field {key!r}: {values[0]!r} is not a safe name (letters, digits, '_', '.', '-', "
+                              "starting with a letter or digit)")
+    study, case = records[0]["study"], records[0]["case"]
+    if study != path.parent.name:
+        raise RecordError(f"study {study!r} differs from the directory the record is in ({path.parent.name!r}; "
+                          "raw records live in raw/<study>/<run_id>.json)")
+    if matrix is not None:
+        if study != matrix.study:
+            raise RecordError(f"study {study!r} is not the study being gathered ({matrix.study!r})")
+        if run_id not in matrix.runs:
+            raise RecordError(f"run {run_id} is not in study {study!r}'s matrix")
+        if matrix.runs[run_id] != case:
+            raise RecordError(f"case {case!r} differs from the study's matrix, which makes run {run_id} a "
+                              f"{matrix.runs[run_id]!r} run")
     return run_id, records
 
 
@@ -110,6 +175,75 @@ def request_retry(retry_dir: Path, study: str, run_id: str, why: str) -> Path:
     path = retry_dir / study / f"{run_id}.json"
     atomic_write_text(path, json.dumps({"run_id": run_id, "why": why}) + "\n")
     return path
+
+
+def attempts_path(retry_dir: str | Path, study: str, run_id: str) -> Path:
+    """Where the failed attempts of a run are counted (never an input of a rule)."""
+    return Path(retry_dir) / study / f"{run_id}.attempts.json"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def note_attempt(retry_dir: Path, study: str, run_id: str, token: str, why: str, max_attempts: int,
+                 git_sha: str | None) -> str:
+    """Count one failed (or quarantined) attempt of a run and decide: ``"retry"`` (a retry request is written:
+    the next invocation redoes the run), ``"given-up"`` (the run failed the same way ``max_attempts`` times
+    in a row: no request, the run is not redone until its spec or the code changes or the user asks), or
+    ``"seen"`` (this attempt, named by ``token``, was counted before: nothing changes, so gathering the
+    same failed record again never asks for another retry)."""
+    path = attempts_path(retry_dir, study, run_id)
+    state = _read_json(path)
+    if not (isinstance(state, dict) and isinstance(state.get("attempts"), list)):
+        state = {"run_id": run_id, "attempts": []}
+    if any(a.get("token") == token for a in state["attempts"] if isinstance(a, dict)):
+        return "given-up" if state.get("given_up") else "seen"
+    state["attempts"].append({"token": token, "why": why, "git_sha": git_sha})
+    same = 0
+    for a in reversed(state["attempts"]):
+        if not (isinstance(a, dict) and a.get("why") == why):
+            break
+        same += 1
+    state["given_up"] = same >= max(1, int(max_attempts))
+    atomic_write_text(path, json.dumps(state, indent=1) + "\n")
+    if state["given_up"]:
+        return "given-up"
+    request_retry(retry_dir, study, run_id, why)
+    return "retry"
+
+
+def given_up(retry_dir: str | Path, study: str) -> list[dict[str, Any]]:
+    """The study's runs that are not retried any more: run id, attempts, the last reason and its code version."""
+    out = []
+    for path in sorted((Path(retry_dir) / study).glob("*.attempts.json")):
+        state = _read_json(path)
+        if isinstance(state, dict) and state.get("given_up") and state.get("attempts"):
+            last = state["attempts"][-1]
+            out.append({"run_id": state.get("run_id", path.name.split(".")[0]), "attempts": len(state["attempts"]),
+                        "why": last.get("why"), "git_sha": last.get("git_sha")})
+    return out
+
+
+def revive(retry_dir: str | Path, study: str, run_ids: Iterable[str] | None = None,
+           code_version: str | None = None) -> list[str]:
+    """Retry given-up runs again: every one (``run_ids`` None), the named ones, and - with ``code_version`` -
+    those whose last attempt ran another version of the code. Their counts restart; a retry request is
+    written for each. Returns the run ids revived."""
+    wanted = None if run_ids is None else set(run_ids)
+    out = []
+    for item in given_up(retry_dir, study):
+        rid = item["run_id"]
+        changed = code_version is not None and item.get("git_sha") not in (None, code_version)
+        if (wanted is None and code_version is None) or (wanted is not None and rid in wanted) or changed:
+            attempts_path(retry_dir, study, rid).unlink(missing_ok=True)
+            request_retry(Path(retry_dir), study, rid, f"retried after {item['attempts']} failed attempts: "
+                          + ("the code changed" if changed else "asked for"))
+            out.append(rid)
+    return out
 
 
 def partition_dir(runs_dir: str | Path, study: str, case: str) -> Path:
@@ -178,12 +312,86 @@ def _bucket_rows(table: pa.Table, bucket: str) -> pa.Table:
     return table.filter(mask)
 
 
+BUCKETS = "0123456789abcdef"
+BUCKET_FILES = frozenset(f"part-{b}.parquet" for b in BUCKETS)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def study_files(runs_dir: str | Path, study: str,
+                previous: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Every data file of ``study`` (path relative to ``runs_dir``) with its size, mtime and SHA-256; a file
+    whose size and mtime match ``previous`` keeps its recorded checksum (it was not rewritten)."""
+    runs_dir = Path(runs_dir)
+    out = {}
+    for path in sorted(runs_dir.glob(f"study={study}/case=*/*.parquet")):
+        st = path.stat()
+        rel = path.relative_to(runs_dir).as_posix()
+        old = (previous or {}).get(rel) or {}
+        same = old.get("bytes") == st.st_size and old.get("mtime_ns") == st.st_mtime_ns and old.get("sha256")
+        out[rel] = {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns,
+                    "sha256": old["sha256"] if same else _sha256(path)}
+    return out
+
+
+def check_manifest(manifest: str | Path, runs_dir: str | Path, study: str) -> list[str]:
+    """What differs between ``study``'s data files and what the gather that wrote ``manifest`` left: a file
+    missing, added, or whose content changed (its SHA-256 is computed only when size or mtime moved). An
+    empty list when they agree (or there is no manifest yet: nothing to compare)."""
+    manifest = Path(manifest)
+    if not manifest.exists():
+        return []
+    doc = _read_json(manifest)
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+        return [f"{manifest} does not read as a gather manifest"]
+    recorded: dict[str, dict[str, Any]] = doc["files"]
+    runs_dir = Path(runs_dir)
+    problems = []
+    present = {p.relative_to(runs_dir).as_posix(): p for p in runs_dir.glob(f"study={study}/case=*/*.parquet")}
+    for rel in sorted(set(recorded) - set(present)):
+        problems.append(f"{runs_dir / rel} is missing")
+    for rel in sorted(set(present) - set(recorded)):
+        problems.append(f"{runs_dir / rel} was not written by gather")
+    for rel in sorted(set(present) & set(recorded)):
+        st, old = present[rel].stat(), recorded[rel]
+        if st.st_size == old.get("bytes") and st.st_mtime_ns == old.get("mtime_ns"):
+            continue
+        if st.st_size != old.get("bytes") or _sha256(present[rel]) != old.get("sha256"):
+            problems.append(f"{runs_dir / rel} changed since gather wrote it")
+    return problems
+
+
+def _read_ids(path: Path) -> set[str]:
+    import pyarrow.parquet as pq
+
+    return set(pq.read_table(path, columns=["run_id"])["run_id"].to_pylist())
+
+
+def _set_aside(path: Path, quarantine_dir: Path, study: str, case: str, why: str) -> Path:
+    """Move a data file that does not read out of the dataset, with its reason (nothing is deleted)."""
+    dst_dir = quarantine_dir / study / "partitions"
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    dst = dst_dir / f"case={case}-{path.name}"
+    shutil.move(str(path), dst)
+    atomic_write_text(dst_dir / f"{dst.name}.reason.txt", why + "\n")
+    return dst
+
+
 def gather(
     raw_files: Iterable[str | Path],
     runs_dir: str | Path,
     quarantine_dir: str | Path,
     retry_dir: str | Path,
     log: Any = print,
+    matrix: Matrix | None = None,
+    max_attempts: int = 2,
+    previous_files: dict[str, dict[str, Any]] | None = None,
 ) -> GatherResult:
     """Merge raw records into the dataset; quarantine bad files; request retries of bad and failed runs.
 
@@ -194,68 +402,151 @@ def gather(
     runs_dir, quarantine_dir, retry_dir
         ``results/runs``, ``results/quarantine``, ``results/retry``.
     log
-        Called with one line per notable event (quarantine, failed run).
+        Called with one line per notable event (quarantine, failed run, a rebuilt file, removed runs).
+    matrix
+        The study's runs: a record outside it (or of another case) is quarantined, and rows of runs no
+        longer in it are removed from the study's partitions (their raw records stay).
+    max_attempts
+        A run that failed (or was quarantined) the same way this many times in a row is not retried.
+    previous_files
+        The ``files`` of the previous manifest: checksums of files gather does not rewrite are reused.
+
+    Every row of a run lives in the partition of its newest record's case (rows left in another case's
+    partition are removed). A data file that does not read is moved to ``<quarantine>/<study>/partitions/``
+    with the reason and rebuilt from the raw records given (the workflow gives every raw record of the
+    study, so nothing is lost).
     """
+    from sims.record import git_state
+
     runs_dir, quarantine_dir, retry_dir = Path(runs_dir), Path(quarantine_dir), Path(retry_dir)
     result = GatherResult()
-    new_rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    fresh_ids: dict[tuple[str, str], set[str]] = {}
-    failed: list[dict[str, Any]] = []
+    sha, dirty = git_state()
+    code = f"{sha}-dirty" if sha and dirty else sha
+    fresh: dict[str, dict[str, list[dict[str, Any]]]] = {}  # study -> case -> rows
+    outcomes: list[tuple[str, str, str, str, str]] = []  # (study, run_id, token, why, variant)
+    succeeded: list[tuple[str, str]] = []
     for raw in sorted({Path(p) for p in raw_files}):
         if not raw.exists():
             continue
         try:
-            run_id, records = read_raw_file(raw)
+            run_id, records = read_raw_file(raw, matrix)
         except RecordError as exc:
             reason = str(exc).replace("\n", " ")
-            dst = _quarantine(raw, quarantine_dir / raw.parent.name, reason)
-            request_retry(retry_dir, raw.parent.name, raw.stem, f"quarantined: {reason}")
+            where = raw.parent.name if is_name(raw.parent.name) else "_unnamed"
+            dst = _quarantine(raw, quarantine_dir / where, reason)
             result.quarantined.append({"file": str(dst), "reason": reason})
             log(f"[hetval gather] quarantined {raw.name}: {reason}")
+            if is_name(raw.parent.name) and is_name(raw.stem):
+                token = "sha256:" + _sha256(raw)
+                outcomes.append((raw.parent.name, raw.stem, token, f"quarantined: {reason}", ""))
             continue
-        key = (records[0]["study"], records[0]["case"])
-        new_rows.setdefault(key, []).extend(records)
-        fresh_ids.setdefault(key, set()).add(run_id)
+        first = records[0]
+        fresh.setdefault(first["study"], {}).setdefault(first["case"], []).extend(records)
         result.records += len(records)
         result.runs += 1
-        if records[0]["status"] == "failed":
-            failed.append(records[0])
+        if first["status"] == "failed":
+            result.failed_runs.append(run_id)
+            outcomes.append((first["study"], run_id, f"record:{first['started_at'].isoformat()}",
+                             f"failed: {first['error']}", first["variant"]))
+        else:
+            succeeded.append((first["study"], run_id))
 
-    for (study, case), rows in sorted(new_rows.items()):
-        fresh = _rows_to_table(rows)
-        legacy = partition_dir(runs_dir, study, case) / PART_FILE
-        buckets = {bucket_of(r) for r in fresh_ids[(study, case)]}
-        if legacy.exists():  # the one-file layout: split it into buckets now (every bucket is written)
-            buckets |= set("0123456789abcdef")
+    studies = sorted({*fresh, *([matrix.study] if matrix else [])})
+    for study in studies:
+        keep = set(matrix.runs) if matrix is not None and matrix.study == study else None
+        _write_study(runs_dir, quarantine_dir, study, fresh.get(study, {}), keep, result, log)
+
+    # Only now that their rows are safely in the dataset, ask for failed runs to be retried (or give up).
+    for study, run_id, token, why, variant in outcomes:
+        what = note_attempt(retry_dir, study, run_id, token, why, max_attempts, code)
+        if what == "given-up":
+            log(f"[hetval gather] run {run_id} {variant and f'({variant}) '}failed the same way {max_attempts} "
+                f"times: not retried (config retry_failed: true retries it): {why}")
+        elif variant:
+            log(f"[hetval gather] run {run_id} ({variant}) failed: {why[len('failed: '):]}")
+    for study, run_id in succeeded:
+        attempts_path(retry_dir, study, run_id).unlink(missing_ok=True)
+    for study in studies:
+        result.given_up.extend({"study": study, **g} for g in given_up(retry_dir, study))
+        result.files.update(study_files(runs_dir, study, previous_files))
+    return result
+
+
+def _write_study(runs_dir: Path, quarantine_dir: Path, study: str, fresh: dict[str, list[dict[str, Any]]],
+                 keep: set[str] | None, result: GatherResult, log: Any) -> None:
+    """Merge one study's fresh rows into its partitions (see :func:`gather`)."""
+    fresh_case = {r["run_id"]: case for case, rows in fresh.items() for r in rows}
+    tables = {case: _rows_to_table(rows) for case, rows in fresh.items()}
+    sdir = runs_dir / f"study={study}"
+    cases = sorted({*fresh, *(p.name.split("=", 1)[1] for p in sdir.glob("case=*") if p.is_dir())})
+    removed: set[str] = set()
+
+    def readable(path: Path, case: str, read: Any) -> Any:
+        try:
+            return read(path)
+        except (OSError, pa.ArrowException) as exc:
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            dst = _set_aside(path, quarantine_dir, study, case, why)
+            result.rebuilt.append({"file": str(path), "reason": why, "moved_to": str(dst)})
+            log(f"[hetval gather] warning: {path} does not read ({why}): moved to {dst}; rebuilding it from "
+                "the raw records")
+            return None
+
+    for case in cases:
+        pdir = partition_dir(runs_dir, study, case)
+        if keep is not None:  # a file no gather writes is not part of the dataset
+            for stray in sorted(p for p in pdir.glob("*.parquet") if p.name not in BUCKET_FILES | {PART_FILE}):
+                dst = _set_aside(stray, quarantine_dir, study, case, "not a data file gather writes")
+                log(f"[hetval gather] warning: {stray} is not a data file gather writes: moved to {dst}")
+        legacy_path = pdir / PART_FILE
+        legacy = readable(legacy_path, case, lambda p, c=case: read_file(study, c, p)) if legacy_path.exists() \
+            else None
+        buckets = set(BUCKETS) if keep is not None or legacy_path.exists() or legacy is not None else {
+            bucket_of(r) for r in fresh_case}
+        mine = tables.get(case)
         for bucket in sorted(buckets):
             path = bucket_path(runs_dir, study, case, bucket)
-            ids = pa.array(sorted(r for r in fresh_ids[(study, case)] if bucket_of(r) == bucket), pa.string())
+            add = _bucket_rows(mine, bucket) if mine is not None else None
+            present = readable(path, case, _read_ids) if path.exists() else None
+            if legacy is not None:
+                present = (present or set()) | {r for r in legacy["run_id"].to_pylist() if bucket_of(r) == bucket}
+            present = present or set()
+            drop = {r for r in present if r in fresh_case or (keep is not None and r not in keep)}
+            if not drop and not (add is not None and add.num_rows) and legacy is None:
+                continue
             parts = []
             if path.exists():
-                kept = read_file(study, case, path)
-                parts.append(kept.filter(pc.invert(pc.is_in(kept["run_id"], value_set=ids))))
-            if legacy.exists():
-                old = _bucket_rows(read_file(study, case, legacy), bucket)
-                seen = pa.array(sorted({*ids.to_pylist(), *(r for t in parts for r in t["run_id"].to_pylist())}),
-                                pa.string())
-                parts.append(old.filter(pc.invert(pc.is_in(old["run_id"], value_set=seen))))
-            parts.append(_bucket_rows(fresh, bucket))
-            merged = pa.concat_tables(parts).sort_by([(k, "ascending") for k in ROW_KEY])
+                kept = readable(path, case, lambda p, c=case: read_file(study, c, p))
+                if kept is not None:
+                    parts.append(kept)
+            if legacy is not None:
+                seen = {r for t in parts for r in t["run_id"].to_pylist()}
+                old = _bucket_rows(legacy, bucket)
+                parts.append(old.filter(pc.invert(pc.is_in(old["run_id"], value_set=pa.array(sorted(seen),
+                                                                                         pa.string())))))
+            if drop:
+                gone = pa.array(sorted(drop), pa.string())
+                parts = [t.filter(pc.invert(pc.is_in(t["run_id"], value_set=gone))) for t in parts]
+                removed |= {r for r in drop if fresh_case.get(r, case) != case or r not in fresh_case}
+            if add is not None:
+                parts.append(add)
+            merged = (pa.concat_tables(parts) if parts else RUN_SCHEMA.empty_table()).sort_by(
+                [(k, "ascending") for k in ROW_KEY])
             keys = list(zip(merged["run_id"].to_pylist(), merged["rep"].to_pylist(), strict=True))
             if len(set(keys)) != len(keys):
                 raise AssertionError(f"duplicate (run_id, rep) rows would be written to {path}")
             if merged.num_rows:
                 atomic_write_parquet(merged.drop_columns(list(PARTITION_KEYS)).cast(FILE_SCHEMA), path)
                 result.partitions_written.append(str(path))
-        if legacy.exists():
-            legacy.unlink()  # every row it held is in a bucket now
-
-    # Only now that their rows are safely in the dataset, ask for failed runs to be retried.
-    for first in failed:
-        request_retry(retry_dir, first["study"], first["run_id"], f"failed: {first['error']}")
-        result.failed_runs.append(first["run_id"])
-        log(f"[hetval gather] run {first['run_id']} ({first['variant']}) failed: {first['error']}")
-    return result
+            elif path.exists():
+                path.unlink()  # its last run moved or left the study
+        if legacy_path.exists():
+            legacy_path.unlink()  # every row it held is in a bucket now
+    if removed:
+        result.removed_runs.extend(sorted(removed))
+        shown = ", ".join(sorted(removed)[:5]) + (", ..." if len(removed) > 5 else "")
+        log(f"[hetval gather] removed the rows of {len(removed)} run(s) from study {study!r}'s partitions "
+            f"(no longer in its matrix, or gathered into another case): {shown}")
 
 
 def clear_tmp(runs_dir: str | Path) -> None:

@@ -11,6 +11,18 @@ from __future__ import annotations
 import math
 import re
 
+#: A study, case, platform or run name: it becomes a directory or a file name, so it is one path component of
+#: letters, digits, '_', '.' and '-' that starts with a letter or digit (anchored: no trailing newline).
+NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+#: The same rule as a JSON-schema pattern (ECMA regex: ``$`` does not match before a final newline there).
+NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+def is_name(value: object) -> bool:
+    """Whether ``value`` is a safe :data:`NAME` (a string, one path component, no control characters)."""
+    return isinstance(value, str) and NAME.match(value) is not None
+
+
 #: The two processors of a heterogeneous platform: rank 0 plays ``host``, rank 1 ``accel``.
 ROLES: tuple[str, str] = ("host", "accel")
 

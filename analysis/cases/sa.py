@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from analysis.cases.wp import WPCase
+from sims.sa.counts import POWADD_TERMS
 from sims.vocab import WPS
 
 SCHEMA = yaml.safe_load(f"""
@@ -53,7 +54,8 @@ class SACase(WPCase):
     job = "sims.sa.job:SARun"
 
     def data_bytes(self, spec: Mapping[str, Any]) -> float:
-        return 4.0 * 4 * int(spec["params"]["size"])  # float32 vectors: the inputs, the output and a temporary
+        # float32: a, b, c and d, and the 32 rows of e (sims.sa.kernels.allocate), all on one rank in CO/GO
+        return 4.0 * (4 + POWADD_TERMS) * int(spec["params"]["size"])
 
 
 CASE = SACase()

@@ -64,6 +64,14 @@ def _base(ident: dict, ranks: int, started_at: str, config_hash: str) -> dict[st
     }
 
 
+def _count(doc: dict, key: str, default: int, least: int) -> int:
+    """An integer run-spec key of at least ``least`` (a boolean or text is an error naming the key)."""
+    value = doc.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise SpecError(f"'{key}' must be an integer >= {least}, got {value!r}")
+    return value
+
+
 def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | None:
     """Run the spec at ``config_path`` on every rank of ``comm``; rank 0 returns the :class:`Result`.
 
@@ -82,6 +90,7 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
         spec = parse(doc)
         if doc.get("ranks") is not None and int(doc["ranks"]) != size:
             raise SpecError(f"'ranks' is {doc['ranks']} but the job has {size} MPI ranks (mpiexec -n {doc['ranks']})")
+        warmup, reps = _count(doc, "warmup", 0, 0), _count(doc, "repetitions", 1, 1)
         sim = Simulation(spec, comm)
     except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
         error = f"rank {rank}: {exc}" if not isinstance(exc, SpecError) else str(exc)
@@ -98,9 +107,6 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
 
     assert spec is not None and sim is not None
     sim.warm_up()
-    warmup, reps = int(doc.get("warmup", 0)), int(doc.get("repetitions", 1))
-    if reps < 1 or warmup < 0:
-        raise SpecError("'repetitions' must be >= 1 and 'warmup' >= 0")
     per_rep = []
     for r in range(warmup + reps):
         loop_s = sim.run()

@@ -19,13 +19,31 @@ class Medium:
     @classmethod
     def from_spec(cls, spec) -> Medium:
         """Build from ``{"vp", "vs", "rho"}`` or a list of ``{"top", "vp", "vs", "rho"}``."""
+        if isinstance(spec, dict):
+            unknown = sorted(set(spec) - {"vp", "vs", "rho"})
+            if unknown:
+                raise ValueError(f"unknown key(s) {', '.join(map(str, unknown))} (known: vp, vs, rho)")
         layers = [dict(spec, top=0.0)] if isinstance(spec, dict) else list(spec)
         if not layers:
             raise ValueError("medium: need at least one layer")
         for n, lay in enumerate(layers):
+            if not isinstance(lay, dict):
+                raise ValueError(f"medium layer {n}: expected {{top, vp, vs, rho}}, got {lay!r}")
+            unknown = sorted(set(lay) - {"top", "vp", "vs", "rho"})
+            if unknown:
+                raise ValueError(f"medium layer {n}: unknown key(s) {', '.join(map(str, unknown))} "
+                                 "(known: top, vp, vs, rho)")
             for key in ("top", "vp", "vs", "rho"):
                 if key not in lay:
                     raise ValueError(f"medium layer {n}: missing key {key!r}")
+                v = lay[key]
+                try:
+                    ok = not isinstance(v, bool) and bool(np.isfinite(float(v)))
+                except (TypeError, ValueError):
+                    ok = False
+                if not ok:
+                    raise ValueError(f"medium layer {n}: {key!r} must be a finite number, got {v!r}")
+                layers[n] = lay = {**lay, key: float(v)}
             if lay["vp"] <= 0 or lay["rho"] <= 0 or lay["vs"] < 0:
                 raise ValueError(f"medium layer {n}: need vp > 0, vs >= 0, rho > 0")
             if lay["vs"] * np.sqrt(2.0) >= lay["vp"] and lay["vs"] > 0:

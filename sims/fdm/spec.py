@@ -79,6 +79,29 @@ def _number(value: Any, key: str, positive: bool = True) -> float:
     return x
 
 
+def _keys(doc: Any, known: tuple[str, ...], where: str) -> None:
+    """A nested mapping holds only ``known`` keys (a misspelt key is an error, never a silent default)."""
+    if not isinstance(doc, dict):
+        raise SpecError(f"'{where}' must be a mapping, got {doc!r}")
+    unknown = sorted(set(doc) - set(known))
+    if unknown:
+        raise SpecError(f"'{where}': unknown key(s) {', '.join(map(str, unknown))} (known: {', '.join(known)})")
+
+
+def _interior(p: tuple[float, float, float], key: str, shape: tuple[int, int, int], h: float, width: int,
+              free_surface: bool) -> None:
+    """A source or receiver lies in the interior, not inside an absorbing layer (whose damping would bend
+    what it emits or records)."""
+    if not width:
+        return
+    for a in range(3):
+        lo = 0 if (a == 2 and free_surface) else width
+        hi = shape[a] - width
+        if not lo * h <= p[a] < hi * h:
+            raise SpecError(f"'{key}' = {list(p)} lies inside the absorbing layer ({width} cells = {width * h:g} m "
+                            f"on each face): {'xyz'[a]} must be in [{lo * h:g}, {hi * h:g}) m")
+
+
 def _point(value: Any, key: str, extent: tuple[float, float, float]) -> tuple[float, float, float]:
     try:
         p = tuple(float(v) for v in value)
@@ -100,10 +123,11 @@ def parse(doc: dict) -> FDMSpec:
     if unknown:
         raise SpecError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(TOP_KEYS))}")
     grid = _need(doc, "grid", "spec")
+    _keys(grid, ("shape", "spacing"), "grid")
     shape_v = _need(grid, "shape", "grid")
     try:
-        shape = tuple(int(s) for s in shape_v)
-    except (TypeError, ValueError):
+        shape = tuple(int(s) for s in shape_v if not isinstance(s, bool) and int(s) == s)
+    except (TypeError, ValueError, OverflowError):
         shape = ()
     if len(shape) != 3 or min(shape) < 1:
         raise SpecError(f"'grid.shape' must be [nx, ny, nz] positive cell counts, got {shape_v!r}")
@@ -129,6 +153,8 @@ def parse(doc: dict) -> FDMSpec:
             raise SpecError(f"'decomposition' must be 'auto' or [px, py, pz], got {doc['decomposition']!r}")
 
     med_doc = _need(doc, "medium", "spec")
+    if isinstance(med_doc, dict) and len(med_doc) != 1:
+        raise SpecError(f"'medium' must have exactly one of 'homogeneous' or 'layers', got keys {sorted(med_doc)}")
     try:
         if isinstance(med_doc, dict) and "homogeneous" in med_doc:
             medium = Medium.from_spec(med_doc["homogeneous"])
@@ -152,13 +178,14 @@ def parse(doc: dict) -> FDMSpec:
     receivers = tuple(_point(r, f"receivers[{n}]", extent) for n, r in enumerate(rec_doc))
 
     bnd = doc.get("boundary", {"kind": "cpml", "width": 10})
+    _keys(bnd, ("kind", "width"), "boundary")
     kind = bnd.get("kind") if isinstance(bnd, dict) else None
     if kind not in ("none", "cpml"):
         raise SpecError(f"'boundary.kind' must be 'cpml' or 'none', got {kind!r}")
     width = 0
     if kind == "cpml":
         width = bnd.get("width", 10)
-        if not isinstance(width, int) or width < 1:
+        if not isinstance(width, int) or isinstance(width, bool) or width < 1:
             raise SpecError(f"'boundary.width' must be a positive number of cells, got {width!r}")
         if 2 * width >= min(shape):
             raise SpecError(f"'boundary.width' {width} leaves no interior in grid {list(shape)}")
@@ -169,9 +196,14 @@ def parse(doc: dict) -> FDMSpec:
     if free_surface and 2 * width >= shape[2] + width:
         raise SpecError(f"'boundary.width' {width} leaves no interior under the free surface in grid {list(shape)}")
 
+    _interior(source.position, "source.position", shape, h, width, free_surface)
+    for n, r in enumerate(receivers):
+        _interior(r, f"receivers[{n}]", shape, h, width, free_surface)
+
     tdoc = _need(doc, "time", "spec")
+    _keys(tdoc, ("steps", "dt"), "time")
     steps = tdoc.get("steps") if isinstance(tdoc, dict) else None
-    if not isinstance(steps, int) or steps < 1:
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise SpecError(f"'time.steps' must be a positive integer, got {steps!r}")
     dt_max = stability.critical_dt(medium.vp_max, h, order)
     if tdoc.get("dt") is None:
@@ -199,6 +231,15 @@ def parse(doc: dict) -> FDMSpec:
 META_KEYS = ("study", "platform", "repetitions", "warmup", "rep", "seed", "name")
 
 
+def _as_int(value: Any) -> Any:
+    """An integer-valued count as an int (as it has always been hashed); anything else as given, so that a bad
+    value still identifies its run - the failed record says what is wrong with it."""
+    try:
+        return int(value) if not isinstance(value, bool) and int(value) == value else value
+    except (TypeError, ValueError, OverflowError):
+        return value
+
+
 def run_identity(doc: dict) -> dict[str, Any]:
     """The fields that identify a run (hashed into ``run_id``)."""
     params = {k: v for k, v in doc.items() if k not in META_KEYS}
@@ -209,7 +250,7 @@ def run_identity(doc: dict) -> dict[str, Any]:
         "params": params,
         "platform": str(doc.get("platform", "local")),
         "layout": None,
-        "warmup": int(doc.get("warmup", 0)),
-        "repetitions": int(doc.get("repetitions", 1)),
+        "warmup": _as_int(doc.get("warmup", 0)),
+        "repetitions": _as_int(doc.get("repetitions", 1)),
         "seed": doc.get("seed"),
     }

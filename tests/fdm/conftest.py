@@ -17,7 +17,7 @@ def base_spec(**over) -> dict:
         "medium": {"layers": [{"top": 0.0, "vp": 3000.0, "vs": 1700.0, "rho": 2400.0},
                               {"top": 105.0, "vp": 3600.0, "vs": 2000.0, "rho": 2600.0}]},
         "source": {"kind": "explosive", "position": [115.0, 105.0, 95.0], "f0": 6.0, "moment": 1.0e15},
-        "receivers": [[135.0, 105.0, 95.0], [60.0, 150.0, 40.0], [200.0, 30.0, 170.0]],
+        "receivers": [[135.0, 105.0, 95.0], [60.0, 150.0, 40.0], [190.0, 45.0, 150.0]],
         "boundary": {"kind": "cpml", "width": 4},
         "order": 2,
         "backend": "numba",
