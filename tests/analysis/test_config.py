@@ -36,7 +36,7 @@ def test_shipped_configs_validate(repo):
     ("patch", "expected"),
     [
         ({"runs": {"repetitions": 0}}, "runs.repetitions: 0 is not allowed (allowed: a number >= 1"),
-        ({"runs": {"repetitionz": 3}}, "runs.repetitionz: unknown key (allowed here: min_region_factor, repetitions, warmup)"),
+        ({"runs": {"repetitionz": 3}}, "runs.repetitionz: unknown key (allowed here: max_attempts, min_region_factor, repetitions, warmup)"),
         ({"bogus": 1}, "bogus: unknown key"),
         ({"cases": {"sa": {"wps": ["CO", "XX"]}}}, "cases.sa.wps[1]: 'XX' is not allowed (allowed: one of CO, GO, p-DP, CP, CP-reverse)"),
         ({"cases": {"sa": {"alphas": [1.5]}}}, "cases.sa.alphas[0]: 1.5 is not allowed (allowed: a number >= 0 and <= 1)"),
