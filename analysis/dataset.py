@@ -378,7 +378,7 @@ def gather(
 
     studies = sorted({*fresh, *([matrix.study] if matrix else [])})
     for study in studies:
-        keep = set(matrix.runs) if matrix is not None and matrix.study == study else None
+        keep = matrix.runs if matrix is not None and matrix.study == study else None
         _write_study(runs_dir, quarantine_dir, study, fresh.get(study, {}), keep, result, log)
 
     # Only now that their rows are safely in the dataset, ask for failed runs to be retried (or give up).
@@ -398,8 +398,9 @@ def gather(
 
 
 def _write_study(runs_dir: Path, quarantine_dir: Path, study: str, fresh: dict[str, list[dict[str, Any]]],
-                 keep: set[str] | None, result: GatherResult, log: Any) -> None:
-    """Merge one study's fresh rows into its partitions (see :func:`gather`)."""
+                 keep: dict[str, str] | None, result: GatherResult, log: Any) -> None:
+    """Merge one study's fresh rows into its partitions (see :func:`gather`); with ``keep`` (the matrix: run
+    id -> case) a partition keeps only the rows of its own case's runs."""
     fresh_case = {r["run_id"]: case for case, rows in fresh.items() for r in rows}
     tables = {case: _rows_to_table(rows) for case, rows in fresh.items()}
     sdir = runs_dir / f"study={study}"
@@ -436,7 +437,7 @@ def _write_study(runs_dir: Path, quarantine_dir: Path, study: str, fresh: dict[s
             if legacy is not None:
                 present = (present or set()) | {r for r in legacy["run_id"].to_pylist() if bucket_of(r) == bucket}
             present = present or set()
-            drop = {r for r in present if r in fresh_case or (keep is not None and r not in keep)}
+            drop = {r for r in present if r in fresh_case or (keep is not None and keep.get(r) != case)}
             if not drop and not (add is not None and add.num_rows) and legacy is None:
                 continue
             parts = []

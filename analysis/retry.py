@@ -13,7 +13,6 @@ removed: a rule input that disappears would count as a changed input and redo th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -79,21 +78,17 @@ def given_up(retry_dir: str | Path, study: str) -> list[dict[str, Any]]:
     return out
 
 
-def revive(retry_dir: str | Path, study: str, run_ids: Iterable[str] | None = None,
-           code_version: str | None = None) -> list[str]:
-    """Retry given-up runs again: every one (``run_ids`` None), the named ones, and - with ``code_version`` -
-    those whose last attempt ran another version of the code. Their counts restart; a retry request is
-    written for each. Returns the run ids revived."""
-    wanted = None if run_ids is None else set(run_ids)
+def revive(retry_dir: str | Path, study: str, everything: bool = False, code_version: str | None = None) -> list[str]:
+    """Retry given-up runs again: every one (``everything``), else those whose last attempt ran another
+    version of the code than ``code_version``. Their counts restart and a retry request is written for each.
+    Returns the run ids revived."""
     out = []
     for item in given_up(retry_dir, study):
-        rid = item["run_id"]
         changed = code_version is not None and item.get("git_sha") not in (None, code_version)
-        if (wanted is None and code_version is None) or (wanted is not None and rid in wanted) or changed:
+        if everything or changed:
+            rid = item["run_id"]
             attempts_path(retry_dir, study, rid).unlink(missing_ok=True)
             request_retry(Path(retry_dir), study, rid, f"retried after {item['attempts']} failed attempts: "
-                          + ("the code changed" if changed else "asked for"))
+                          + ("the code changed" if changed and not everything else "asked for"))
             out.append(rid)
     return out
-
-

@@ -176,7 +176,8 @@ def main() -> int:
                 write_s = time.perf_counter() - t
             before = {p: p.stat().st_mtime_ns for p in (work / "runs").rglob("*.parquet")}
             size_before = sum(p.stat().st_size for p in before)
-            one = synthetic.write_raw_files(synthetic.replicas(seed, 1, "synthetic", seed_value=99), work / "raw1")
+            one = synthetic.write_raw_files(synthetic.replicas(seed, 1, "synthetic", seed_value=99),
+                                            work / "raw1" / "synthetic")
             inc_s, _, _ = timed([str(BIN / "hetval"), "gather", "--runs", "runs", "--quarantine", "quarantine",
                                  "--retry", "retry", str(one[0])], work, env)
             rewrote = sum(p.stat().st_size for p in (work / "runs").rglob("*.parquet")

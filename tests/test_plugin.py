@@ -48,7 +48,7 @@ def test_without_the_plugin_its_case_is_an_unknown_key(env):
 
 @pytest.mark.slow
 def test_a_plugin_study_end_to_end(plugin_env, tmp_path):
-    args = [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-c2",
+    args = [str(BIN / "snakemake"), "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(tmp_path), "-c2",
             "--configfile", str(PLUGIN / "study.yaml")]
     first = run(args, plugin_env)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]

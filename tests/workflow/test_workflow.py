@@ -23,7 +23,7 @@ STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
 
 def snakemake(args: list[str], env: dict[str, str], workdir: Path, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args],
+        [str(BIN / "snakemake"), "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(workdir), *args],
         env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO,
     )
 

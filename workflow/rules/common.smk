@@ -5,7 +5,9 @@ import os
 import shlex
 import sys
 
-sys.path.insert(0, workflow.basedir)
+# the repository root (this workflow lives in its workflow/ directory)
+REPO_DIR = os.path.dirname(os.path.abspath(workflow.basedir))
+sys.path.insert(0, REPO_DIR)
 
 from analysis.cluster import COMPUTED, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
 from analysis.config import (  # noqa: E402
@@ -17,7 +19,9 @@ from analysis.config import (  # noqa: E402
     validate_config,
 )
 from analysis.registry import RegistryError, case, enabled_cases  # noqa: E402
+from analysis.heal import at_start as heal_at_start  # noqa: E402
 from analysis.validate import output_files  # noqa: E402
+from sims.record import stable_hash  # noqa: E402
 
 try:
     validate_config(config)
@@ -39,13 +43,23 @@ OUT = f"results/{STUDY}"
 # one table per name the registered cases declare, plus failed, published and summary.json
 VALIDATION_FILES = output_files(f"{OUT}/validation")
 # the papers' machine tables whose published claims the validation job recomputes
-PUBLISHED_DIR = os.path.join(workflow.basedir, "config", "platforms", "published")
+PUBLISHED_DIR = os.path.join(REPO_DIR, "config", "platforms", "published")
 PUBLISHED_CATALOGS = sorted(
     os.path.join(PUBLISHED_DIR, f) for f in os.listdir(PUBLISHED_DIR) if f.endswith(".yaml")
 )
 # Provenance only: handed to the runner through the environment so that editing an
 # unrelated config key never changes a rule's params (which would re-run every run).
 os.environ.update(HETVAL_CONFIG_HASH=config_hash(config))
+# The study's runs (run id -> case), which gather checks records against; its digest re-writes the
+# matrix file (and so re-gathers) whenever a run joins or leaves the study.
+MATRIX = {rid: spec["case"] for rid, spec in RUNS.items()}
+MATRIX_DIGEST = stable_hash(MATRIX)
+
+# What a killed or tampered invocation left behind becomes visible to Snakemake before it plans anything:
+# a stale lock is removed, a dataset that differs from what gather recorded is gathered again, and runs
+# given up after repeated failures are retried when asked (retry_failed) or when the code changed.
+if workflow.is_main_process:
+    heal_at_start(STUDY, bool(config["retry_failed"]), dryrun=workflow.dryrun)
 
 
 wildcard_constraints:

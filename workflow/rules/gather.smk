@@ -1,16 +1,33 @@
 # Raw records -> results/runs/ (hive-partitioned Parquet, shared by every study); bad records ->
-# results/quarantine/<study>/. The manifest of what was gathered lives with the study.
+# results/quarantine/<study>/. The manifest of what was gathered (with every data file's checksum) lives
+# with the study; the matrix says which runs make the study (records outside it are quarantined, rows of
+# runs that left it are removed).
+
+
+rule study_matrix:
+    output:
+        "results/{study}/matrix.json",
+    params:
+        digest=MATRIX_DIGEST,
+    run:
+        from analysis.dataset import Matrix
+
+        Matrix(STUDY, MATRIX).write(output[0])
 
 
 rule gather_runs:
     input:
         records=get_raw_records,
+        matrix="results/{study}/matrix.json",
     output:
         manifest="results/{study}/gathered.json",
     conda:
         "../envs/hetval.yaml"
     log:
         "logs/{study}/gather.log",
+    params:
+        attempts=config["runs"]["max_attempts"],
     shell:
         "hetval gather --runs results/runs --quarantine results/quarantine --retry results/retry"
+        " --matrix {input.matrix:q} --max-attempts {params.attempts}"
         " --manifest {output.manifest:q} {input.records:q} 2>&1 | tee {log:q}"

@@ -18,8 +18,6 @@ rule validate_models:
         scheduler=get_scheduler,
         study=STUDY,
         out=lambda wildcards, output: os.path.dirname(output[0]),
-        # the catalogs' directory, from the catalog inputs themselves
-        published=lambda wildcards, input: os.path.dirname(input.published[0]),
         # every figure's interval and the noise-aware best (changing them re-validates)
         resamples=config["uncertainty"]["resamples"],
         seed=config["uncertainty"]["seed"],
@@ -32,7 +30,7 @@ rule validate_models:
     threads: 2
     shell:
         "hetval validate --runs results/runs --study {params.study:q} --platform-file {input.platforms:q}"
-        " --out {params.out:q} --published {params.published:q} --scheduler={params.scheduler:q} {params.dask}"
+        " --out {params.out:q} --scheduler={params.scheduler:q} {params.dask}"
         " --resamples {params.resamples} --seed {params.seed} --level {params.level}"
         " --noise-alpha {params.noise_alpha} --history={params.history:q}"
         ' --config-hash="${{HETVAL_CONFIG_HASH:-}}" > {log:q} 2>&1'

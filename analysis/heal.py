@@ -1,0 +1,106 @@
+"""What the workflow checks each time it starts, so that a plain re-invocation heals what a kill left behind.
+
+Snakemake decides what to redo from files' presence and times. Three things a killed or tampered run
+leaves are invisible to that, and :func:`at_start` (called by ``workflow/rules/common.smk`` while the
+workflow is parsed, before Snakemake builds its job graph) turns each into something it sees:
+
+* **A stale lock.** A Snakemake killed with SIGKILL leaves ``.snakemake/locks/``, and every later
+  invocation stops with "Directory cannot be locked". Each invocation that finds no lock records its
+  process (pid and start time) in ``.snakemake/hetval-owner.json``; one that finds a lock whose recorded
+  owner is gone from this host removes it, saying so. A lock whose owner is alive, or unknown, is left
+  for Snakemake to report.
+* **A dataset that differs from what gather wrote.** The gather manifest lists every data file of the
+  study with its checksum (:func:`analysis.dataset.check_manifest`). A file missing, added or changed
+  makes the manifest older than its inputs (its time is set to the epoch), so gather - and everything
+  after it - runs again and rebuilds the dataset from the raw records.
+* **Runs given up after repeated failures** (:mod:`analysis.retry`) are retried again when the user asks
+  (config ``retry_failed``) or when the code changed since their last attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+from sims.atomic import atomic_write_text
+
+OWNER = "hetval-owner.json"
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot, from /proc) or None if it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def clear_stale_lock(snakemake_dir: str | Path = ".snakemake", log: Any = print) -> bool:
+    """Remove ``<snakemake_dir>/locks`` when the Snakemake that recorded itself as its owner is gone."""
+    root = Path(snakemake_dir)
+    locks = root / "locks"
+    if not locks.is_dir() or not any(locks.iterdir()):
+        return False
+    try:
+        owner = json.loads((root / OWNER).read_text(encoding="utf-8"))
+        pid, started, host = int(owner["pid"]), str(owner["started"]), str(owner["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # no record of who holds it: Snakemake reports it as it always does
+    if host != socket.gethostname() or _start_time(pid) == started:
+        return False  # held by a live Snakemake (or one on another host: not ours to judge)
+    shutil.rmtree(locks, ignore_errors=True)
+    log(f"hetval: removed the lock left in {locks} by a Snakemake that is gone (pid {pid}, killed?)")
+    return True
+
+
+def claim_lock(snakemake_dir: str | Path = ".snakemake") -> None:
+    """Record this process as the next lock's owner (only when no lock is held: never over a live one)."""
+    root = Path(snakemake_dir)
+    if (root / "locks").is_dir() and any((root / "locks").iterdir()):
+        return
+    atomic_write_text(root / OWNER, json.dumps({"pid": os.getpid(), "started": _start_time(os.getpid()),
+                                                "host": socket.gethostname()}) + "\n")
+
+
+def stale_manifest(manifest: str | Path, runs_dir: str | Path, study: str, log: Any = print) -> list[str]:
+    """When ``study``'s data files differ from what ``manifest`` records, say how and age the manifest to the
+    epoch, so that Snakemake reruns gather (an output older than its inputs) and what follows it."""
+    from analysis.dataset import check_manifest
+
+    problems = check_manifest(manifest, runs_dir, study)
+    if problems:
+        for line in problems[:5]:
+            log(f"hetval: {line}")
+        if len(problems) > 5:
+            log(f"hetval: ... and {len(problems) - 5} more")
+        log(f"hetval: the dataset differs from what gather recorded in {manifest}: gathering again")
+        os.utime(manifest, (0, 0))
+    return problems
+
+
+def at_start(study: str, retry_failed: bool, dryrun: bool, log: Any = print, results: str | Path = "results",
+             snakemake_dir: str | Path = ".snakemake") -> None:
+    """Everything above, for one invocation of the workflow on ``study`` (a dry run changes nothing but the
+    manifest's time, so that it shows what the real run will redo)."""
+    from analysis.retry import revive
+    from sims.record import git_state
+
+    results = Path(results)
+    if not dryrun:
+        clear_stale_lock(snakemake_dir, log)
+        claim_lock(snakemake_dir)
+    stale_manifest(results / study / "gathered.json", results / "runs", study, log)
+    if dryrun:
+        return
+    sha, dirty = git_state()
+    code = f"{sha}-dirty" if sha and dirty else sha
+    revived = revive(results / "retry", study, everything=retry_failed, code_version=code)
+    if revived:
+        why = "retry_failed is set" if retry_failed else "the code changed since they last failed"
+        log(f"hetval: retrying {len(revived)} run(s) that had been given up ({why}): {', '.join(revived[:5])}"
+            + (", ..." if len(revived) > 5 else ""))

@@ -1,0 +1,243 @@
+"""Hostile or inconsistent input is refused in one line, quarantined with its reason, or healed - and nothing
+is written outside the results directory: raw records that lie about where they live, a data file that
+does not read, runs that fail the same way again and again, configs with NaN, infinities, typos and
+impossible sizes, and run specs with bad counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from analysis import dataset, heal, retry
+from analysis.dataset import Matrix
+from sims.record import FIELDS, write_raw
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def record(run_id: str, rep: int = 0, **kw) -> dict:
+    rec = {name: None for name, _, _ in FIELDS}
+    rec.update(run_id=run_id, study="s", case="sa", variant="CO", params="{}", platform="p", ranks=2, rep=rep,
+               status="ok", time_s=0.5 + rep, flops=100, bytes=10, energy_source="none",
+               started_at="2026-11-22T03:00:00.000000Z", hostname="h", versions="{}", config_hash="c")
+    rec.update(kw)
+    return rec
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A results directory inside a sandbox: anything written outside ``results/`` shows up in the sandbox."""
+    (tmp_path / "results").mkdir()
+    return tmp_path
+
+
+def put(root: Path, study_dir: str, run_id: str, reps: int = 2, **kw) -> Path:
+    path = root / "results" / "raw" / study_dir / f"{run_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"run_id": run_id, "records": [record(run_id, r, **kw) for r in range(reps)]}))
+    return path
+
+
+def run_gather(root: Path, files, **kw) -> tuple[dataset.GatherResult, list[str]]:
+    lines: list[str] = []
+    r = root / "results"
+    res = dataset.gather(files, r / "runs", r / "quarantine", r / "retry", log=lines.append, **kw)
+    return res, lines
+
+
+def outside(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
+                  and not p.relative_to(root).parts[0] == "results")
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"study": "../../../escaped"}, "study"),
+    ({"study": "../../escaped_retry", "status": "failed", "error": "x", "time_s": None}, "study"),
+    ({"study": "default"}, "differs from the directory"),
+    ({"study": "s\n"}, "not a safe name"),
+    ({"case": "../x"}, "not a safe name"),
+])
+def test_a_record_that_lies_about_where_it_lives_is_quarantined(root, change, reason):
+    path = put(root, "s", "a" * 16, **change)
+    res, lines = run_gather(root, [path])
+    assert len(res.quarantined) == 1 and reason in res.quarantined[0]["reason"]
+    assert any("quarantined" in line for line in lines)
+    assert outside(root) == []
+    assert dataset.read_runs(root / "results" / "runs").num_rows == 0
+    assert json.loads((root / "results" / "retry" / "s" / ("a" * 16 + ".json")).read_text())["run_id"] == "a" * 16
+
+
+def test_a_file_mixing_studies_or_cases_is_quarantined(root):
+    path = root / "results" / "raw" / "s" / ("b" * 16 + ".json")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"run_id": "b" * 16, "records": [record("b" * 16, 0), record("b" * 16, 1, case="la")]}))
+    res, _ = run_gather(root, [path])
+    assert "more than one case" in res.quarantined[0]["reason"]
+
+
+def test_the_matrix_decides_which_runs_and_cases_belong_to_the_study(root):
+    keep, gone, wrong, stranger = "1" * 16, "2" * 16, "3" * 16, "4" * 16
+    files = [put(root, "s", rid) for rid in (keep, gone, wrong)]
+    run_gather(root, files)
+    matrix = Matrix("s", {keep: "sa", wrong: "la"})
+    res, lines = run_gather(root, [*files, put(root, "s", stranger)], matrix=matrix)
+    reasons = sorted(q["reason"] for q in res.quarantined)
+    assert any("differs from the study's matrix" in r for r in reasons)
+    assert any("not in study 's''s matrix" in r or "is not in study" in r for r in reasons)
+    table = dataset.read_runs(root / "results" / "runs").to_pandas()
+    assert set(table["run_id"]) == {keep}  # the run that left the matrix is removed, the mislabelled one too
+    assert gone in res.removed_runs and any("removed the rows" in line for line in lines)
+
+
+def test_a_run_that_changes_case_leaves_no_rows_behind(root):
+    rid = "c" * 16
+    run_gather(root, [put(root, "s", rid, case="sa")])
+    run_gather(root, [put(root, "s", rid, case="la")])
+    table = dataset.read_runs(root / "results" / "runs").to_pandas()
+    assert table["case"].tolist() == ["la", "la"]
+    assert not table.duplicated(["run_id", "rep"]).any()
+    assert not list((root / "results" / "runs" / "study=s" / "case=sa").glob("*.parquet"))
+
+
+def test_a_data_file_that_does_not_read_is_set_aside_and_rebuilt_from_the_raw_records(root):
+    files = [put(root, "s", rid) for rid in ("a" * 16, "a" + "b" * 15, "e" * 16)]
+    res, _ = run_gather(root, files)
+    part = root / "results" / "runs" / "study=s" / "case=sa" / "part-a.parquet"
+    before = dataset.read_runs(root / "results" / "runs").sort_by("run_id")
+    with open(part, "r+b") as fh:
+        fh.truncate(200)
+    manifest = root / "results" / "s" / "gathered.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps(res.as_dict()))
+    assert any("changed since gather wrote it" in p for p in dataset.check_manifest(manifest, root / "results" / "runs", "s"))
+    res, lines = run_gather(root, files)
+    assert len(res.rebuilt) == 1 and res.rebuilt[0]["file"] == str(part)
+    assert any("does not read" in line and str(part) in line for line in lines)
+    assert Path(res.rebuilt[0]["moved_to"]).exists()  # nothing deleted
+    assert dataset.read_runs(root / "results" / "runs").sort_by("run_id").equals(before)
+    manifest.write_text(json.dumps(res.as_dict()))
+    assert dataset.check_manifest(manifest, root / "results" / "runs", "s") == []
+
+
+def test_the_manifest_notices_a_missing_added_or_changed_file_and_ages_itself(root):
+    files = [put(root, "s", rid) for rid in ("a" * 16, "b" * 16)]
+    res, _ = run_gather(root, files)
+    manifest = root / "results" / "s" / "gathered.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps(res.as_dict()))
+    runs = root / "results" / "runs"
+    (runs / "study=s" / "case=sa" / "part-b.parquet").unlink()
+    (runs / "study=s" / "case=sa" / "stray.parquet").write_bytes(b"x")
+    lines: list[str] = []
+    problems = heal.stale_manifest(manifest, runs, "s", lines.append)
+    assert len(problems) == 2 and any("missing" in p for p in problems) and any("not written by" in p for p in problems)
+    assert manifest.stat().st_mtime == 0 and any("gathering again" in line for line in lines)
+    res, lines = run_gather(root, files, matrix=Matrix("s", {"a" * 16: "sa", "b" * 16: "sa"}))
+    assert (runs / "study=s" / "case=sa" / "part-b.parquet").exists()
+    assert not (runs / "study=s" / "case=sa" / "stray.parquet").exists()  # set aside: not a data file
+
+
+def test_a_run_failing_the_same_way_twice_is_not_retried_until_asked(root):
+    rid = "f" * 16
+    req = root / "results" / "retry" / "s" / f"{rid}.json"
+    first = put(root, "s", rid, reps=1, status="failed", error="boom", time_s=None)
+    run_gather(root, [first])
+    assert req.exists()
+    os.utime(req, (1, 1))
+    run_gather(root, [first])  # the same failed record again: counted once, no new request
+    assert req.stat().st_mtime == 1
+    again = put(root, "s", rid, reps=1, status="failed", error="boom", time_s=None, started_at="2026-11-22T04:00:00Z")
+    res, lines = run_gather(root, [again])
+    assert req.stat().st_mtime == 1 and [g["run_id"] for g in res.given_up] == [rid]
+    assert any("not retried" in line for line in lines)
+    assert retry.revive(root / "results" / "retry", "s", everything=True) == [rid]
+    assert req.stat().st_mtime > 1 and retry.given_up(root / "results" / "retry", "s") == []
+
+
+def test_a_changed_error_is_a_new_count_and_a_success_clears_it(root):
+    rid = "e" * 16
+    run_gather(root, [put(root, "s", rid, reps=1, status="failed", error="one", time_s=None)])
+    res, _ = run_gather(root, [put(root, "s", rid, reps=1, status="failed", error="two", time_s=None,
+                                   started_at="2026-11-22T04:00:00Z")])
+    assert res.given_up == []
+    run_gather(root, [put(root, "s", rid)])
+    assert not retry.attempts_path(root / "results" / "retry", "s", rid).exists()
+
+
+def test_a_stale_lock_of_a_killed_snakemake_is_removed_a_live_one_is_kept(tmp_path):
+    sm = tmp_path / ".snakemake"
+    (sm / "locks").mkdir(parents=True)
+    (sm / "locks" / "0.input.lock").write_text("x\n")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (sm / heal.OWNER).write_text(json.dumps({"pid": dead.pid, "started": "1", "host": os.uname().nodename}))
+    lines: list[str] = []
+    assert heal.clear_stale_lock(sm, lines.append) and not (sm / "locks").exists()
+    assert "removed the lock" in lines[0]
+    (sm / "locks").mkdir()
+    (sm / "locks" / "0.input.lock").write_text("x\n")
+    (sm / heal.OWNER).write_text(json.dumps({"pid": os.getpid(), "started": heal._start_time(os.getpid()),
+                                             "host": os.uname().nodename}))
+    assert not heal.clear_stale_lock(sm, lines.append) and (sm / "locks").exists()
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "hetval"), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def one_line_refusal(out: subprocess.CompletedProcess, *needles: str) -> None:
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    for n in needles:
+        assert n in out.stderr, out.stderr
+
+
+FDM_SCALE = "    scales: [{ranks: 1, shape: [24, 24, 24]}]\n"
+
+
+@pytest.mark.parametrize(("body", "needles"), [
+    ("cases: {sa: {alphas: [.nan]}}", ["cases.sa.alphas[0]", "finite"]),
+    ("runs: {min_region_factor: .inf}", ["runs.min_region_factor", "finite"]),
+    ("runs: {min_region_factor: .nan}", ["runs.min_region_factor"]),
+    ("cases: {sa: {sizes: [1073741824]}}", ["cases.sa", "GiB per node", "memory_gb"]),
+    ("cases:\n  fdm:\n    boundary: {kind: cpml, wdth: 4}\n" + FDM_SCALE, ["wdth"]),
+    ("cases:\n  fdm:\n    source: {kind: explosive, f0: 5.0, moment: 1.0e15, dleay: 1.0}\n" + FDM_SCALE, ["dleay"]),
+    ("cases:\n  fdm:\n    medium: {homogeneous: {vp: 3000.0, vs: 1732.0, rho: 2500.0, Qp: 50}}\n" + FDM_SCALE, ["Qp"]),
+    ("cases:\n  fdm:\n    medium: {homogeneous: {vp: .nan, vs: 1732.0, rho: 2500.0}}\n" + FDM_SCALE, ["vp", "finite"]),
+    ("cases:\n  fdm:\n    source: {kind: explosive, f0: .nan, moment: 1.0}\n" + FDM_SCALE, ["f0", "finite"]),
+    ("cases:\n  fdm:\n    source: {kind: explosive, f0: 5.0, moment: .inf}\n" + FDM_SCALE, ["moment", "finite"]),
+    ("cases:\n  fdm:\n    steps: true\n" + FDM_SCALE, ["cases.fdm.steps"]),
+    ("cases:\n  fdm:\n    position_fraction: [0.02, 0.5, 0.5]\n" + FDM_SCALE, ["source.position", "absorbing layer"]),
+    ("cases:\n  fdm:\n    receivers_fraction: [[0.5, 0.5, 0.99]]\n" + FDM_SCALE, ["receivers[0]", "absorbing layer"]),
+    ("cases:\n  fdm:\n    scales: [{ranks: 1, shape: [3000, 3000, 3000]}]\n", ["GiB per node"]),
+])
+def test_check_config_refuses_in_one_line(tmp_path, body, needles):
+    (tmp_path / "bad.yaml").write_text("study: hostile\n" + body + "\n")
+    one_line_refusal(cli("check-config", "--configfile", "bad.yaml", cwd=tmp_path), *needles)
+
+
+def test_a_study_name_with_a_trailing_newline_is_refused(tmp_path):
+    (tmp_path / "bad.yaml").write_text('study: "tiny\\n"\ncases: {sa: {}}\n')
+    one_line_refusal(cli("check-config", "--configfile", "bad.yaml", cwd=tmp_path), "study")
+
+
+@pytest.mark.parametrize(("change", "needle"), [({"warmup": "abc"}, "'warmup'"), ({"repetitions": 0}, "'repetitions'")])
+def test_fdm_driver_argument_errors_are_failed_records(tmp_path, change, needle):
+    import yaml
+
+    sys.path.insert(0, str(REPO / "tests" / "fdm"))
+    from conftest import base_spec
+
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(base_spec(**change, study="s", platform="p", ranks=1)))
+    out = subprocess.run([sys.executable, "-m", "mpi4py", "-m", "sims.fdm", "run", "--config", "spec.yaml", "--out",
+                          "out", "--record-failures"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rec = json.loads((tmp_path / "out" / "record.json").read_text())["records"][0]
+    assert rec["status"] == "failed" and needle in rec["error"]
