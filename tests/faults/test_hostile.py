@@ -11,12 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from analysis import dataset, heal, retry
 from analysis.dataset import Matrix
-from sims.record import FIELDS, write_raw
+from sims.record import FIELDS
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
