@@ -22,6 +22,8 @@ import datetime as _dt
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,66 +53,103 @@ class Channel:
 def _timestamp(text: str, where: str) -> float:
     s = text.strip()
     try:
-        return float(s)
+        x = float(s)
     except ValueError:
-        pass
-    try:
-        ts = _dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
-    except ValueError:
-        raise TraceError(f"{where}: timestamp {text!r} is neither POSIX seconds nor ISO 8601") from None
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=_dt.UTC)
-    return ts.timestamp()
+        try:
+            ts = _dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+        except ValueError:
+            raise TraceError(f"{where}: timestamp {text!r} is neither POSIX seconds nor ISO 8601") from None
+        if ts.tzinfo is None:
+            ts = ts.replace(tzinfo=_dt.UTC)
+        return ts.timestamp()
+    if not np.isfinite(x):
+        raise TraceError(f"{where}: timestamp {text!r} is not a finite time")
+    return x
+
+
+#: Bytes read and parsed at a time: a trace streams through in blocks, whatever its size.
+BLOCK_BYTES = 4 << 20
 
 
 class _Parser:
-    """Rows of a trace CSV into per-channel samples; errors name the file, the line and the problem."""
+    """Rows of a trace CSV into per-channel samples, a block of lines at a time: each block becomes NumPy
+    arrays at once (memory about the samples' numeric size, not a Python object per value); errors name the
+    file, the line and the problem."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
         self.idx: list[int] | None = None
         self.ncols = 0
         self.line = 0
-        self.pending: dict[str, list[tuple[float, float]]] = {}  # parsed since the channels were last built
+        self.pending: dict[str, list[np.ndarray]] = {}  # (n, 2) blocks parsed since the channels were built
         self.built: dict[str, Channel] = {}
 
     def feed(self, lines: list[str]) -> None:
-        for row in csv.reader(lines):
-            self.line += 1
-            sample = self._sample(row, self.line)
-            if sample is not None:
-                self.pending.setdefault(sample[0], []).append(sample[1:])
-
-    def _sample(self, row: list[str], line: int) -> tuple[str, float, float] | None:
-        """One row as ``(channel, t, watts)``; the header row sets the columns and gives None."""
+        rows = list(csv.reader(lines))
+        first = self.line + 1
+        self.line += len(lines)
         if self.idx is None:
-            cols = [h.strip().lower() for h in row]
-            missing = [c for c in COLUMNS if c not in cols]
-            if missing:
-                raise TraceError(f"trace {self.path}: header {row} lacks column(s) {', '.join(missing)}")
-            self.idx, self.ncols = [cols.index(c) for c in COLUMNS], len(cols)
-            return None
-        if not row or all(not c.strip() for c in row):
-            return None
-        where = f"trace {self.path}, line {line}"
+            while rows and self.idx is None:
+                self._header(rows.pop(0))
+                first += 1
+        for ch, block in self._block(rows, first).items():
+            self.pending.setdefault(ch, []).append(block)
+
+    def _header(self, row: list[str]) -> None:
+        cols = [h.strip().lower().lstrip("\ufeff") for h in row]
+        missing = [c for c in COLUMNS if c not in cols]
+        if missing:
+            raise TraceError(f"trace {self.path}: header {row} lacks column(s) {', '.join(missing)} "
+                             f"(expected a header row naming {', '.join(COLUMNS)})")
+        self.idx, self.ncols = [cols.index(c) for c in COLUMNS], len(cols)
+
+    def _block(self, rows: list[list[str]], first: int) -> dict[str, np.ndarray]:
+        """Rows (the first on line ``first``) as ``{channel: (n, 2) array of (t, watts)}``."""
+        assert self.idx is not None
+        need = max(self.idx)
+        lines, ts, chs, ws = [], [], [], []
+        for n, row in enumerate(rows):
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) <= need:
+                raise TraceError(f"trace {self.path}, line {first + n}: expected {self.ncols} fields, got {len(row)}")
+            lines.append(first + n)
+            ts.append(row[self.idx[0]])
+            chs.append(row[self.idx[1]].strip())
+            ws.append(row[self.idx[2]])
+        if not lines:
+            return {}
         try:
-            ts, ch, w = (row[i] for i in self.idx)
-        except IndexError:
-            raise TraceError(f"{where}: expected {self.ncols} fields, got {len(row)}") from None
-        try:
-            watts = float(w)
+            watts = np.array(ws, dtype=float)
         except ValueError:
-            raise TraceError(f"{where}: watts {w!r} is not a number") from None
-        if not np.isfinite(watts) or watts < 0:
-            raise TraceError(f"{where}: watts {w!r} must be finite and >= 0")
-        return ch.strip(), _timestamp(ts, where), watts
+            bad = next(i for i, w in enumerate(ws) if not _is_float(w))
+            raise TraceError(f"trace {self.path}, line {lines[bad]}: watts {ws[bad]!r} is not a number") from None
+        wrong = ~(np.isfinite(watts) & (watts >= 0))
+        if wrong.any():
+            i = int(np.argmax(wrong))
+            raise TraceError(f"trace {self.path}, line {lines[i]}: watts {ws[i]!r} must be finite and >= 0")
+        try:
+            t = np.array(ts, dtype=float)
+        except ValueError:  # ISO 8601 (or garbage): one at a time
+            t = np.array([_timestamp(x, f"trace {self.path}, line {ln}") for x, ln in zip(ts, lines, strict=True)])
+        wrong = ~np.isfinite(t)
+        if wrong.any():
+            i = int(np.argmax(wrong))
+            raise TraceError(f"trace {self.path}, line {lines[i]}: timestamp {ts[i]!r} is not a finite time")
+        names = np.array(chs, dtype=object)
+        out = {}
+        for ch in dict.fromkeys(chs):
+            mask = names == ch
+            out[ch] = np.column_stack((t[mask], watts[mask]))
+        return out
 
     def tail(self, line: str) -> tuple[str, float, float] | None:
         """A last line without its newline, parsed without consuming it (the header must be known)."""
         if self.idx is None:
             return None
         rows = list(csv.reader([line]))
-        return self._sample(rows[0], self.line + 1) if rows else None
+        got = self._block(rows, self.line + 1) if rows else {}
+        return next(((ch, float(b[0, 0]), float(b[0, 1])) for ch, b in got.items()), None)
 
     def channels(self, extra: tuple[str, float, float] | None = None) -> dict[str, Channel]:
         """Every channel's samples in time order, with ``extra`` (not kept) added.
@@ -123,17 +162,18 @@ class _Parser:
             raise TraceError(f"trace {self.path}: empty file (expected a header {','.join(COLUMNS)})")
         if not self.pending and not self.built:
             raise TraceError(f"trace {self.path}: no samples")
-        for ch, pts in self.pending.items():
-            self.built[ch] = self._merge(ch, self.built.get(ch), pts)
+        for ch, blocks in self.pending.items():
+            self.built[ch] = self._merge(ch, self.built.get(ch), np.concatenate(blocks))
         self.pending = {}
         if extra is None:
             return dict(self.built)
         out = dict(self.built)
-        out[extra[0]] = self._merge(extra[0], out.get(extra[0]), [extra[1:]])
+        out[extra[0]] = self._merge(extra[0], out.get(extra[0]), np.array([extra[1:]], dtype=float))
         return out
 
-    def _merge(self, ch: str, old: Channel | None, pts: list[tuple[float, float]]) -> Channel:
-        new = np.array(sorted(pts), dtype=float).reshape(-1, 2)
+    def _merge(self, ch: str, old: Channel | None, new: np.ndarray) -> Channel:
+        if new.shape[0] > 1 and np.any(np.diff(new[:, 0]) < 0):
+            new = new[np.argsort(new[:, 0], kind="stable")]
         if old is not None and old.t.size and new[0, 0] > old.t[-1]:
             t, w = np.concatenate((old.t, new[:, 0])), np.concatenate((old.w, new[:, 1]))
             dup = bool(np.any(np.diff(new[:, 0]) == 0))
@@ -148,15 +188,56 @@ class _Parser:
         return Channel(t, w)
 
 
-def read_trace(path: str | os.PathLike[str]) -> dict[str, Channel]:
-    """Parse a whole trace CSV into channels; errors name the file, the line and the problem."""
+def _is_float(text: str) -> bool:
     try:
-        fh = open(path, newline="", encoding="utf-8")
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _stream(fh: Any, parser: _Parser, start: int, end: int, path: Any) -> int:
+    """Feed the complete lines of bytes ``[start, end)`` of ``fh`` to ``parser`` a block at a time (a UTF-8
+    byte-order mark at the file's start is dropped); returns the offset after the last complete line."""
+    fh.seek(start)
+    offset, carry = start, b""
+    while offset + len(carry) < end:
+        chunk = carry + fh.read(min(BLOCK_BYTES, end - offset - len(carry)))
+        cut = chunk.rfind(b"\n") + 1
+        if not cut:
+            if offset + len(chunk) >= end:
+                break
+            carry = chunk
+            continue
+        body = chunk[:cut]
+        if offset == 0 and body.startswith(b"\xef\xbb\xbf"):
+            body = body[3:]
+        try:
+            parser.feed(body.decode("utf-8").splitlines())
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"trace {path}: not UTF-8 text ({exc})") from None
+        offset += cut
+        carry = chunk[cut:]
+    return offset
+
+
+def read_trace(path: str | os.PathLike[str]) -> dict[str, Channel]:
+    """Parse a whole trace CSV into channels, streamed in blocks; errors name the file, the line and the
+    problem. A last line without its newline counts."""
+    try:
+        fh = open(path, "rb")
     except OSError as exc:
         raise TraceError(f"trace {path}: cannot open ({exc})") from exc
     parser = _Parser(path)
     with fh:
-        parser.feed(fh.read().splitlines())
+        size = os.fstat(fh.fileno()).st_size
+        done = _stream(fh, parser, 0, size, path)
+        fh.seek(done)
+        tail = fh.read()
+    if tail.strip():
+        if done == 0 and tail.startswith(b"\xef\xbb\xbf"):
+            tail = tail[3:]
+        parser.feed([tail.decode("utf-8", errors="replace")])
     return parser.channels()
 
 
@@ -172,6 +253,65 @@ def integrate(channel: Channel, t0: float, t1: float) -> float:
     ts = np.concatenate(([t0], t[inside], [t1]))
     ws = np.interp(ts, t, w)
     return float(np.sum(0.5 * (ws[1:] + ws[:-1]) * np.diff(ts)))
+
+
+class _Cache:
+    """A trace parsed once per invocation, not once per run: each run is its own process with its own meter,
+    so the parsed channels (and how far into the file they go, with a checksum of the bytes just before
+    that point) are kept in ``$HETVAL_CACHE_DIR`` (default ``~/.cache/hetval``) ``/traces/``. A meter
+    starts from them when the file is the same one (device, inode) and still holds those bytes, and parses
+    only what was appended since. Best effort: a cache that cannot be read or written is ignored."""
+
+    MIN_BYTES = 1 << 20  # a smaller trace parses faster than it caches
+
+    def __init__(self, path: str) -> None:
+        import hashlib
+
+        root = Path(os.environ.get("HETVAL_CACHE_DIR") or Path.home() / ".cache" / "hetval") / "traces"
+        key = hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:24]
+        self.file = root / f"{key}.npz"
+
+    @staticmethod
+    def _check(fh: Any, offset: int) -> str:
+        import hashlib
+
+        fh.seek(max(0, offset - 4096))
+        return hashlib.sha256(fh.read(min(offset, 4096))).hexdigest()
+
+    def restore(self, fh: Any, ident: tuple[int, int], size: int, parser: _Parser) -> int:
+        """Load the cached parse into ``parser`` when it fits this file; the offset to parse on from."""
+        import json
+
+        try:
+            with np.load(self.file, allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                if tuple(meta["ident"]) != tuple(ident) or not 0 < meta["offset"] <= size or \
+                        self._check(fh, meta["offset"]) != meta["check"]:
+                    return 0
+                parser.idx, parser.ncols, parser.line = list(meta["idx"]), int(meta["ncols"]), int(meta["line"])
+                parser.built = {ch: Channel(z[f"t{i}"], z[f"w{i}"]) for i, ch in enumerate(meta["channels"])}
+                return int(meta["offset"])
+        except (OSError, KeyError, ValueError, TypeError):
+            return 0
+
+    def save(self, ident: tuple[int, int] | None, offset: int, parser: _Parser) -> None:
+        import json
+
+        from sims.atomic import atomic_path
+
+        if ident is None or parser.idx is None or parser.pending:
+            return
+        try:
+            with open(parser.path, "rb") as fh:
+                check = self._check(fh, offset)
+            names = list(parser.built)
+            meta = {"ident": list(ident), "offset": offset, "check": check, "idx": parser.idx,
+                    "ncols": parser.ncols, "line": parser.line, "channels": names}
+            arrays = {f"{k}{i}": getattr(parser.built[ch], k) for i, ch in enumerate(names) for k in ("t", "w")}
+            with atomic_path(self.file) as tmp, open(tmp, "wb") as out:
+                np.savez(out, meta=np.array(json.dumps(meta)), **arrays)
+        except OSError:
+            pass
 
 
 class TraceMeter(Meter):
@@ -196,6 +336,8 @@ class TraceMeter(Meter):
         self._parser: _Parser | None = None
         self._ident: tuple[int, int] | None = None
         self._offset = 0
+        self._saved = 0
+        self._cache = _Cache(self.path)
         self._data: dict[str, Channel] = {}
         try:
             data = self._load()
@@ -217,7 +359,8 @@ class TraceMeter(Meter):
         self.wait_s = float(wait_s)
 
     def _load(self) -> dict[str, Channel]:
-        """The channels as of now: complete lines appended since the last call are parsed and added."""
+        """The channels as of now: complete lines appended since the last call are parsed and added (a fresh
+        meter starts from the parse another process of this invocation left in the cache, :class:`_Cache`)."""
         try:
             fh = open(self.path, "rb")
         except OSError as exc:
@@ -227,29 +370,34 @@ class TraceMeter(Meter):
             ident = (st.st_dev, st.st_ino)
             if self._parser is None or ident != self._ident or st.st_size < self._offset:
                 self._parser, self._ident, self._offset, self._data = _Parser(self.path), ident, 0, {}
+                self._offset = self._cache.restore(fh, ident, st.st_size, self._parser)
+                self._saved = self._offset
             if st.st_size == self._offset and self._data:
                 return self._data
+            before = self._offset
+            self._offset = _stream(fh, self._parser, self._offset, st.st_size, self.path)
             fh.seek(self._offset)
-            chunk = fh.read(st.st_size - self._offset)
-        end = chunk.rfind(b"\n") + 1
+            tail = fh.read(st.st_size - self._offset)
         try:
-            text, tail = chunk[:end].decode("utf-8"), chunk[end:].decode("utf-8")
+            tail_text = tail.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise TraceError(f"trace {self.path}: not UTF-8 text ({exc})") from None
-        if end:
-            self._parser.feed(text.splitlines())
-            self._offset += end
+        if self._offset == 0 and tail_text.startswith("\ufeff"):
+            tail_text = tail_text[1:]
         extra = None
-        if tail.strip() and time.time() - st.st_mtime > 1.0:
+        if tail_text.strip() and time.time() - st.st_mtime > 1.0:
             # a last line without its newline in a file nobody has written to for a second is
             # complete (a hand-written trace); a fresher one may still be being written
             if self._parser.idx is None:
-                self._parser.feed([tail])
-                self._offset += len(chunk) - end
+                self._parser.feed([tail_text])
+                self._offset += len(tail)
             else:
-                extra = self._parser.tail(tail)
-        if not self._data or end or extra is not None:
+                extra = self._parser.tail(tail_text)
+        if not self._data or self._offset != before or extra is not None:
             self._data = self._parser.channels(extra)
+            if self._offset - self._saved >= _Cache.MIN_BYTES:
+                self._cache.save(self._ident, self._offset, self._parser)
+                self._saved = self._offset
         return self._data
 
     @property

@@ -157,3 +157,66 @@ def test_hand_written_trace_without_final_newline(tmp_path):
     p = write(tmp_path, "timestamp,channel,watts\n0,w,10\n1,w,10\n2,w,30")
     os.utime(p, (1, 1))  # written long ago: its last line is complete
     assert TraceMeter(str(p)).energy_between(1.0, 2.0) == {"w": pytest.approx(20.0)}
+
+
+@pytest.mark.parametrize("text, match", [
+    ("timestamp,channel,watts\n1,a,1\nnan,a,2\n3,a,1\n", "line 3: timestamp 'nan' is not a finite time"),
+    ("timestamp,channel,watts\n1,a,1\ninf,a,2\n", "line 3: timestamp 'inf'"),
+    ("timestamp,channel,watts\n1,a,1\n2,a,nan\n", "line 3: watts 'nan' must be finite"),
+    ("timestamp,channel\n1,a\n", "lacks column\\(s\\) watts"),
+])
+def test_non_finite_times_are_refused_by_line(tmp_path, text, match):
+    with pytest.raises(TraceError, match=match):
+        read_trace(write(tmp_path, text))
+
+
+def test_a_byte_order_mark_before_the_header_is_no_problem(tmp_path):
+    p = tmp_path / "bom.csv"
+    p.write_bytes(b"\xef\xbb\xbf" + RAMP.encode())
+    assert integrate(read_trace(p)["clamp"], 101.0, 105.0) == pytest.approx(120.0)
+    m = TraceMeter(str(p), channels={"clamp": "host"})
+    assert m.energy_between(101.0, 105.0) == {"clamp": pytest.approx(120.0)}
+
+
+def test_a_trace_larger_than_a_block_streams_with_lines_counted_across_blocks(tmp_path, monkeypatch):
+    from sims.meters import trace as tr
+
+    monkeypatch.setattr(tr, "BLOCK_BYTES", 64)  # many blocks, lines split across block edges
+    lines = [f"{i},{'ab'[i % 2]},{i % 7}\n" for i in range(400)]
+    lines[313] = "313,b,oops\n"
+    p = write(tmp_path, "timestamp,channel,watts\n" + "".join(lines))
+    with pytest.raises(TraceError, match="line 315: watts 'oops'"):
+        read_trace(p)
+    lines[313] = f"313,b,{313 % 7}\n"
+    ch = read_trace(write(tmp_path, "timestamp,channel,watts\n" + "".join(lines)))
+    assert ch["a"].t.tolist() == [float(i) for i in range(0, 400, 2)]
+    assert ch["b"].w.tolist() == [float(i % 7) for i in range(1, 400, 2)]
+
+
+def test_a_second_meter_starts_from_the_first_ones_parse(tmp_path, monkeypatch):
+    """Each run is its own process with its own meter: the parse is cached, and the next meter parses only
+    the lines appended since (a line changed before the cached point is not seen: the cache is checked
+    against the bytes just before it, so an edited file is parsed afresh)."""
+    from sims.meters import trace as tr
+
+    monkeypatch.setenv("HETVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tr._Cache, "MIN_BYTES", 1)
+    p = write(tmp_path, "timestamp,channel,watts\n" + "".join(f"{i},w,10\n" for i in range(100)))
+    import os
+
+    os.utime(p, (1, 1))
+    first = TraceMeter(str(p))
+    assert first.energy_between(0.0, 99.0) == {"w": pytest.approx(990.0)}
+    assert list((tmp_path / "cache" / "traces").glob("*.npz"))
+    with open(p, "a") as fh:
+        fh.write("".join(f"{i},w,20\n" for i in range(100, 110)))
+    os.utime(p, (1, 1))
+    fed: list[int] = []
+    real = tr._Parser.feed
+    monkeypatch.setattr(tr._Parser, "feed", lambda self, lines: (fed.append(len(lines)), real(self, lines))[1])
+    second = TraceMeter(str(p))
+    assert sum(fed) == 10  # only the appended lines were parsed
+    assert second.energy_between(98.0, 105.0) == {"w": pytest.approx(10.0 + 15.0 + 5 * 20.0)}
+    p.write_text("timestamp,channel,watts\n" + "".join(f"{i},w,30\n" for i in range(100)))
+    os.utime(p, (1, 1))
+    assert TraceMeter(str(p)).energy_between(0.0, 99.0) == {"w": pytest.approx(2970.0)}

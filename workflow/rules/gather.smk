@@ -9,10 +9,14 @@ rule study_matrix:
         "results/{study}/matrix.json",
     params:
         digest=MATRIX_DIGEST,
+    log:
+        "logs/{study}/matrix.log",
     run:
         from analysis.dataset import Matrix
+        from sims.atomic import atomic_write_text
 
         Matrix(STUDY, MATRIX).write(output[0])
+        atomic_write_text(log[0], f"{len(MATRIX)} runs in study {STUDY} (matrix {params.digest})\n")
 
 
 rule gather_runs:
