@@ -137,6 +137,7 @@ def cmd_ingest_published(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from analysis.tasks import WorkersLost
     from analysis.uncertainty import Settings
     from analysis.validate import ClusterStartError, DaskSettings, validate
 
@@ -160,7 +161,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                  published_dir=_published_dir(args.published), platform_files=files or None,
                  uncertainty=settings, history_path=args.history or None, config_hash=args.config_hash,
                  dask_settings=dask_settings)
-    except ClusterStartError as exc:
+    except (ClusterStartError, WorkersLost) as exc:
         raise InputError(str(exc)) from None
     except (OSError, TimeoutError) as exc:
         raise InputError(f"cannot reach {dask_settings.describe()} within {args.connect_timeout:g} s "

@@ -103,9 +103,12 @@ class Matrix:
             raise ValueError(f"matrix {path}: expected {{'study': <name>, 'runs': {{<run_id>: <case>}}}}")
         return cls(doc["study"], dict(runs))
 
-    def write(self, path: str | Path) -> None:
+    def write(self, path: str | Path, log: str | Path | None = None) -> None:
+        """Write the matrix file (and, with ``log``, one line saying what it holds)."""
         atomic_write_text(path, json.dumps({"study": self.study, "runs": dict(sorted(self.runs.items()))},
                                            indent=0) + "\n")
+        if log:
+            atomic_write_text(log, f"{len(self.runs)} runs in study {self.study} -> {path}\n")
 
 
 def read_raw_file(path: str | Path, matrix: Matrix | None = None) -> tuple[str, list[dict[str, Any]]]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import malloc
+from analysis import tasks
 from analysis.uncertainty import (
     UNCERTAINTY_COLUMNS,
     Settings,
@@ -68,15 +68,17 @@ def score_alternatives(keys: dict[str, Any], measured: np.ndarray, predicted: np
 
 
 #: Where :func:`score_batch` may spread its groups: ``(client, groups per task)`` (see :func:`scoring_on`).
-_SCORING: contextvars.ContextVar[tuple[Any, int] | None] = contextvars.ContextVar("hetval_scoring", default=None)
+_SCORING: contextvars.ContextVar[tuple[Any, int, float] | None] = contextvars.ContextVar("hetval_scoring",
+                                                                                        default=None)
 
 
 @contextlib.contextmanager
-def scoring_on(client: Any, groups_per_task: int = 20_000) -> Iterator[None]:
+def scoring_on(client: Any, groups_per_task: int = 20_000, patience: float = 30.0) -> Iterator[None]:
     """Inside this block :func:`score_batch` scores more than ``groups_per_task`` groups as Dask tasks of that
     many groups on ``client``'s cluster (the validation job's), so a larger cluster scores faster. The result
-    is the same as scoring in one piece: a group's resamples depend only on the seed and its shape."""
-    token = _SCORING.set((client, int(groups_per_task)))
+    is the same as scoring in one piece: a group's resamples depend only on the seed and its shape. A cluster
+    left without workers for ``patience`` seconds fails the scoring (:func:`analysis.tasks.gather_watched`)."""
+    token = _SCORING.set((client, int(groups_per_task), float(patience)))
     try:
         yield
     finally:
@@ -112,13 +114,13 @@ def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], t
     labels = np.asarray(labels, dtype=object)
     pool = _SCORING.get()
     if pool is not None and len(starts) > pool[1]:
-        client, per = pool
+        client, per, patience = pool
         cuts = [*starts[::per].tolist(), R]
         chunks = [(starts[(starts >= a) & (starts < b)] - a, m[a:b], p[a:b], t[a:b], XS[a:b], n[a:b],
                    codes[a:b], labels, s) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
         # the chunks' data go to the workers as data, not inside the task graph
         futures = [client.submit(_score_chunk, data, pure=False) for data in client.scatter(chunks)]
-        parts = client.gather(futures)
+        parts = tasks.gather_watched(client, futures, patience)
         for part, a in zip(parts, cuts[:-1], strict=True):
             part["first"] += a
         return pd.concat(parts, ignore_index=True)
@@ -170,7 +172,7 @@ def _score_arrays(starts: np.ndarray, m: np.ndarray, p: np.ndarray, t: np.ndarra
 
 
 def _score_chunk(args: tuple[Any, ...]) -> pd.DataFrame:
-    malloc.for_arrays()  # a Dask worker's allocator, as a plain process's (see analysis.malloc)
+    tasks.for_arrays()  # a Dask worker's allocator, as a plain process's (see analysis.tasks)
     return _score_arrays(*args)
 
 

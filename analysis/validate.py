@@ -30,12 +30,13 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import history, malloc
+from analysis import history, tasks
 from analysis.dataset import partition_files, read_file
 from analysis.platforms import Platforms
 from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
 from analysis.runs import failed_runs, scoring_on
 from analysis.schema import RUN_SCHEMA
+from analysis.tasks import gather_watched
 from analysis.uncertainty import Settings
 from sims.atomic import atomic_write_parquet, atomic_write_text
 
@@ -119,6 +120,7 @@ def dask_client(settings: DaskSettings) -> Iterator[Any]:
 
     addr = scheduler_address(settings.address)
     if addr:
+        probe_scheduler(addr, settings.connect_timeout)
         with Client(addr, timeout=settings.connect_timeout) as client:
             yield client
         return
@@ -160,6 +162,28 @@ def dask_client(settings: DaskSettings) -> Iterator[Any]:
     with LocalCluster(n_workers=settings.workers, threads_per_worker=1, dashboard_address=None) as cluster, \
             Client(cluster, timeout=settings.connect_timeout) as client:
         yield client
+
+
+def probe_scheduler(address: str, timeout: float) -> None:
+    """Ask the scheduler at ``address`` who it is, within ``timeout`` seconds in all: a host that refuses, does
+    not exist, or accepts the connection and then says nothing (where ``Client`` alone waits forever) raises
+    ``TimeoutError`` / ``OSError`` naming what did not happen."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def ask() -> None:
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        asyncio.run(asyncio.wait_for(ask(), timeout))
+    except TimeoutError:
+        raise TimeoutError(f"the scheduler at {address} did not answer within {timeout:g} s") from None
 
 
 @dataclass
@@ -216,7 +240,7 @@ def _file_task(case_name: str, study: str, path: str, frame: pd.DataFrame | None
                keys: list[str] | None) -> dict[str, Any]:
     """:func:`case_frame` of one data file (every row of a run lives in one file, so the per-run reduction
     needs no shuffle and a case reads only its own files)."""
-    malloc.for_arrays()
+    tasks.for_arrays()
     return case_frame(case_name, _read_partition(study, case_name, path), frame, keys)
 
 
@@ -286,7 +310,8 @@ def validate(
             futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), frame, keys, pure=False,
                                            key=f"validate-{name}-{f[0]}-{Path(f[2]).stem}") for f in mine]
         started = time.perf_counter()
-        done = {name: _combine(client.gather(futs), empty[name]) for name, futs in futures.items()}
+        done = {name: _combine(gather_watched(client, futs, where.connect_timeout), empty[name])
+                for name, futs in futures.items()}
         log(f"[hetval validate] read, reduced and predicted {sum(d['records'] for d in done.values())} records "
             f"in {time.perf_counter() - started:.1f} s; scoring the cases")
         started = time.perf_counter()
@@ -305,7 +330,7 @@ def validate(
             if result["reduced"] != result["joined"]:
                 log(f"[hetval validate] warning: {result['reduced'] - result['joined']} ok {name} runs have no "
                     "characterised platform to predict them with")
-            with scoring_on(client):  # a large case scores its groups as tasks on the cluster too
+            with scoring_on(client, patience=where.connect_timeout):  # a large case scores as tasks on the cluster too
                 scored = case.score(predictions, context)
             for table, frame in scored.items():
                 tables.setdefault(table, []).append(frame)

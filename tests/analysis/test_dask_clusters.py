@@ -170,3 +170,43 @@ def test_slurm_cluster_without_a_worker_in_time_is_one_line(runs, env):
     assert "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1].startswith("hetval validate:")
     assert time.monotonic() - started < 90
+
+
+def test_a_scheduler_that_accepts_and_never_answers_is_one_line_within_the_timeout(runs, env):
+    """A listener that takes the TCP connection and then says nothing (a wrong port, a hung scheduler)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    try:
+        started = time.monotonic()
+        out = validate(runs, "silent", env, "--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout", "3",
+                       timeout=60)
+        took = time.monotonic() - started
+    finally:
+        listener.close()
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "did not answer within 3 s" in out.stderr
+    assert took < 30
+
+
+def test_gather_fails_in_one_line_when_the_cluster_loses_every_worker(runs, env):
+    """Results that can never come: the only worker is killed while its task runs."""
+    from analysis.tasks import WorkersLost, gather_watched
+
+    c = DaskCluster(runs, env, workers=1)
+    try:
+        (address,) = c.client.scheduler_info()["workers"]
+        pid = c.client.run(os.getpid, workers=[address])[address]
+        future = c.client.submit(time.sleep, 600, pure=False)
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+        started = time.monotonic()
+        with pytest.raises(WorkersLost, match="no worker for 3 s"):
+            gather_watched(c.client, [future], patience=3, poll=0.5)
+        assert time.monotonic() - started < 30
+    finally:
+        c.close()

@@ -19,6 +19,7 @@ from analysis.config import (  # noqa: E402
     validate_config,
 )
 from analysis.registry import RegistryError, case, enabled_cases  # noqa: E402
+from analysis.dataset import Matrix  # noqa: E402
 from analysis.heal import at_start as heal_at_start  # noqa: E402
 from analysis.validate import output_files  # noqa: E402
 from sims.record import stable_hash  # noqa: E402

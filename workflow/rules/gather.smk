@@ -12,11 +12,7 @@ rule study_matrix:
     log:
         "logs/{study}/matrix.log",
     run:
-        from analysis.dataset import Matrix
-        from sims.atomic import atomic_write_text
-
-        Matrix(STUDY, MATRIX).write(output[0])
-        atomic_write_text(log[0], f"{len(MATRIX)} runs in study {STUDY} (matrix {params.digest})\n")
+        Matrix(STUDY, MATRIX).write(output[0], log=log[0])
 
 
 rule gather_runs:

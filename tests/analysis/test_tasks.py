@@ -1,4 +1,4 @@
-"""analysis.malloc: in a process started as Distributed's nanny starts its workers (MALLOC_TRIM_THRESHOLD_
+"""analysis.tasks.for_arrays: in a process started as Distributed's nanny starts its workers (MALLOC_TRIM_THRESHOLD_
 set), large temporaries stop costing a fresh zero-filled mapping each once the task called for_arrays()."""
 
 import os
@@ -11,7 +11,7 @@ import pytest
 PROBE = textwrap.dedent("""
     import resource, sys
     import numpy as np
-    from analysis import malloc
+    from analysis import tasks as malloc
 
     def faults(rounds=40, n=1 << 20):   # 8 MiB arrays, allocated, written and freed
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

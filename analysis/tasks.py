@@ -1,5 +1,7 @@
-"""Allocation settings for the validation's Dask tasks: whole-array NumPy without a page fault per array.
+"""How the validation's Dask tasks run: an allocator fit for whole-array NumPy, and a gather that notices
+a cluster left without workers.
 
+**Allocation.**
 Distributed's nanny starts every worker with ``MALLOC_TRIM_THRESHOLD_`` set (65536 by default, from the
 config ``distributed.nanny.pre-spawn-environ``) so that freed memory goes back to the system. Setting
 any of glibc's thresholds switches off its *dynamic* mmap threshold: from then on every allocation above
@@ -12,6 +14,12 @@ against 2.6 s in a plain process on this machine.
 (glibc's dynamic maximum: mmap above 32 MiB, trim above twice that). Every task function of the
 validation calls it first; it is idempotent, per process, and does nothing off glibc. It changes how
 the worker's memory is recycled, not how much the task uses.
+
+**Gathering.** A worker that dies is replaced (or its tasks rerun on the others), which a plain
+``client.gather`` waits for; a cluster that has lost *every* worker would make it wait forever.
+:func:`gather_watched` gathers while watching the worker count and fails in one line
+(:class:`WorkersLost`) once the cluster has been empty for the patience given (the validation's connect
+timeout).
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import time
+from typing import Any
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -39,3 +49,30 @@ def for_arrays() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+class WorkersLost(RuntimeError):
+    """The validation's Dask cluster has had no worker for longer than the connect timeout (one line)."""
+
+
+def gather_watched(client: Any, futures: list[Any], patience: float, poll: float = 2.0) -> list[Any]:
+    """``client.gather(futures)``, failing with :class:`WorkersLost` when the cluster has had no worker for
+    ``patience`` seconds (the results would never come) - a worker that dies is otherwise replaced or its
+    tasks rerun elsewhere, which a plain gather waits for."""
+    from distributed import wait
+
+    alone_since = None
+    while True:
+        try:
+            wait(futures, timeout=poll)
+            return client.gather(futures)
+        except TimeoutError:
+            pass
+        if client.scheduler_info().get("workers"):
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since > patience:
+            left = sum(1 for f in futures if not f.done())
+            raise WorkersLost(f"the Dask cluster has had no worker for {patience:g} s with {left} validation "
+                              "task(s) unfinished (workers killed or out of memory?)")
