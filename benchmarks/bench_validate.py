@@ -13,7 +13,9 @@ For each size N, in a fresh temporary directory:
 2. **incremental gather**: one more raw run gathered into the N-run dataset: its time and how many bytes of
    the dataset it rewrote (the rest is untouched);
 3. **validate**: ``hetval validate`` on a local Dask cluster of ``--workers`` workers (a fresh process),
-   timed, with the peak of the summed resident memory of it and its workers (sampled every 0.1 s).
+   timed, with the peak of the summed resident memory of it and its workers (sampled every 0.1 s);
+4. **report**: ``hetval report`` on those tables (a fresh process), timed, with the number of fidelity groups
+   it shows (target: 10^4 groups in <= 60 s).
 
 Prints one row per size and the growth exponent of each step (the slope of log time against log N between
 successive sizes, and over all of them), with PASS/FAIL against the targets: 10^6 runs validated in
@@ -136,6 +138,8 @@ def exponent(sizes: list[int], times: list[float]) -> float:
 
 
 def main() -> int:
+    import pyarrow.parquet as pq
+
     from analysis import synthetic
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -151,7 +155,7 @@ def main() -> int:
     print(f"seed: {len(set(seed['run_id'].to_pylist()))} real runs x 5 reps of the default study; "
           f"{args.workers} Dask workers; {args.resamples} bootstrap resamples; {os.cpu_count()} cores")
     print(f"{'runs':>9} {'records':>9} {'write s':>8} {'gather s':>9} {'+1 run s':>9} {'+1 rewrote':>11} "
-          f"{'validate s':>11} {'peak GiB':>9}")
+          f"{'validate s':>11} {'peak GiB':>9} {'groups':>8} {'report s':>9}")
     rows = []
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-validate-"))
     try:
@@ -193,9 +197,13 @@ def main() -> int:
             mem = max(m for _, m in val)
             spread = f" [{min(t for t, _ in val):.0f}-{max(t for t, _ in val):.0f}]" if len(val) > 1 else ""
             records = 5 * n
-            rows.append((n, gather_s, inc_s, took, mem))
+            groups = sum(pq.ParquetFile(f).metadata.num_rows for f in (work / "validation").glob("*fidelity.parquet"))
+            report_s, _, _ = timed([str(BIN / "hetval"), "report", "--validation", "validation", "--platform-file",
+                                    str(PLATFORM), "--out", "report"], work, env)
+            rows.append((n, gather_s, inc_s, took, mem, groups, report_s))
             print(f"{n:>9} {records:>9} {write_s:>8.1f} {gather_s:>9.1f} {inc_s:>9.2f} "
-                  f"{rewrote / size_before:>10.1%} {took:>8.1f}{spread} {mem / 2**30:>9.2f}", flush=True)
+                  f"{rewrote / size_before:>10.1%} {took:>8.1f}{spread} {mem / 2**30:>9.2f} {groups:>8} "
+                  f"{report_s:>9.1f}", flush=True)
             if not args.keep:
                 shutil.rmtree(work, ignore_errors=True)
     finally:
@@ -211,9 +219,14 @@ def main() -> int:
         g = [r for r in rows if math.isfinite(r[1])]
         if len(g) >= 2:
             print(f"  gather from raw files: overall {exponent([r[0] for r in g], [r[1] for r in g]):.2f}")
+    many = [r for r in rows if r[5] >= 10_000]
+    if many:
+        n, groups, report_s = many[0][0], many[0][5], many[0][6]
+        print(f"target: the report of {groups} groups in {report_s:.0f} s (<= 60 for 10^4 groups)  "
+              f"{'PASS' if report_s <= 60 else 'FAIL'}")
     big = [r for r in rows if r[0] >= 1_000_000]
     if big:
-        n, _, _, took, mem = big[0]
+        n, _, _, took, mem = big[0][:5]
         ok = took <= 120 and mem <= 8 * 2**30
         print(f"target 10^6 runs: validate {took:.0f} s (<= 120), peak {mem / 2**30:.2f} GiB (<= 8)  "
               f"{'PASS' if ok else 'FAIL'}")

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,11 @@ if TYPE_CHECKING:  # matplotlib and pandas are imported inside the functions tha
 
 #: Keys that identify one comparison group of the WP cases.
 GROUP_KEYS: tuple[str, ...] = ("study", "case", "platform", "size")
+#: Per-group figures drawn of each kind; past it a section adds a figure of every group at once, so a report
+#: of 10^4 groups is still one page drawn in about a minute (every group stays in the Parquet tables).
+FIGURE_CAP = 24
+#: Rows a table shows on the page, and lines a listing adds to summary.txt (the rest: in the Parquet files).
+TABLE_ROWS = 400
 PROCESSORS: tuple[str, ...] = ROLES
 GIGA = 1e9
 NA = "n/a"
@@ -232,6 +238,23 @@ def groupby(frame: pd.DataFrame, keys: Sequence[str]) -> Iterable[tuple[tuple[An
         values = values if isinstance(values, tuple) else (values,)
         by_name = dict(zip(present, values, strict=True))
         yield tuple(by_name.get(k) for k in keys), sub
+
+
+def first_groups(frame: pd.DataFrame, keys: Sequence[str],
+                 cap: int = FIGURE_CAP) -> tuple[Iterator[tuple[tuple[Any, ...], pd.DataFrame]], int]:
+    """The first ``cap`` groups of :func:`groupby` and how many there are in all (counted, not built)."""
+    present = [k for k in keys if k in frame.columns]
+    total = int(frame.groupby(present, dropna=False, sort=True).ngroups) if present and len(frame) else int(
+        bool(len(frame)))
+    return itertools.islice(groupby(frame, keys), cap), total
+
+
+def capped_note(what: str, total: int, cap: int = FIGURE_CAP) -> str | None:
+    """The note a capped figure list carries (None when nothing was left out)."""
+    if total <= cap:
+        return None
+    return (f"{what}: {total} groups; the first {cap} are drawn one by one, and the figure of every group "
+            "after them shows them all (each group's numbers are in the tables and their Parquet files).")
 
 
 def read_parquet(path: Path) -> Loaded:

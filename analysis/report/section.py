@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.report.common import NA, FigureEntry, Inputs
+from analysis.report.common import NA, TABLE_ROWS, FigureEntry, Inputs
 
 #: Long tables collapse into a <details> element past this many rows.
 COLLAPSE_ROWS = 25
@@ -38,8 +38,15 @@ class SectionOutput:
         self.blocks.append({"kind": "para", "text": text, "css": css, "bold": bold, "links": links or [],
                             "small": small})
 
-    def table(self, header: list[str], rows: list[list[str]], caption: str = "") -> None:
-        """A table (cells are text; ``n/a`` cells are greyed); long ones collapse past :data:`COLLAPSE_ROWS`."""
+    def table(self, header: list[str], rows: list[list[str]], caption: str = "", total: int | None = None,
+              source: str = "") -> None:
+        """A table (cells are text; ``n/a`` cells are greyed); long ones collapse past :data:`COLLAPSE_ROWS`.
+        At most :data:`~analysis.report.common.TABLE_ROWS` rows are shown; ``total`` (the rows there are, when
+        the caller formatted only the first ones) and ``source`` (the file holding them all) say so."""
+        total = max(total or 0, len(rows))
+        rows = rows[:TABLE_ROWS]
+        if total > len(rows):
+            caption = f"{caption} - the first {len(rows)} of {total} rows" + (f"; all in {source}" if source else "")
         self.blocks.append({"kind": "table", "header": [str(h) for h in header],
                             "rows": [[str(c) for c in r] for r in rows], "caption": caption,
                             "collapse": len(rows) > COLLAPSE_ROWS, "na": NA})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.report.common import Inputs, fmt_sig
+from analysis.report.common import TABLE_ROWS, Inputs, fmt_sig
 from analysis.report.section import Section, SectionOutput
 
 SUPPORTED = ("RAPL (/sys/class/powercap, package and DRAM of every socket), NVML total-energy counters per GPU "
@@ -79,11 +79,12 @@ class EnergySection(Section):
             w = w[w["axis_wp"].astype(bool)].sort_values(["study", "case", "platform", "size", "variant"])
             rows = [[r.study, r.case, r.platform, fmt_sig(r.size), r.variant, fmt_sig(r.time_median_s),
                      fmt_sig(r.energy_median_j), fmt_sig(r.energy_host_median_j), fmt_sig(r.energy_accel_median_j),
-                     str(r.energy_source)] for r in w.itertuples()]
+                     str(r.energy_source)] for r in w.head(TABLE_ROWS).itertuples()]
             if rows:
                 out.heading("Energy per WP per processor", 3)
                 out.table(["study", "case", "platform", "size", "WP", "time s (median)", "energy J (median)",
-                           "host J", "accel J", "energy source"], rows, "energy per WP")
+                           "host J", "accel J", "energy source"], rows, "energy per WP", total=len(w),
+                          source="runs.parquet")
                 out.para("What this shows: each WP's measured time next to its measured energy, whole and per "
                          "processor where the meter could attribute it (a RAPL package shared by both processors is "
                          "node energy only). Empty energy cells mean nothing measured it.", "what")

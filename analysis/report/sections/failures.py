@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.report.common import Inputs, cell_text
+from analysis.report.common import TABLE_ROWS, Inputs, cell_text
 from analysis.report.section import Section, SectionOutput
 
 
@@ -24,7 +24,8 @@ class FailuresSection(Section):
             f = failed.frame
             cols = [c for c in ("run_id", "study", "case", "variant", "platform", "started_at", "error") if c in f]
             out.para("", bold=f"{len(f)} failed run(s).")
-            out.table(cols, [[cell_text(row[c]) for c in cols] for _, row in f.iterrows()], "failed runs")
+            out.table(cols, [[cell_text(row[c]) for c in cols] for _, row in f.head(TABLE_ROWS).iterrows()],
+                      "failed runs", total=len(f), source="failed.parquet")
         out.heading("Quarantined records", anchor="quarantine")
         if inputs.quarantine_status != "ok":
             out.para(f"quarantine directory is {inputs.quarantine_status}.", "missing")

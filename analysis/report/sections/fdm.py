@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from analysis.report.common import (
+    TABLE_ROWS,
     FigureEntry,
     Inputs,
     fmt_interval,
@@ -17,6 +18,11 @@ from analysis.report.common import (
 )
 from analysis.report.section import Section, SectionOutput
 from sims.vocab import FDM_MODEL_PARTS, FDM_PHASES
+
+#: Lines (grid x design) one scaling figure draws, and runs one phase figure draws: past them the figure says
+#: how many it left out (every run is in the table and in fdm_runs.parquet).
+SERIES = 10
+PHASE_BARS = 40
 
 
 def _shape(grid: str) -> str:
@@ -36,7 +42,10 @@ def scaling_figure(runs, order: int, boundary: str):
     fig = new_figure(11, 4.2)
     axes = fig.subplots(1, 2)
     cmap = colormaps["tab10"]
-    for n, ((grid, design), g) in enumerate(sub.groupby(["grid", "marshaling"], sort=True)):
+    series = sub.groupby(["grid", "marshaling"], sort=True)
+    for n, ((grid, design), g) in enumerate(series):
+        if n >= SERIES:
+            break
         # at each rank count the fastest decomposition measured, and the model's value for that same run
         best = g.loc[g.groupby("ranks")["time_median_s"].idxmin()].sort_values("ranks")
         steps = best["steps"].to_numpy(dtype=float)
@@ -55,7 +64,9 @@ def scaling_figure(runs, order: int, boundary: str):
         ax.set_xticks(sorted(sub["ranks"].unique()))
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    fig.text(0.5, -0.02, "solid: measured (median, bars: min-max over repetitions); dashed: FDM model", ha="center", fontsize=8)
+    more = f"; the first {SERIES} of {series.ngroups} grid x design lines" if series.ngroups > SERIES else ""
+    fig.text(0.5, -0.02, f"solid: measured (median, bars: min-max over repetitions); dashed: FDM model{more}",
+             ha="center", fontsize=8)
     return fig
 
 
@@ -68,6 +79,8 @@ def phase_figure(runs, order: int, boundary: str):
         ["grid", "ranks", "decomposition", "marshaling"])
     if sub.empty:
         return None
+    total = len(sub)
+    sub = sub.head(PHASE_BARS)
     fig = new_figure(max(7.0, 0.55 * len(sub) + 2), 4.6)
     ax = fig.subplots()
     x = np.arange(len(sub))
@@ -86,7 +99,9 @@ def phase_figure(runs, order: int, boundary: str):
         bottom += v
     labels = [f"{_shape(r.grid)}\n{r.ranks}r {r.decomposition}\n{r.marshaling}" for r in sub.itertuples()]
     ax.set_xticks(x, labels, fontsize=6, rotation=90)
-    ax.set(ylabel="seconds per step", title=f"order {order}, {boundary}: phases (left: measured, right: model)")
+    shown = f" - the first {len(sub)} of {total} runs" if total > len(sub) else ""
+    ax.set(ylabel="seconds per step",
+           title=f"order {order}, {boundary}: phases (left: measured, right: model){shown}")
     ax.legend(fontsize=6, ncol=2)
     ax.grid(axis="y", alpha=0.3)
     return fig
@@ -132,7 +147,8 @@ class FDMSection(Section):
                   [[_shape(r.grid), str(r.ranks), r.decomposition, r.marshaling, str(r.order), r.boundary,
                     f"{fmt_sig(r.time_median_s)} [{fmt_sig(r.time_min_s)}–{fmt_sig(r.time_max_s)}]",
                     fmt_sig(r.time_predicted_s), fmt_sig(r.tightness), fmt_sig(r.mlups_measured, 4),
-                    fmt_sig(r.mlups_predicted, 4), str(r.n_reps)] for r in runs.itertuples()], "FDM runs")
+                    fmt_sig(r.mlups_predicted, 4), str(r.n_reps)] for r in runs.head(TABLE_ROWS).itertuples()],
+                  "FDM runs", total=len(runs), source="fdm_runs.parquet")
         out.para("What this shows: every FDM run with its measured loop time (slowest rank) and the model's "
                  "prediction; tightness is predicted / measured (below 1: the model is optimistic).", "what")
         t = runs["tightness"]
@@ -151,13 +167,16 @@ class FDMSection(Section):
                     fmt_interval(r, "selection_penalty"), fmt_interval(r, "tightness_median"), r.best_measured,
                     ("not distinguishable: " if not_distinguishable(r) else "")
                     + str(getattr(r, "best_measured_noise_aware", "")), r.best_predicted]
-                   for r in fid.itertuples()],
-                  "FDM ranking fidelity; intervals: 95 % bootstrap over the repetitions")
+                   for r in fid.head(TABLE_ROWS).itertuples()],
+                  "FDM ranking fidelity; intervals: 95 % bootstrap over the repetitions", total=len(fid),
+                  source="fdm_fidelity.parquet")
         out.para("What this shows: at each scale, how well the model orders the marshaling designs (at a fixed "
                  "decomposition) and the decompositions (at a fixed design). On a CPU backend the model gives the three "
                  "designs the same time (nothing lives on a device), so its ranking of designs is a tie: n/a tau.",
                  "what")
-        for r in fid.itertuples():
+        if len(fid) > TABLE_ROWS:
+            out.lines.append(f"  (the first {TABLE_ROWS} of {len(fid)} rows; all in fdm_fidelity.parquet)")
+        for r in fid.head(TABLE_ROWS).itertuples():
             out.lines.append(f"  {_shape(r.grid)} {r.ranks} ranks order {r.order} | axis {r.axis} ({r.fixed}): "
                              f"kendall tau {fmt_interval(r, 'kendall_tau')}, top-1 {fmt_interval(r, 'top1_agreement')},"
                              f" selection penalty {fmt_interval(r, 'selection_penalty')}, best measured "

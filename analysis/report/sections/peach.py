@@ -7,7 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from analysis.predictors.peach import CURVE_KEYS
-from analysis.report.common import FigureEntry, Inputs, fmt_interval, fmt_sig, new_figure, save_figure
+from analysis.report.common import (
+    TABLE_ROWS,
+    FigureEntry,
+    Inputs,
+    capped_note,
+    first_groups,
+    fmt_interval,
+    fmt_sig,
+    new_figure,
+    save_figure,
+)
 from analysis.report.section import Section, SectionOutput
 
 
@@ -44,6 +54,23 @@ def peach_figure(runs: Any, fid: Any) -> Any:
     return fig
 
 
+def error_overview(fid: Any) -> Any:
+    """Every curve's median interior relative error, by time and by energy (the figure past the cap)."""
+    if fid is None or "error_median" not in fid or not fid["error_median"].notna().any():
+        return None
+    fig = new_figure(7.5, 3.6)
+    ax = fig.add_subplot(111)
+    for q, sub in fid.groupby("quantity", sort=True):
+        e = sub["error_median"].dropna()
+        if len(e):
+            ax.hist(e, bins=50, histtype="step", linewidth=1.6, label=f"by {q} ({len(e)} curves)")
+    ax.set_xlabel("median relative error at the interior alphas")
+    ax.set_ylabel("curves")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
 def _frequency_note(runs: Any) -> str:
     freqs = sorted(set(runs["frequency"].astype(str)))
     if freqs == ["default"]:
@@ -65,7 +92,17 @@ class PEACHSection(Section):
             out.para("No PEACH runs with both end points (alpha = 0 and 1) to calibrate from.", "missing")
             return out
         entries = []
-        for n, (k, g) in enumerate(peach_runs.groupby(CURVE_KEYS, sort=True)):
+        curves, total = first_groups(peach_runs, CURVE_KEYS)
+        note = capped_note("PEACH curves", total)
+        if note:
+            out.notes.append(note)
+            fig = error_overview(peach_fid)
+            if fig is not None:
+                save_figure(fig, out_dir, "peach-every-curve.png")
+                entries.append(FigureEntry("peach-every-curve.png", f"every curve ({total})", (
+                    "PEACH's median relative error at the interior points of every curve, by time and by energy: "
+                    "the figure past the per-curve cap.")))
+        for n, (k, g) in enumerate(curves):
             f = peach_fid if peach_fid is not None else g.iloc[:0]
             for key, val in zip(CURVE_KEYS, k, strict=True):
                 f = f[f[key] == val] if key in f else f
@@ -77,7 +114,7 @@ class PEACHSection(Section):
                 "(alpha_perf, and alpha_eff when energy was measured).")))
         out.figures_block(entries, "No PEACH curves.")
         rows = []
-        for r in (peach_fid.itertuples() if peach_fid is not None else []):
+        for r in (peach_fid.head(TABLE_ROWS).itertuples() if peach_fid is not None else []):
             rows.append([r.workload, fmt_sig(r.size), r.frequency, r.quantity, str(r.n_alternatives),
                          fmt_interval(r, "kendall_tau"), fmt_interval(r, "top1_agreement"),
                          fmt_interval(r, "selection_penalty"),
@@ -91,7 +128,8 @@ class PEACHSection(Section):
         out.heading("PEACH fidelity per curve", 3)
         out.table(["workload", "n", "frequency", "by", "n", "kendall tau", "top-1", "selection penalty",
                    "best measured", "best predicted", "α continuous", "rel. error median (interior)", "max", "R_C",
-                   "R_G"], rows, "PEACH fidelity")
+                   "R_G"], rows, "PEACH fidelity", total=len(peach_fid) if peach_fid is not None else 0,
+                  source="peach_fidelity.parquet")
         out.para("What this shows: how well PEACH orders the alpha grid by time (and by energy where it was "
                  "measured), whether it picks the measured best alpha, and the relative error of its predictions at "
                  "the interior points (the end points calibrate the model and reproduce themselves). Rates are W/s: "

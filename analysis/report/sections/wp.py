@@ -8,14 +8,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis.report.common import (
+    FIGURE_CAP,
     GIGA,
     GROUP_KEYS,
     NA,
     NA_FOOTNOTE,
+    TABLE_ROWS,
     FigureEntry,
     Inputs,
+    capped_note,
     cell_text,
     finite,
+    first_groups,
     fmt_fraction,
     fmt_interval,
     group_label,
@@ -193,6 +197,34 @@ def alpha_figure(keys: Sequence[Any], sweep: pd.DataFrame, pdp: tuple[float, flo
     return fig
 
 
+def _note(notes: list[str], note: str | None) -> None:
+    if note:
+        notes.append(note)
+
+
+def tightness_overview(runs: pd.DataFrame) -> Figure | None:
+    """Every run's tightness, one histogram per model (log-spaced bins): the figure past the per-group cap."""
+    import numpy as np
+
+    t = runs[["model", "tightness"]].dropna() if "model" in runs else None
+    t = t[t["tightness"] > 0] if t is not None else None
+    if t is None or not len(t):
+        return None
+    fig = new_figure(9.0, 4.0)
+    ax = fig.add_subplot(111)
+    lo, hi = float(t["tightness"].min()), float(t["tightness"].max())
+    bins = np.geomspace(min(lo, 0.9), max(hi, 1.1), 60)
+    for model, sub in t.groupby("model", sort=True):
+        ax.hist(sub["tightness"], bins=bins, histtype="step", linewidth=1.6, label=f"{model} ({len(sub)} runs)")
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("tightness (fraction of the bound reached)")
+    ax.set_ylabel("runs")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
 def _emit(fig: Figure | None, out_dir: Path, name: str, title: str, caption: str, entries: list[FigureEntry]) -> None:
     if fig is None:
         return
@@ -206,7 +238,9 @@ def _wp_figures(runs: pd.DataFrame, out_dir: Path, entries: list[FigureEntry], n
         notes.append(f"runs.parquet lacks {', '.join(missing)}: no WP figures.")
         return
     wp = runs[truthy(runs["axis_wp"])]
-    for keys, sub in groupby(wp, GROUP_KEYS):
+    groups, total = first_groups(wp, GROUP_KEYS)
+    _note(notes, capped_note("WP figures", total))
+    for keys, sub in groups:
         caption = (
             "Measured performance of each workload partition (median; error bar: fastest and "
             "slowest repetition) next to the model's predicted bound."
@@ -221,7 +255,13 @@ def _tightness_figures(
     if missing:
         notes.append(f"runs.parquet lacks {', '.join(missing)}: no tightness figures.")
         return
-    for keys, sub in groupby(runs, GROUP_KEYS):
+    groups, total = first_groups(runs, GROUP_KEYS)
+    _note(notes, capped_note("tightness figures", total))
+    if total > FIGURE_CAP:
+        _emit(tightness_overview(runs), out_dir, "tightness-every-group.png", f"every group ({total})",
+              "Tightness of every run of every group, per model: how many runs reach which fraction of their "
+              "bound (log scale; past 1.0 the run beat the bound).", entries)
+    for keys, sub in groups:
         caption = (
             "Tightness = measured / predicted performance of each run. 1.0 means the bound is "
             "reached; bars outlined in red exceed 1.0, i.e. the run beat the model's 'upper bound'."
@@ -241,14 +281,17 @@ def _alpha_figures(runs: pd.DataFrame, out_dir: Path, entries: list[FigureEntry]
     if missing:
         notes.append(f"runs.parquet lacks {', '.join(missing)}: no alpha-sweep figures.")
         return
-    # keyed by slug: group keys may hold NaN, which never compares equal in a tuple lookup
-    groups = {slug(*keys): sub for keys, sub in groupby(runs, GROUP_KEYS)}
     sweep_rows = runs[truthy(runs["axis_alpha"])]
-    for keys, sweep in groupby(sweep_rows, GROUP_KEYS):
+    sweeps, total = first_groups(sweep_rows, GROUP_KEYS)
+    _note(notes, capped_note("alpha-sweep figures", total))
+    for keys, sweep in sweeps:
         sweep = sweep[sweep["alpha"].notna() & sweep["perf_measured"].notna()]
         if not len(sweep):
             continue
-        pdp = _pdp_point(groups.get(slug(*keys), sweep[:0]))
+        # the group's other runs (its p-DP point); keyed by slug: group keys may hold NaN
+        group = next((sub for k, sub in groupby(runs[runs["size"] == keys[3]] if finite(keys[3]) else runs,
+                                                 GROUP_KEYS) if slug(*k) == slug(*keys)), sweep[:0])
+        pdp = _pdp_point(group)
         caption = (
             "Measured (blue) and predicted performance over the swept data fractions α; the star is "
             "the measured best α, the diamond the model's pick among the swept values, and the green "
@@ -318,12 +361,13 @@ def _cell(column: str, value: Any, row: Any = None) -> str:
     return cell_text(value)
 
 
-def fidelity_rows(fidelity: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Header and formatted rows of the fidelity table (columns absent from the file are left out)."""
+def fidelity_rows(fidelity: pd.DataFrame, limit: int = TABLE_ROWS) -> tuple[list[str], list[list[str]]]:
+    """Header and formatted rows of the fidelity table (columns absent from the file are left out; the first
+    ``limit`` rows in key order)."""
     columns = [c for c in FIDELITY_COLUMNS if c in fidelity.columns]
     present_keys = [c for c in (*GROUP_KEYS, "axis", "model") if c in fidelity.columns]
     ordered = fidelity.sort_values(present_keys, na_position="last") if present_keys else fidelity
-    rows = [[_cell(c, row[c], row) for c in columns] for _, row in ordered.iterrows()]
+    rows = [[_cell(c, row[c], row) for c in columns] for _, row in ordered.head(limit).iterrows()]
     return columns, rows
 
 
@@ -331,7 +375,8 @@ def _tightness_lines(runs: pd.DataFrame | None) -> list[str]:
     if runs is None or missing_columns(runs, ("tightness",)):
         return ["  (no tightness data)"]
     lines = []
-    for keys, sub in groupby(runs, GROUP_KEYS):
+    groups, total = first_groups(runs, GROUP_KEYS, TABLE_ROWS)
+    for keys, sub in groups:
         for model in models_in(sub) or [None]:
             values = (
                 (sub if model is None else sub[sub["model"] == model])["tightness"].astype(float).dropna()
@@ -343,6 +388,8 @@ def _tightness_lines(runs: pd.DataFrame | None) -> list[str]:
                 f"  {group_label(keys)} [{model}]: {values.median():.3f} "
                 f"[{values.min():.3f}–{values.max():.3f}] over {len(values)} runs"
             )
+    if total > TABLE_ROWS:
+        lines.append(f"  ... and {total - TABLE_ROWS} more groups (runs.parquet)")
     return lines or ["  (no runs)"]
 
 
@@ -352,7 +399,7 @@ def _fidelity_lines(fidelity: pd.DataFrame | None) -> list[str]:
     lines = []
     for _, row in fidelity.sort_values(
         [c for c in (*GROUP_KEYS, "axis", "model") if c in fidelity.columns]
-    ).iterrows():
+    ).head(TABLE_ROWS).iterrows():
         keys = [row.get(k) for k in GROUP_KEYS]
         lines.append(
             f"  {group_label(keys)} | axis {cell_text(row.get('axis'))} | {cell_text(row.get('model'))}: "
@@ -362,6 +409,8 @@ def _fidelity_lines(fidelity: pd.DataFrame | None) -> list[str]:
             f"best measured {cell_text(row.get('best_measured'))} vs predicted {cell_text(row.get('best_predicted'))}"
             + (" (alternatives not distinguishable)" if not_distinguishable(row) else "")
         )
+    if len(fidelity) > TABLE_ROWS:
+        lines.append(f"  ... and {len(fidelity) - TABLE_ROWS} more rows (fidelity.parquet)")
     return lines
 
 
@@ -392,7 +441,8 @@ class WPSection(Section):
             out.para(f"fidelity.parquet is {fidelity.status}: no ranking-fidelity table.", "missing")
         else:
             header, rows = fidelity_rows(fidelity.frame)
-            out.table(header, rows, "ranking fidelity per group, axis and model")
+            out.table(header, rows, "ranking fidelity per group, axis and model", total=len(fidelity.frame),
+                      source="fidelity.parquet")
             out.para("What this shows: per group and axis, how well the model orders the alternatives (Kendall tau-b, "
                      "pairwise agreement, whether its top pick is the measured best, and the time lost by following "
                      "its pick), and how tight its bound is.", "what")
