@@ -1,0 +1,247 @@
+"""Kill a stage of the workflow with SIGKILL at a random point, re-invoke it once, and check what it left.
+
+Shared by ``tests/faults/test_kill.py`` (one kill per stage) and ``benchmarks/bench_faults.py`` (many).
+The study is :data:`MICRO` - SA and FDM runs small enough that one invocation takes seconds - run once to
+completion (:func:`build_base`); each trial copies that directory, starts an invocation that makes the
+stage run, kills the stage's process at a random moment of its expected life, lets the invocation end,
+then runs the plain command once and checks (:func:`check`):
+
+* the plain re-invocation exits 0;
+* the study's dataset rows are exactly the rows of its raw records (run, repetition and start time), with
+  no duplicate (run_id, rep);
+* the report is newer than every validation table and the gather manifest, and the validation summary
+  counts the dataset's records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+MICRO = """\
+study: micro
+runs: {warmup: 0, repetitions: 2}
+characterize: {warmup: 1, repetitions: 5, llc_factor: 2}
+uncertainty: {resamples: 100}
+validate: {workers: 1, connect_timeout: 20}
+cases:
+  sa: {sizes: [16384], wps: [CO, GO, CP], alphas: [0.0, 1.0]}
+  fdm:
+    orders: [2]
+    steps: 3
+    marshaling: [device-pack, host-staging]
+    boundary: {kind: cpml, width: 3}
+    scales: [{ranks: 2, shape: [16, 16, 16]}]
+"""
+
+#: stage -> (what starts it, how its process is recognised); how long it lives is measured (:func:`lifetimes`)
+STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "rank": ("rerun-run", ("python", "-m mpi4py -m sims.")),
+    "runner": ("rerun-run", ("mpiexec", "-m mpi4py -m sims.")),
+    "gather": ("forcerun:gather_runs", ("hetval", "gather")),
+    "validate": ("forcerun:validate_models", ("hetval", "validate")),
+    "report": ("forcerun:report_validation", ("hetval", "report")),
+    "snakemake": ("forcerun:gather_runs", ()),
+}
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["PATH"] = f"{BIN}{os.pathsep}{e.get('PATH', '')}"
+    e["PYTHONPATH"] = f"{REPO}{os.pathsep}{e.get('PYTHONPATH', '')}".rstrip(os.pathsep)
+    e.pop("DASK_SCHEDULER_ADDRESS", None)
+    return e
+
+
+def command(work: Path, *extra: str) -> list[str]:
+    return [str(BIN / "snakemake"), "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(work), "-c2",
+            "--configfile", str(work / "micro.yaml"), *extra]
+
+
+def build_base(work: Path) -> None:
+    """The micro study, run to completion in ``work`` (the state every trial starts from)."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "micro.yaml").write_text(MICRO)
+    out = subprocess.run(command(work), env=env(), capture_output=True, text=True, timeout=1800, cwd=REPO)
+    if out.returncode != 0:
+        raise RuntimeError(f"the micro study failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+
+
+def _matches(cmdline: list[str], pattern: tuple[str, ...]) -> bool:
+    joined = " ".join(cmdline)
+    return all(p in joined for p in pattern)
+
+
+def _descendants(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _find(root: int, pattern: tuple[str, ...]) -> int | None:
+    """The stage's own process among ``root``'s descendants (not the shell that started it)."""
+    import psutil
+
+    found = []
+    for pid in _descendants(root):
+        try:
+            cmd = psutil.Process(pid).cmdline()
+        except psutil.Error:
+            continue
+        if cmd and Path(cmd[0]).name not in ("bash", "sh") and _matches(cmd, pattern):
+            found.append(pid)
+    return max(found) if found else None  # the newest: a rank rather than its launcher
+
+
+@dataclass
+class Trial:
+    stage: str
+    killed: bool = False  # the process was alive when the signal went
+    waited_s: float = 0.0
+    first_rc: int | None = None
+    rc: int | None = None
+    problems: list[str] | None = None
+    output: str = ""
+
+    @property
+    def healed(self) -> bool:
+        return self.rc == 0 and not self.problems
+
+
+def _start(work: Path, how: str, rng: random.Random) -> subprocess.Popen:
+    extra: list[str] = []
+    if how == "rerun-run":
+        raws = sorted((work / "results" / "raw" / "micro").glob("*.json"))
+        matrix = json.loads((work / "results" / "micro" / "matrix.json").read_text())["runs"]
+        measured = [p for p in raws if matrix.get(p.stem) in ("sa", "fdm")]
+        rng.choice(measured).unlink()
+    else:
+        extra = ["--forcerun", how.split(":", 1)[1]]
+    return subprocess.Popen(command(work, *extra), env=env(), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def lifetimes(base: Path, work: Path, timeout: float = 900) -> dict[str, float]:
+    """How long each stage's process lives here (one unkilled run of each trigger), so that a kill lands at a
+    uniformly random point of its life; for Snakemake itself, the whole invocation."""
+    out: dict[str, float] = {}
+    for stage, (how, pattern) in STAGES.items():
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(base, work, symlinks=True)
+        proc = _start(work, how, random.Random(0))
+        started, seen, pid = time.monotonic(), None, None
+        while proc.poll() is None and time.monotonic() - started < timeout:
+            if pattern and pid is None:
+                pid = _find(proc.pid, pattern)
+                if pid is not None:
+                    seen = time.monotonic()
+            elif pid is not None:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+            time.sleep(0.005)
+        end = time.monotonic()
+        proc.communicate(timeout=timeout)
+        out[stage] = max(0.05, end - (seen if pattern and seen else started))
+    return out
+
+
+def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: float = 900) -> Trial:
+    """Copy ``base`` to ``work``, kill ``stage`` at a random point of its ``life`` (s), re-invoke once, check."""
+    how, pattern = STAGES[stage]
+    rng = random.Random(seed)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(base, work, symlinks=True)
+    t = Trial(stage)
+    proc = _start(work, how, rng)
+    deadline = time.monotonic() + timeout
+    if stage == "snakemake":
+        t.waited_s = rng.uniform(0.5, max(0.6, life))
+        time.sleep(t.waited_s)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            t.killed = True
+    else:
+        target = None
+        while target is None and proc.poll() is None and time.monotonic() < deadline:
+            target = _find(proc.pid, pattern)
+            if target is None:
+                time.sleep(0.01)
+        if target is not None:
+            t.waited_s = rng.uniform(0.0, 0.9 * life)
+            time.sleep(t.waited_s)
+            try:
+                os.kill(target, signal.SIGKILL)
+                t.killed = True
+            except ProcessLookupError:
+                pass
+    out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    t.first_rc = proc.returncode
+    while not _gone(proc.pid) and time.monotonic() < deadline:  # orphans of a killed Snakemake finish first
+        time.sleep(0.2)
+    again = subprocess.run(command(work), env=env(), capture_output=True, text=True, cwd=REPO,
+                           timeout=max(1.0, deadline - time.monotonic()))
+    t.rc = again.returncode
+    t.output = (out or "")[-2000:] + "\n--- re-invocation ---\n" + again.stdout[-3000:] + again.stderr[-3000:]
+    t.problems = check(work) if t.rc == 0 else ["the re-invocation failed"]
+    return t
+
+
+def check(work: Path) -> list[str]:
+    """What is wrong with the study in ``work`` (empty: dataset = raw records, report newer and consistent)."""
+    import pyarrow.compute as pc
+
+    from analysis.dataset import read_runs
+
+    results = work / "results"
+    problems = []
+    matrix = json.loads((results / "micro" / "matrix.json").read_text())["runs"]
+    raw: set[tuple[str, int, str]] = set()
+    for rid in matrix:
+        path = results / "raw" / "micro" / f"{rid}.json"
+        if not path.exists():
+            problems.append(f"raw record {rid} missing")
+            continue
+        for r in json.loads(path.read_text())["records"]:
+            raw.add((r["run_id"], r["rep"], r["started_at"].replace("Z", "")[:26]))
+    table = read_runs(results / "runs")
+    table = table.filter(pc.equal(table["study"], "micro"))
+    rows = [(r, int(k), s.strftime("%Y-%m-%dT%H:%M:%S.%f")) for r, k, s in zip(
+        table["run_id"].to_pylist(), table["rep"].to_pylist(), table["started_at"].to_pylist(), strict=True)]
+    if len(rows) != len(set(rows)) or len({(r, k) for r, k, _ in rows}) != len(rows):
+        problems.append("duplicate (run_id, rep) rows in the dataset")
+    if set(rows) != raw:
+        problems.append(f"dataset rows differ from the raw records: {len(set(rows) - raw)} extra, "
+                        f"{len(raw - set(rows))} missing")
+    report = results / "micro" / "report" / "index.html"
+    validation = sorted((results / "micro" / "validation").glob("*"))
+    newest = max([p.stat().st_mtime for p in validation] + [(results / "micro" / "gathered.json").stat().st_mtime])
+    if not report.exists() or report.stat().st_mtime < newest:
+        problems.append("the report is older than the data it shows")
+    summary = json.loads((results / "micro" / "validation" / "summary.json").read_text())
+    if summary["records"] != len(rows):
+        problems.append(f"validation counted {summary['records']} records, the dataset holds {len(rows)}")
+    return problems
