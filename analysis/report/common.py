@@ -107,6 +107,8 @@ class Inputs:
     platform_problems: list[str] = field(default_factory=list)
     quarantined: list[Quarantined] = field(default_factory=list)
     quarantine_status: str = "ok"
+    #: runs not retried any more (the manifest's ``given_up``: run_id, attempts, why)
+    given_up: list[dict[str, Any]] = field(default_factory=list)
     _tables: dict[str, Loaded] = field(default_factory=dict)
 
     def table(self, name: str) -> Loaded:
@@ -311,17 +313,18 @@ def read_platforms(platforms: Path | Sequence[Path]) -> tuple[list[PlatformFile]
     return found, problems
 
 
-def read_quarantine(quarantine_dir: Path) -> tuple[list[Quarantined], str]:
-    """The quarantined records, as (record path, reason): from a gather manifest (JSON), or every
-    ``<name>.reason.txt`` under a quarantine directory."""
+def read_quarantine(quarantine_dir: Path) -> tuple[list[Quarantined], str, list[dict[str, Any]]]:
+    """The quarantined records, as (record path, reason), and the runs given up after repeated failures: from a
+    gather manifest (JSON), or every ``<name>.reason.txt`` under a quarantine directory (no given-up list)."""
     if quarantine_dir.suffix == ".json":
         try:
             doc = json.loads(quarantine_dir.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            return [], f"manifest unreadable: {exc}"
-        return [Quarantined(Path(q["file"]).name, q["reason"]) for q in doc.get("quarantined", [])], "ok"
+            return [], f"manifest unreadable: {exc}", []
+        given_up = [g for g in doc.get("given_up", []) if isinstance(g, dict)]
+        return [Quarantined(Path(q["file"]).name, q["reason"]) for q in doc.get("quarantined", [])], "ok", given_up
     if not quarantine_dir.is_dir():
-        return [], "missing"
+        return [], "missing", []
     records = []
     for path in sorted(quarantine_dir.rglob("*.reason.txt")):
         rel = path.relative_to(quarantine_dir).as_posix()
@@ -330,14 +333,14 @@ def read_quarantine(quarantine_dir: Path) -> tuple[list[Quarantined], str]:
         except OSError as exc:
             reason = f"(reason file unreadable: {exc})"
         records.append(Quarantined(rel[: -len(".reason.txt")], reason or "(empty reason file)"))
-    return records, "ok"
+    return records, "ok", []
 
 
 def load_inputs(validation_dir: Path, platforms_dir: Path | Sequence[Path], quarantine_dir: Path) -> Inputs:
     """Read every input of the report; nothing here raises on a missing or empty input."""
     summary, summary_status = read_summary(validation_dir / "summary.json")
     platforms, platform_problems = read_platforms(platforms_dir)
-    quarantined, quarantine_status = read_quarantine(quarantine_dir)
+    quarantined, quarantine_status, given_up = read_quarantine(quarantine_dir)
     return Inputs(
         validation_dir=validation_dir,
         summary=summary,
@@ -346,6 +349,7 @@ def load_inputs(validation_dir: Path, platforms_dir: Path | Sequence[Path], quar
         platform_problems=platform_problems,
         quarantined=quarantined,
         quarantine_status=quarantine_status,
+        given_up=given_up,
     )
 
 

@@ -240,3 +240,25 @@ def test_fdm_driver_argument_errors_are_failed_records(tmp_path, change, needle)
     assert out.returncode == 0, out.stderr[-2000:]
     rec = json.loads((tmp_path / "out" / "record.json").read_text())["records"][0]
     assert rec["status"] == "failed" and needle in rec["error"]
+
+
+def test_files_are_written_with_the_umask_permissions(tmp_path):
+    """Atomic writes go through a private temporary file but end up as the umask says (group-readable)."""
+    from sims.atomic import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "x.json", "{}")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "x.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_the_report_lists_runs_given_up(tmp_path):
+    from analysis.report.common import read_quarantine
+
+    manifest = tmp_path / "gathered.json"
+    manifest.write_text(json.dumps({"quarantined": [], "given_up": [{"run_id": "f" * 16, "attempts": 2,
+                                                                     "why": "failed: boom"}]}))
+    _, status, given = read_quarantine(manifest)
+    assert status == "ok" and given[0]["run_id"] == "f" * 16

@@ -26,6 +26,16 @@ class FailuresSection(Section):
             out.para("", bold=f"{len(f)} failed run(s).")
             out.table(cols, [[cell_text(row[c]) for c in cols] for _, row in f.head(TABLE_ROWS).iterrows()],
                       "failed runs", total=len(f), source="failed.parquet")
+        if inputs.given_up:
+            out.heading("Runs not retried any more", 3, anchor="given-up")
+            out.para(f"{len(inputs.given_up)} run(s) failed the same way repeatedly (runs.max_attempts) and are not "
+                     "retried until the code changes or the study is run with --config retry_failed=true.", "alert")
+            out.table(["run_id", "attempts", "last reason"],
+                      [[cell_text(g.get("run_id")), cell_text(g.get("attempts")), cell_text(g.get("why"))]
+                       for g in inputs.given_up[:TABLE_ROWS]], "runs given up", total=len(inputs.given_up),
+                      source="the gather manifest")
+            out.lines.append(f"{len(inputs.given_up)} run(s) given up after repeated failures: "
+                             + ", ".join(cell_text(g.get("run_id")) for g in inputs.given_up[:10]))
         out.heading("Quarantined records", anchor="quarantine")
         if inputs.quarantine_status != "ok":
             out.para(f"quarantine directory is {inputs.quarantine_status}.", "missing")
