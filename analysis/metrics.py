@@ -90,6 +90,12 @@ def _pair_signs(x: NDArray[np.float64]) -> NDArray[np.int_]:
     return np.sign(x[i] - x[j]).astype(np.int_)
 
 
+#: The one definition of tightness, in every table, figure and summary (and in the tables' field metadata).
+TIGHTNESS = ("tightness: the fraction of the model's bound the run reached - measured / predicted performance (or "
+             "energy efficiency), which is predicted / measured time (or energy); 1 = the bound is reached, below 1 = "
+             "slower than the bound, above 1 = the run beat the bound")
+
+
 def tightness(measured: ArrayLike, bound: ArrayLike) -> NDArray[np.float64] | float:
     """Measured value as a fraction of the model's bound, elementwise.
 

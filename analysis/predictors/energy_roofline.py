@@ -29,7 +29,8 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
     contributes 0 J to the node bound (its idle draw is in the measured node
     energy, not in the bound) and has no row of its own. The roofline is a lower
     bound on energy (the fastest time, the characterised costs), so
-    ``tightness = predicted / measured`` is at most 1 when the model holds;
+    ``tightness = predicted / measured`` energy - the fraction of the bound reached, as everywhere - is at most 1
+    when the model holds;
     ``rel_error = (predicted - measured) / measured``. Runs without a meter give
     no rows; a working processor without usable ``e_f, e_b, p_s`` (none
     measured, or an unphysical fit) gives no row of its own and no node row.
@@ -76,7 +77,7 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 class EnergyRoofline(Model):
-    """Per processor and per node: predicted / measured energy of metered runs."""
+    """Per processor and per node: the tightness (predicted / measured energy) of metered runs."""
 
     name = ROOFLINE_ENERGY_MODEL
     cases = ("sa", "la", "peach")

@@ -91,7 +91,7 @@ class EnergySection(Section):
         energy_runs = inputs.frame("energy_runs")
         if energy_runs is not None and len(energy_runs):
             t = energy_runs["tightness"]
-            out.lines.append(f"PeaPaw energy bound: {len(energy_runs)} metered runs, tightness (EE measured / bound) "
+            out.lines.append(f"PeaPaw energy bound: {len(energy_runs)} metered runs, tightness (fraction of the bound reached) "
                              f"median {fmt_sig(t.median())} [{fmt_sig(t.min())}–{fmt_sig(t.max())}]")
         roofline_rows = inputs.frame("energy_roofline")
         if roofline_rows is not None and len(roofline_rows):
@@ -100,7 +100,7 @@ class EnergySection(Section):
                 t = g["tightness"]
                 rows.append([case, proc, str(len(g)), fmt_sig(t.median()), fmt_sig(t.min()), fmt_sig(t.max()),
                              str(int((t > 1).sum())), fmt_sig(g["rel_error"].abs().median())])
-                out.lines.append(f"Energy roofline {case} {proc}: {len(g)} metered, tightness (predicted / measured) "
+                out.lines.append(f"Energy roofline {case} {proc}: {len(g)} metered, tightness (fraction of the bound reached) "
                                  f"median {fmt_sig(t.median())} [{fmt_sig(t.min())}–{fmt_sig(t.max())}], "
                                  f"{int((t > 1).sum())} above 1")
             out.heading("Energy roofline (Choi) against measured energy", 3)

@@ -143,16 +143,17 @@ class FDMSection(Section):
         out.figures_block(entries, "No FDM figures.")
         out.heading("FDM runs", 3)
         out.table(["grid", "ranks", "decomposition", "design", "order", "boundary", "measured s (median [min–max])",
-                   "predicted s", "tightness (pred/meas)", "MLUP/s measured", "MLUP/s predicted", "reps"],
+                   "predicted s", "tightness", "MLUP/s measured", "MLUP/s predicted", "reps"],
                   [[_shape(r.grid), str(r.ranks), r.decomposition, r.marshaling, str(r.order), r.boundary,
                     f"{fmt_sig(r.time_median_s)} [{fmt_sig(r.time_min_s)}–{fmt_sig(r.time_max_s)}]",
                     fmt_sig(r.time_predicted_s), fmt_sig(r.tightness), fmt_sig(r.mlups_measured, 4),
                     fmt_sig(r.mlups_predicted, 4), str(r.n_reps)] for r in runs.head(TABLE_ROWS).itertuples()],
                   "FDM runs", total=len(runs), source="fdm_runs.parquet")
         out.para("What this shows: every FDM run with its measured loop time (slowest rank) and the model's "
-                 "prediction; tightness is predicted / measured (below 1: the model is optimistic).", "what")
+                 "prediction; tightness is the fraction of the model's time reached: predicted / measured time (below 1: the "
+                 "run was slower than the model says).", "what")
         t = runs["tightness"]
-        out.lines += ["", f"FDM: {len(runs)} ok runs; tightness (predicted/measured) median {fmt_sig(t.median())} "
+        out.lines += ["", f"FDM: {len(runs)} ok runs; tightness (fraction of the bound reached) median {fmt_sig(t.median())} "
                           f"[{fmt_sig(t.min())}–{fmt_sig(t.max())}]"]
         if fid is None or not len(fid):
             out.para(f"fdm_fidelity.parquet is {fid_in.status}: no FDM fidelity table.", "missing")

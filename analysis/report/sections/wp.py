@@ -100,7 +100,7 @@ def wp_figure(keys: Sequence[Any], sub: pd.DataFrame) -> Figure:
 
 
 def tightness_figure(keys: Sequence[Any], sub: pd.DataFrame) -> Figure:
-    """Bars of tightness (measured / predicted) per run, one bar per model, with the 1.0 line."""
+    """Bars of tightness (the fraction of the bound reached) per run, one bar per model, with the 1.0 line."""
     import numpy as np
 
     variants_frame = ordered(sub.drop_duplicates("variant"))
@@ -123,7 +123,7 @@ def tightness_figure(keys: Sequence[Any], sub: pd.DataFrame) -> Figure:
         ax.bar_label(bars, labels=[f"{v:.2f}" if finite(v) else NA for v in values], fontsize=7, padding=2)
     ax.axhline(1.0, color="black", ls="--", lw=1, label="bound reached (1.0)")
     ax.set_xticks(x, [mpl_text(v) for v in variants], rotation=30 if len(variants) > 6 else 0)
-    ax.set_ylabel("tightness = measured / predicted")
+    ax.set_ylabel("tightness (fraction of the bound)")
     top = np.nanmax(np.append(sub["tightness"].astype(float).to_numpy(), 1.0))
     ax.set_ylim(0, max(1.35, top * 1.25))  # headroom above the 1.0 line for the legend
     ax.set_title(mpl_text(f"tightness per run — {group_label(keys)}"), fontsize=10)
@@ -263,7 +263,7 @@ def _tightness_figures(
               "bound (log scale; past 1.0 the run beat the bound).", entries)
     for keys, sub in groups:
         caption = (
-            "Tightness = measured / predicted performance of each run. 1.0 means the bound is "
+            "Tightness = the fraction of the bound each run reached (measured / predicted performance). 1.0 means the bound is "
             "reached; bars outlined in red exceed 1.0, i.e. the run beat the model's 'upper bound'."
         )
         _emit(
