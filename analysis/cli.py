@@ -332,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worker-account", default=None, help="SLURM account of the worker jobs (default: none)")
     p.add_argument("--published", default=None,
                    help="directory of the published platform catalogs whose papers' claims are recomputed "
-                        "(default: the repository's config/platforms/published; '' to skip)")
+                        "(default: the papers' tables shipped with hetval, analysis/resources/published/machines; '' to skip)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples per group (0 = no intervals)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (recorded with the snapshot)")
     p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
@@ -344,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config-hash", default=None, help="the study config's hash, recorded with the snapshot")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("ingest-published", help="one published measurement (config/published/<table>.yaml) -> "
+    p = sub.add_parser("ingest-published", help="one published measurement (analysis/resources/published/measurements/<table>.yaml) -> "
                        "a raw record", formatter_class=fmt)
     p.add_argument("--table", required=True, help="table name, e.g. peach-2014-table-viii")
     p.add_argument("--study", required=True, help="the study the record belongs to")

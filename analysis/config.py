@@ -16,13 +16,23 @@ from typing import Any
 import jsonschema
 import yaml
 
+from analysis.resources import CONFIG_SCHEMA as SCHEMA_PATH
 from sims.record import stable_hash
 from sims.vocab import is_name
 from sims.yamlfile import YAMLFileError, load_mapping
 
+#: The checkout this package lives in, when it lives in one (an editable install)
 REPO = Path(__file__).resolve().parent.parent
-SCHEMA_PATH = REPO / "workflow" / "schemas" / "config.schema.yaml"
-DEFAULT_CONFIG = REPO / "config" / "config.yaml"
+
+
+def default_config() -> Path:
+    """The default study: ``config/config.yaml`` in the working directory, else in the checkout this package
+    was installed from (editable installs); a ConfigError naming both when neither exists."""
+    for candidate in (Path.cwd() / "config" / "config.yaml", REPO / "config" / "config.yaml"):
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(f"no study given (--configfile) and no config/config.yaml in {Path.cwd()} (the default study "
+                      "lives in a checkout of the repository)")
 
 
 class ConfigError(ValueError):
@@ -97,7 +107,7 @@ def _allowed(error: jsonschema.ValidationError) -> str:
         return "a list without repeated items"
     if v == "required":
         return "present"
-    return str(s.get("description", "see workflow/schemas/config.schema.yaml"))
+    return str(s.get("description", "see analysis/resources/config.schema.yaml"))
 
 
 def _message(error: jsonschema.ValidationError) -> str:
@@ -190,7 +200,7 @@ def load_config(*paths: str | Path) -> dict[str, Any]:
     it does not name does not run.
     """
     merged: dict[str, Any] = {}
-    for path in paths or (DEFAULT_CONFIG,):
+    for path in paths or (default_config(),):
         try:
             doc = load_mapping(path, "config file")
         except YAMLFileError as exc:

@@ -2,7 +2,7 @@
 
 Each :class:`Claim` is one number (or ordering, or category) a paper prints,
 with where it is printed and the inputs it should follow from: a published
-platform catalog (``config/platforms/published/*.yaml``, the papers' machine
+platform catalog (``analysis/resources/published/machines/*.yaml``, the papers' machine
 tables with provenance) and the workload partitions' essential parameters
 (PerDome Table 2, PeaPaw §6.3). :func:`evaluate` recomputes every claim with
 :mod:`analysis.models.hetero` and says whether it reproduces within the
@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from analysis.models import hetero, peach
+from analysis.resources import PUBLISHED_MACHINES
 from sims.yamlfile import load_mapping
 
-PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "config" / "platforms" / "published"
+PUBLISHED_DIR = PUBLISHED_MACHINES
 PERDOME, PEAPAW, PEACH = "perdome-2015", "peapaw-2017", "peach-2014"
 
 # Essential WP parameters (I, I_C, I_G): PerDome Table 2 and PeaPaw §6.3.

@@ -23,17 +23,18 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics
-from analysis.config import REPO, ConfigError
+from analysis.config import ConfigError
 from analysis.published import load_yaml
 from analysis.registry import Case, Model
+from analysis.resources import PUBLISHED_MEASUREMENTS
 from sims import record as rec
 
-PUBLISHED_RUNS_DIR = REPO / "config" / "published"
+PUBLISHED_RUNS_DIR = PUBLISHED_MEASUREMENTS
 CASE = "published"
 
 
 def load_table(name: str, directory: Path = PUBLISHED_RUNS_DIR) -> dict[str, Any]:
-    """A published-measurements table (``config/published/<name>.yaml``)."""
+    """A published-measurements table (``analysis/resources/published/measurements/<name>.yaml``)."""
     return load_yaml(Path(directory) / f"{name}.yaml", "published measurements",
                      ("paper", "table", "platform", "applications", "rows"))
 
@@ -157,7 +158,7 @@ def score_published(out: pd.DataFrame) -> pd.DataFrame:
 
 SCHEMA = {
     "type": "object", "additionalProperties": False, "default": {},
-    "description": "published measurement tables (config/published/<name>.yaml) ingested as runs with "
+    "description": "published measurement tables (analysis/resources/published/measurements/<name>.yaml) ingested as runs with "
                    "energy_source published and scored against the paper's own predictions",
     "properties": {"tables": {"type": "array", "uniqueItems": True,
                               "items": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},

@@ -1,4 +1,4 @@
-"""The papers' published claims, recomputed through hetval's models from the catalogs in config/platforms/published/."""
+"""The papers' published claims, recomputed through hetval's models from the catalogs in analysis/resources/published/machines/."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from analysis.config import (  # noqa: E402
 from analysis.registry import RegistryError, case, enabled_cases  # noqa: E402
 from analysis.dataset import Matrix  # noqa: E402
 from analysis.heal import at_start as heal_at_start  # noqa: E402
+from analysis.resources import PUBLISHED_MACHINES  # noqa: E402
 from analysis.validate import output_files  # noqa: E402
 from sims.record import stable_hash  # noqa: E402
 
@@ -44,7 +45,7 @@ OUT = f"results/{STUDY}"
 # one table per name the registered cases declare, plus failed, published and summary.json
 VALIDATION_FILES = output_files(f"{OUT}/validation")
 # the papers' machine tables whose published claims the validation job recomputes
-PUBLISHED_DIR = os.path.join(REPO_DIR, "config", "platforms", "published")
+PUBLISHED_DIR = str(PUBLISHED_MACHINES)
 PUBLISHED_CATALOGS = sorted(
     os.path.join(PUBLISHED_DIR, f) for f in os.listdir(PUBLISHED_DIR) if f.endswith(".yaml")
 )

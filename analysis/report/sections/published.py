@@ -28,7 +28,7 @@ class PublishedSection(Section):
             out.lines += ["", "published claims recomputed from the papers' own inputs (reproduced / total):"]
             out.heading("Published studies: the papers' numbers from their own inputs")
             out.para("What this shows: each number, ordering or category a paper prints, recomputed with hetval's "
-                     "models from that paper's machine table (config/platforms/published/) and workload parameters; "
+                     "models from that paper's machine table (analysis/resources/published/machines/) and workload parameters; "
                      "nothing is fitted or adjusted. A claim that does not reproduce is shown with both numbers.",
                      "what")
             for paper, g in df.groupby("paper", sort=True):
