@@ -7,8 +7,6 @@
 rule characterize_platform:
     output:
         platform="results/{study}/platforms/{platform}.yaml",
-    conda:
-        "../envs/hetval.yaml"
     log:
         "logs/{study}/characterize/{platform}.log",
     params:
@@ -27,8 +25,6 @@ rule characterize_platform:
 rule characterize_inter_node:
     output:
         network="results/{study}/platforms/{platform}.network.json",
-    conda:
-        "../envs/hetval.yaml"
     log:
         "logs/{study}/characterize/{platform}.network.log",
     params:

@@ -21,8 +21,6 @@ rule gather_runs:
         matrix="results/{study}/matrix.json",
     output:
         manifest="results/{study}/gathered.json",
-    conda:
-        "../envs/hetval.yaml"
     log:
         "logs/{study}/gather.log",
     params:

@@ -10,8 +10,6 @@ rule report_validation:
     output:
         html=f"{OUT}/report/index.html",
         summary=f"{OUT}/report/summary.txt",
-    conda:
-        "../envs/hetval.yaml"
     log:
         f"logs/{STUDY}/report.log",
     params:

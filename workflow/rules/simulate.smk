@@ -17,8 +17,6 @@ rule simulate_run:
         command=get_run_command,
     # one thread per rank, at least 2 for an MPI job: a multi-rank job never shares the cores with another
     threads: get_run_threads
-    conda:
-        "../envs/hetval.yaml"
     resources:
         **RUN_RESOURCES,
     shell:
@@ -39,8 +37,6 @@ rule ingest_run:
     wildcard_constraints:
         run_id=LIGHT_RUNS_PATTERN,
     threads: 1
-    conda:
-        "../envs/hetval.yaml"
     shell:
         "{params.command} 2>&1 | tee {log:q}"
 

@@ -10,8 +10,6 @@ rule validate_models:
         published=PUBLISHED_CATALOGS,
     output:
         VALIDATION_FILES,
-    conda:
-        "../envs/hetval.yaml"
     log:
         f"logs/{STUDY}/validate.log",
     params:
