@@ -223,7 +223,7 @@ def case_frame(case_name: str, records: pd.DataFrame, frame: pd.DataFrame | None
     the empty result of the right types and checks every model's ``needs`` before anything is computed.
     """
     case = cases()[case_name]
-    out: dict[str, Any] = {"records": len(records), "failed": failed_runs(records)}
+    out: dict[str, Any] = {"records": len(records), "failed": failed_runs(records), "window": _window(records)}
     reduced = case.reduce(case.select(records))
     if frame is not None:  # join keys typed as the runs' own (the platform files give plain str)
         frame = frame.astype({k: reduced[k].dtype for k in keys or [] if k in reduced and k in frame})
@@ -234,6 +234,21 @@ def case_frame(case_name: str, records: pd.DataFrame, frame: pd.DataFrame | None
     out["models"] = {m.name: m.predict(joined) for m in models if m.rowwise}
     out["frame"] = joined if any(not m.rowwise for m in models) else None
     return out
+
+
+def _window(records: pd.DataFrame) -> dict[str, Any]:
+    """When and where these records were measured: the first and last start time, the hosts."""
+    if not len(records):
+        return {"first": None, "last": None, "hosts": []}
+    started = pd.to_datetime(records["started_at"], utc=True)
+    return {"first": started.min(), "last": started.max(), "hosts": sorted(set(records["hostname"].dropna().astype(str)))}
+
+
+def _merge_windows(windows: list[dict[str, Any]]) -> dict[str, Any]:
+    firsts = [w["first"] for w in windows if w["first"] is not None]
+    lasts = [w["last"] for w in windows if w["last"] is not None]
+    return {"first": min(firsts).isoformat() if firsts else None, "last": max(lasts).isoformat() if lasts else None,
+            "hosts": sorted({h for w in windows for h in w["hosts"]})}
 
 
 def _file_task(case_name: str, study: str, path: str, frame: pd.DataFrame | None,
@@ -257,6 +272,7 @@ def _combine(parts: list[dict[str, Any]], empty: dict[str, Any]) -> dict[str, An
 
     return {
         "records": sum(p["records"] for p in parts), "reduced": sum(p["reduced"] for p in parts),
+        "window": [p["window"] for p in parts] or [empty["window"]],
         "joined": sum(p["joined"] for p in parts),
         "failed": cat([p["failed"] for p in parts], empty["failed"]),
         "frame": cat([p["frame"] for p in parts], empty["frame"]),
@@ -357,6 +373,7 @@ def validate(
     n_records = int(sum(done[n]["records"] for n in registered))
     atomic_write_parquet(failed_pdf, out_dir / "failed.parquet")
     summary = _summary(n_records, counts, tables, failed_pdf, published, platforms)
+    summary["runs_measured"] = _merge_windows([w for n in registered for w in done[n]["window"]])
     files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))
     study = "+".join(sorted(set(studies))) if studies else "all"
     where = history.record(history_path, study, {t: f[0] for t, f in tables.items()}, files, config_hash,

@@ -94,6 +94,7 @@ class FigureEntry:
     file: str
     title: str
     caption: str
+    wide: bool = False  # drawn across the page (many bars), not two to a row
 
 
 @dataclass
@@ -175,6 +176,24 @@ def not_distinguishable(row: Any) -> bool:
     get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
     v = get("distinguishable", None)
     return v is not None and not (isinstance(v, float) and math.isnan(v)) and not bool(v)
+
+
+#: The ranking metrics a degenerate ranking makes meaningless (a table shows :func:`degenerate`'s label instead).
+RANKING_CELLS = ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "top1_noise_aware",
+                 "selection_penalty_noise_aware")
+
+
+def degenerate(row: Any) -> str | None:
+    """Why a fidelity row's ranking scores are not scores: ``"not distinguishable"`` when no measured alternative
+    is slower than another beyond noise, ``"model ties all"`` when the model predicts every alternative the
+    same; None for a ranking worth scoring."""
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    if not_distinguishable(row):
+        return "not distinguishable"
+    n, picks = get("n_alternatives", None), get("best_predicted", None)
+    if finite(n) and isinstance(picks, str) and int(n) > 1 and len(picks.split(", ")) >= int(n):
+        return "model ties all"
+    return None
 
 
 def fmt_sig(x: Any, digits: int = 3) -> str:

@@ -196,7 +196,7 @@ def _write_inputs(root: Path, evil_variant: bool = False) -> dict[str, Path]:
     _runs(evil_variant).to_parquet(dirs["validation"] / "runs.parquet")
     _fidelity().to_parquet(dirs["validation"] / "fidelity.parquet")
     _failed().to_parquet(dirs["validation"] / "failed.parquet")
-    summary = {"runs_ok": 9, "runs_failed": 1, "quarantined": 1, "groups": 1}
+    summary = {"runs_ok": {"sa": 10}, "runs_failed": 1, "quarantined": 1, "groups": 1}
     (dirs["validation"] / "summary.json").write_text(json.dumps(summary))
     (dirs["platforms"] / f"{PLATFORM}.yaml").write_text(yaml.safe_dump(_platform_file()))
     half = _platform_file()
@@ -279,7 +279,7 @@ def test_data_strings_are_escaped(built: tuple) -> None:
 def test_summary_txt_matches_return_value(built: tuple) -> None:
     dirs, text, _ = built
     assert (dirs["report"] / "summary.txt").read_text() == text
-    assert "10 ok" in text
+    assert "10 runs ok (sa 10)" in text
     assert "kendall tau 0.67" in text
     assert "best measured p-DP vs predicted p-DP" in text
     assert str(dirs["report"] / "index.html") in text
@@ -303,7 +303,7 @@ def test_runs_without_the_expected_columns_do_not_crash(tmp_path: Path) -> None:
     pd.DataFrame({"run_id": ["a"], "variant": ["CO"]}).to_parquet(dirs["validation"] / "runs.parquet")
     text = _build(dirs)
     assert "lacks" in text
-    assert "1 ok" in text
+    assert "1 runs ok" in text
 
 
 def test_no_temp_files_left(built: tuple) -> None:
@@ -319,7 +319,7 @@ def test_missing_inputs_give_a_page_that_says_so(tmp_path: Path) -> None:
     assert "fidelity.parquet is missing" in page
     assert "failed.parquet is missing" in page
     assert "quarantine directory is missing" in page
-    assert "0 ok" in text
+    assert "0 runs ok" in text
     assert not list(dirs["report"].glob("*.png"))
 
 

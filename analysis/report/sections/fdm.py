@@ -10,6 +10,7 @@ from analysis.report.common import (
     TABLE_ROWS,
     FigureEntry,
     Inputs,
+    degenerate,
     fmt_interval,
     fmt_sig,
     new_figure,
@@ -139,7 +140,7 @@ class FDMSection(Section):
                     continue
                 name = f"fdm-{kind}-{tag}.png"
                 save_figure(fig, out_dir, name)
-                entries.append(FigureEntry(name, f"order {order}, {boundary}: {title}", caption))
+                entries.append(FigureEntry(name, f"order {order}, {boundary}: {title}", caption, kind == "phases"))
         out.figures_block(entries, "No FDM figures.")
         out.heading("FDM runs", 3)
         out.table(["grid", "ranks", "decomposition", "design", "order", "boundary", "measured s (median [min–max])",
@@ -163,17 +164,19 @@ class FDMSection(Section):
                    "top-1 noise-aware", "selection penalty", "tightness median", "best measured",
                    "best within noise", "best predicted"],
                   [[_shape(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.n_alternatives),
-                    fmt_interval(r, "kendall_tau"), fmt_interval(r, "pairwise_agreement"),
-                    fmt_interval(r, "top1_agreement"), fmt_sig(getattr(r, "top1_noise_aware", None)),
-                    fmt_interval(r, "selection_penalty"), fmt_interval(r, "tightness_median"), r.best_measured,
-                    ("not distinguishable: " if not_distinguishable(r) else "")
+                    *(degenerate(r) or fmt_interval(r, m) for m in ("kendall_tau", "pairwise_agreement",
+                                                                  "top1_agreement")),
+                    degenerate(r) or fmt_sig(getattr(r, "top1_noise_aware", None)),
+                    degenerate(r) or fmt_interval(r, "selection_penalty"), fmt_interval(r, "tightness_median"),
+                    r.best_measured, ("not distinguishable: " if not_distinguishable(r) else "")
                     + str(getattr(r, "best_measured_noise_aware", "")), r.best_predicted]
                    for r in fid.head(TABLE_ROWS).itertuples()],
                   "FDM ranking fidelity; intervals: 95 % bootstrap over the repetitions", total=len(fid),
                   source="fdm_fidelity.parquet")
         out.para("What this shows: at each scale, how well the model orders the marshaling designs (at a fixed "
-                 "decomposition) and the decompositions (at a fixed design). On a CPU backend the model gives the three "
-                 "designs the same time (nothing lives on a device), so its ranking of designs is a tie: n/a tau.",
+                 "decomposition) and the decompositions (at a fixed design). A ranking is not scored where the measured "
+                 "alternatives are not distinguishable beyond noise, or where the model gives them all the same time "
+                 "(on a CPU backend it gives the three designs the same time: nothing lives on a device).",
                  "what")
         if len(fid) > TABLE_ROWS:
             out.lines.append(f"  (the first {TABLE_ROWS} of {len(fid)} rows; all in fdm_fidelity.parquet)")

@@ -13,11 +13,13 @@ from analysis.report.common import (
     GROUP_KEYS,
     NA,
     NA_FOOTNOTE,
+    RANKING_CELLS,
     TABLE_ROWS,
     FigureEntry,
     Inputs,
     capped_note,
     cell_text,
+    degenerate,
     finite,
     first_groups,
     fmt_fraction,
@@ -225,11 +227,12 @@ def tightness_overview(runs: pd.DataFrame) -> Figure | None:
     return fig
 
 
-def _emit(fig: Figure | None, out_dir: Path, name: str, title: str, caption: str, entries: list[FigureEntry]) -> None:
+def _emit(fig: Figure | None, out_dir: Path, name: str, title: str, caption: str, entries: list[FigureEntry],
+          wide: bool = False) -> None:
     if fig is None:
         return
     save_figure(fig, out_dir, name)
-    entries.append(FigureEntry(name, title, caption))
+    entries.append(FigureEntry(name, title, caption, wide))
 
 
 def _wp_figures(runs: pd.DataFrame, out_dir: Path, entries: list[FigureEntry], notes: list[str]) -> None:
@@ -273,6 +276,7 @@ def _tightness_figures(
             group_label(keys),
             caption,
             entries,
+            wide=True,
         )
 
 
@@ -350,6 +354,9 @@ _FRACTION_COLUMNS = frozenset(
 
 
 def _cell(column: str, value: Any, row: Any = None) -> str:
+    label = degenerate(row) if row is not None and column in RANKING_CELLS else None
+    if label:
+        return label
     if row is not None and f"{column}_lo" in row:
         return fmt_interval(row, column)
     if column == "best_measured_noise_aware" and row is not None and not_distinguishable(row):
