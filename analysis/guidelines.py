@@ -93,4 +93,4 @@ def evaluate(runs: pd.DataFrame, processors: pd.DataFrame | None) -> pd.DataFram
                          ("yes" if follows else "no"), "least_energy": least})
     out = pd.DataFrame(rows, columns=COLUMNS)
     return out.astype({c: "string" for c in COLUMNS if c not in ("size", "bl_host", "bl_accel")}).astype(
-        {"size": "float64", "bl_host": "float64", "bl_accel": "float64"})
+        {"size": "Int64", "bl_host": "float64", "bl_accel": "float64"})

@@ -54,7 +54,7 @@ TRACKED = ("kendall_tau", "pairwise_agreement", "top1_agreement", "top1_noise_aw
 _NOT_KEYS = {*TRACKED, "study", "case", "platform", "model", "n_alternatives", "best_measured", "best_predicted",
              "tightness_min", "tightness_max", "n_reps_min", "distinguishable", "best_measured_noise_aware",
              "alpha_best_measured", "alpha_best_predicted", "alpha_continuous", "error_max", "R_C", "R_G", "P0",
-             "Pd_C", "Pd_G"}
+             "Pd_C", "Pd_G", "size_label"}
 #: Machine parameters of a processor and of the network that are tracked.
 MACHINE_PARAMS = ("t_f", "t_b", "t_b_shared")
 NETWORK_PARAMS = ("latency", "t_net")

@@ -42,11 +42,12 @@ REDUCED_ENERGY = ["energy_median_j", "energy_host_median_j", "energy_accel_media
 
 def fidelity_types(columns: list[str], strings: tuple[str, ...] = ()) -> dict[str, str]:
     """pandas dtypes of a fidelity table: metrics and tightness float64, counts int64, the named keys strings."""
-    floats = (*RANKING_METRICS, "tightness_median", "tightness_min", "tightness_max", "size", "top1_noise_aware",
+    floats = (*RANKING_METRICS, "tightness_median", "tightness_min", "tightness_max", "top1_noise_aware",
               "selection_penalty_noise_aware", *(c for c in UNCERTAINTY_COLUMNS if c.endswith(("_lo", "_hi"))))
     types = {c: "float64" for c in columns if c in floats}
     types.update({c: "string" for c in columns if c in (*strings, "best_measured", "best_predicted",
-                                                        "best_measured_noise_aware")})
+                                                        "best_measured_noise_aware", "size_label")})
+    types.update({c: "Int64" for c in columns if c == "size"})
     types.update({c: "int64" for c in columns if c in ("n_alternatives", "n_reps_min")})
     types.update({c: "bool" for c in columns if c == "distinguishable"})
     return types
@@ -250,7 +251,7 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
         ok["energy_source"] = "none"
     keys = ["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *_COUNT_COLS]
     base = ok[keys].copy()
-    base["size"] = pd.to_numeric(base["size"]).astype("float64")
+    base["size"] = pd.to_numeric(base["size"]).astype("Int64")
     for c in ("alpha", *_COUNT_COLS):
         base[c] = pd.to_numeric(base[c]).astype("float64")
     ordered = ok.sort_values(["run_id", "rep"], kind="stable")

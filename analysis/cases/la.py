@@ -67,6 +67,11 @@ class LACase(WPCase):
     def size_of(self, params: Mapping[str, Any]) -> int:
         return int(params["n_mm"]) ** 2 + int(params["n_tr"]) ** 2
 
+    def size_label(self, params: Mapping[str, Any], size: Any) -> str:
+        if "n_mm" not in params:
+            return str(size)
+        return f"matmul {int(params['n_mm'])}² + transpose {int(params['n_tr'])}² {params.get('dtype', 'float32')}"
+
     def data_bytes(self, spec: Mapping[str, Any]) -> float:
         p = spec["params"]  # A, B, C of the multiply and D, E of the transpose
         return (3 * int(p["n_mm"]) ** 2 + 2 * int(p["n_tr"]) ** 2) * (8 if p.get("dtype") == "float64" else 4)

@@ -169,7 +169,8 @@ def score_curves(predicted: pd.DataFrame, settings: Settings | None = None) -> t
     strings = [*[k for k in CURVE_KEYS if k != "size"], "run_id", "variant", "work_unit", "energy_source",
                "quantity", "model", "best_measured", "best_predicted"]
     run_df = run_df.astype({c: "string" for c in strings if c in run_df.columns})
-    run_df = run_df.astype({c: "float64" for c in RUN_COLUMNS if c not in strings and c != "endpoint"})
+    run_df = run_df.astype({c: "float64" for c in RUN_COLUMNS if c not in strings and c not in ("endpoint", "size")})
+    run_df["size"] = pd.to_numeric(run_df["size"]).astype("Int64")
     run_df["endpoint"] = run_df["endpoint"].astype("bool")
     fid_df = fid_df.astype({c: "string" for c in strings if c in fid_df.columns})
     typed = fidelity_types(FIDELITY_COLUMNS)

@@ -38,7 +38,7 @@ from sims.record import run_id_of
 from sims.vocab import dp_variant
 
 #: Columns of ``fidelity.parquet``.
-FIDELITY_COLUMNS = [*GROUP_KEYS, "axis", "quantity", "model", *FIDELITY_TAIL]
+FIDELITY_COLUMNS = [*GROUP_KEYS, "size_label", "axis", "quantity", "model", *FIDELITY_TAIL]
 
 
 def two_processor_spec(config: Mapping[str, Any], case: str, variant: str, params: dict[str, Any], seed: int,
@@ -81,6 +81,10 @@ class WPCase(Case):
     def size_of(self, params: Mapping[str, Any]) -> int:
         return int(params["size"])
 
+    def size_label(self, params: Mapping[str, Any], size: Any) -> str:
+        """What a size means to a reader (the ``size_label`` column beside the integer ``size``)."""
+        return f"{int(size):,} elements" if "size" in params else str(size)
+
     def variants(self, section: Mapping[str, Any]) -> Iterator[str]:
         yield from dict.fromkeys([*section["wps"], *(dp_variant(float(a)) for a in section["alphas"])])
 
@@ -102,7 +106,17 @@ class WPCase(Case):
         return spec["variant"] == "p-DP"
 
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
-        return reduce_repetitions(records)
+        out = reduce_repetitions(records)
+        labels: dict[tuple[Any, Any], str] = {}
+        for params, size in set(zip(out["params"].tolist(), out["size"].tolist(), strict=True)):
+            try:
+                doc = json.loads(params) if isinstance(params, str) else {}
+            except ValueError:
+                doc = {}
+            labels[(params, size)] = self.size_label(doc if isinstance(doc, dict) else {}, size)
+        out.insert(out.columns.get_loc("size") + 1, "size_label", pd.array(
+            [labels[k] for k in zip(out["params"].tolist(), out["size"].tolist(), strict=True)], dtype="string"))
+        return out
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         by_table: dict[str, list[pd.DataFrame]] = {}
@@ -171,6 +185,7 @@ def score_groups(runs: pd.DataFrame, settings: Settings | None = None) -> pd.Dat
                                  samples, settings)
             head = sub.iloc[scored.pop("first").to_numpy()]
             keyed = pd.DataFrame({k: head[k].to_numpy() for k in GROUP_KEYS})
+            keyed["size_label"] = head["size_label"].to_numpy() if "size_label" in head else keyed["size"].astype(str)
             keyed["axis"] = axis
             keyed["quantity"] = head["quantity"].astype(str).to_numpy()
             keyed["model"] = head["model"].astype(str).to_numpy()

@@ -73,7 +73,7 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
     df = pd.DataFrame(out, columns=ROOFLINE_ENERGY_COLUMNS)
     strings = ["run_id", "study", "case", "variant", "platform", "processor", "energy_source", "model"]
     return df.astype({c: "string" for c in strings}).astype(
-        {c: "float64" for c in ROOFLINE_ENERGY_COLUMNS if c not in strings})
+        {c: "float64" for c in ROOFLINE_ENERGY_COLUMNS if c not in strings and c != "size"}).astype({"size": "Int64"})
 
 
 class EnergyRoofline(Model):

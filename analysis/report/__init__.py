@@ -58,6 +58,11 @@ def _render(title: str, outputs: list[SectionOutput], notes: list[str]) -> str:
     return env.get_template("page.html.j2").render(title=title, generated=when, sections=outputs, notes=notes)
 
 
+#: The report's figures live in this subdirectory of its output directory (registered with
+#: ``snakemake --report`` as one directory of PNGs).
+FIGURES = "figures"
+
+
 def _prune_stale_figures(out_dir: Path, keep: set[str]) -> None:
     """Remove figures of an earlier build that this build did not produce (so the page lists all PNGs)."""
     for path in out_dir.glob("*.png"):
@@ -86,7 +91,7 @@ def build_report(
         The study's gather manifest (``results/<study>/gathered.json``), whose quarantined records are
         listed, or a quarantine directory (every ``**/<name>.reason.txt`` is listed).
     out_dir : path
-        Where ``index.html``, the figures and ``summary.txt`` are written (created if needed).
+        Where ``index.html``, ``summary.txt`` and the figures (in ``figures/``) are written (created if needed).
     title : str
         Page title.
     cases : list of str, optional
@@ -98,10 +103,11 @@ def build_report(
         The plain-text summary, identical to ``out_dir/summary.txt``.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    figures = out / FIGURES
+    figures.mkdir(parents=True, exist_ok=True)
     plats = Path(platforms_dir) if isinstance(platforms_dir, str | os.PathLike) else [Path(p) for p in platforms_dir]
     inputs: Inputs = load_inputs(Path(validation_dir), plats, Path(quarantine_dir))
-    outputs = [s.build(inputs, out) for s in page_sections(cases)]
+    outputs = [s.build(inputs, figures) for s in page_sections(cases)]
     notes = [n for o in outputs for n in o.notes]
     index = out / "index.html"
     lines = [title, "=" * len(title)]
@@ -113,7 +119,8 @@ def build_report(
     text = "\n".join(lines) + "\n"
     atomic_write_bytes(out / "summary.txt", text.encode())
     atomic_write_bytes(index, _render(title, outputs, notes).encode())
-    _prune_stale_figures(out, {f.file for o in outputs for f in o.figures})
+    _prune_stale_figures(figures, {f.file for o in outputs for f in o.figures})
+    _prune_stale_figures(out, set())  # figures of the layout before figures/ existed
     return text
 
 

@@ -228,11 +228,23 @@ def slug(*parts: Any) -> str:
     return f"{readable}-{digest}" if readable else digest
 
 
-def group_label(keys: Sequence[Any]) -> str:
-    """``study / case / platform / size=N`` for a group key tuple."""
+def group_label(keys: Sequence[Any], size_label: Any = None) -> str:
+    """``study / case / platform / <size>`` for a group key tuple: the case's own words for the size
+    (``size_label``, e.g. ``matmul 1024² + transpose 8192² float32``) when known, else ``size=N``."""
     study, case, platform, size = (list(keys) + [None] * 4)[:4]
-    size_text = str(int(size)) if finite(size) else cell_text(size)
-    return f"{cell_text(study)} / {cell_text(case)} / {cell_text(platform)} / size={size_text}"
+    if isinstance(size_label, str) and size_label:
+        size_text = size_label
+    else:
+        size_text = "size=" + (str(int(size)) if finite(size) else cell_text(size))
+    return f"{cell_text(study)} / {cell_text(case)} / {cell_text(platform)} / {size_text}"
+
+
+def size_label_of(frame: Any) -> str | None:
+    """The ``size_label`` of a group's rows (None when the table has none)."""
+    if frame is None or "size_label" not in frame or not len(frame):
+        return None
+    value = frame["size_label"].iloc[0]
+    return value if isinstance(value, str) else None
 
 
 def variant_sort_key(variant: Any, alpha: Any = None) -> tuple[int, float, str]:

@@ -227,7 +227,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], st
 
 def test_page_references_every_png_and_every_reference_exists(built: tuple) -> None:
     dirs, _, page = built
-    pngs = {p.name for p in dirs["report"].glob("*.png")}
+    pngs = {f"figures/{p.name}" for p in (dirs["report"] / "figures").glob("*.png")}
     referenced = set(re.findall(r'<img src="([^"]+)"', page))
     assert pngs, "no figures written"
     assert pngs == referenced
@@ -236,12 +236,12 @@ def test_page_references_every_png_and_every_reference_exists(built: tuple) -> N
 @pytest.mark.parametrize("prefix", ["roofline-", "wp-", "tightness-", "alpha-"])
 def test_each_figure_kind_is_written(built: tuple, prefix: str) -> None:
     dirs, _, _ = built
-    assert list(dirs["report"].glob(f"{prefix}*.png"))
+    assert list((dirs["report"] / "figures").glob(f"{prefix}*.png"))
 
 
 def test_pngs_are_valid_and_non_trivial(built: tuple) -> None:
     dirs, _, _ = built
-    for path in dirs["report"].glob("*.png"):
+    for path in (dirs["report"] / "figures").glob("*.png"):
         data = path.read_bytes()
         assert data[:8] == PNG_MAGIC, path.name
         assert len(data) > 5_000, path.name
@@ -289,7 +289,7 @@ def test_unusable_platform_files_are_reported(built: tuple) -> None:
     dirs, text, page = built
     assert "broken.yaml: unreadable" in page
     assert "half-characterised/accel: no roofline" in text
-    assert len(list(dirs["report"].glob("roofline-*.png"))) == 3
+    assert len(list((dirs["report"] / "figures").glob("roofline-*.png"))) == 3
 
 
 def test_every_model_is_shown(built: tuple) -> None:
@@ -320,7 +320,7 @@ def test_missing_inputs_give_a_page_that_says_so(tmp_path: Path) -> None:
     assert "failed.parquet is missing" in page
     assert "quarantine directory is missing" in page
     assert "0 runs ok" in text
-    assert not list(dirs["report"].glob("*.png"))
+    assert not list((dirs["report"] / "figures").glob("*.png"))
 
 
 def test_empty_inputs_give_a_page_that_says_so(tmp_path: Path) -> None:
@@ -335,7 +335,7 @@ def test_empty_inputs_give_a_page_that_says_so(tmp_path: Path) -> None:
     assert "runs.parquet: empty" in page
     assert "No failed runs" in page
     assert "summary.json: unreadable" in page
-    assert list(dirs["report"].glob("roofline-*.png"))  # the platform file is still there
+    assert list((dirs["report"] / "figures").glob("roofline-*.png"))  # the platform file is still there
 
 
 def test_rebuild_prunes_stale_figures(tmp_path: Path) -> None:
@@ -346,8 +346,9 @@ def test_rebuild_prunes_stale_figures(tmp_path: Path) -> None:
     (dirs["validation"] / "runs.parquet").unlink()
     _build(dirs)
     page = (dirs["report"] / "index.html").read_text()
-    assert not list(dirs["report"].glob("wp-*.png"))
-    assert {p.name for p in dirs["report"].glob("*.png")} == set(re.findall(r'<img src="([^"]+)"', page))
+    assert not list((dirs["report"] / "figures").glob("wp-*.png"))
+    assert {f"figures/{p.name}" for p in (dirs["report"] / "figures").glob("*.png")} == set(
+        re.findall(r'<img src="([^"]+)"', page))
 
 
 def test_main_prints_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,5 +1,6 @@
 # HTML report with figures, and the plain-text summary printed at the end of the run.
 # It reads only its declared inputs: the study's validation tables, platform files and gather manifest.
+# Its page, summary and figures are registered for `snakemake --report` (captions in workflow/report/).
 
 
 rule report_validation:
@@ -8,8 +9,14 @@ rule report_validation:
         platforms=get_platform_files,
         manifest=f"{OUT}/gathered.json",
     output:
-        html=f"{OUT}/report/index.html",
-        summary=f"{OUT}/report/summary.txt",
+        html=report(f"{OUT}/report/index.html", caption="../report/page.rst", category="hetval report"),
+        summary=report(f"{OUT}/report/summary.txt", caption="../report/summary.rst", category="hetval report"),
+        figures=report(
+            directory(f"{OUT}/report/figures"),
+            patterns=["{name}.png"],
+            caption="../report/figures.rst",
+            category="Figures",
+        ),
     log:
         f"logs/{STUDY}/report.log",
     params:

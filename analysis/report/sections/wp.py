@@ -33,6 +33,7 @@ from analysis.report.common import (
     not_distinguishable,
     ordered,
     save_figure,
+    size_label_of,
     slug,
     truthy,
 )
@@ -95,7 +96,7 @@ def wp_figure(keys: Sequence[Any], sub: pd.DataFrame) -> Figure:
         )
     ax.set_xticks(x, [mpl_text(v) for v in variants], rotation=30 if len(variants) > 6 else 0)
     ax.set_ylabel("performance (GFLOP/s)")
-    ax.set_title(mpl_text(f"measured vs predicted per WP — {group_label(keys)}"), fontsize=10)
+    ax.set_title(mpl_text(f"measured vs predicted per WP — {group_label(keys, size_label_of(sub))}"), fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     return fig
@@ -128,7 +129,7 @@ def tightness_figure(keys: Sequence[Any], sub: pd.DataFrame) -> Figure:
     ax.set_ylabel("tightness (fraction of the bound)")
     top = np.nanmax(np.append(sub["tightness"].astype(float).to_numpy(), 1.0))
     ax.set_ylim(0, max(1.35, top * 1.25))  # headroom above the 1.0 line for the legend
-    ax.set_title(mpl_text(f"tightness per run — {group_label(keys)}"), fontsize=10)
+    ax.set_title(mpl_text(f"tightness per run — {group_label(keys, size_label_of(sub))}"), fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right", ncol=len(models) + 1)
     return fig
@@ -193,7 +194,7 @@ def alpha_figure(keys: Sequence[Any], sweep: pd.DataFrame, pdp: tuple[float, flo
     ax.set_ylabel("performance (GFLOP/s)")
     ax.set_xlim(-0.03, 1.03)
     ax.set_ylim(bottom=0)
-    ax.set_title(mpl_text(f"alpha sweep — {group_label(keys)}"), fontsize=10)
+    ax.set_title(mpl_text(f"alpha sweep — {group_label(keys, size_label_of(sweep))}"), fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig
@@ -248,7 +249,8 @@ def _wp_figures(runs: pd.DataFrame, out_dir: Path, entries: list[FigureEntry], n
             "Measured performance of each workload partition (median; error bar: fastest and "
             "slowest repetition) next to the model's predicted bound."
         )
-        _emit(wp_figure(keys, sub), out_dir, f"wp-{slug(*keys)}.png", group_label(keys), caption, entries)
+        _emit(wp_figure(keys, sub), out_dir, f"wp-{slug(*keys)}.png", group_label(keys, size_label_of(sub)), caption,
+              entries)
 
 
 def _tightness_figures(
@@ -266,14 +268,14 @@ def _tightness_figures(
               "bound (log scale; past 1.0 the run beat the bound).", entries)
     for keys, sub in groups:
         caption = (
-            "Tightness = the fraction of the bound each run reached (measured / predicted performance). 1.0 means the bound is "
-            "reached; bars outlined in red exceed 1.0, i.e. the run beat the model's 'upper bound'."
+            "Tightness = the fraction of the bound each run reached (measured / predicted performance). 1.0 means the "
+            "bound is reached; bars outlined in red exceed 1.0, i.e. the run beat the model's 'upper bound'."
         )
         _emit(
             tightness_figure(keys, sub),
             out_dir,
             f"tightness-{slug(*keys)}.png",
-            group_label(keys),
+            group_label(keys, size_label_of(sub)),
             caption,
             entries,
             wide=True,
@@ -306,7 +308,7 @@ def _alpha_figures(runs: pd.DataFrame, out_dir: Path, entries: list[FigureEntry]
             alpha_figure(keys, sweep, pdp),
             out_dir,
             f"alpha-{slug(*keys)}.png",
-            group_label(keys),
+            group_label(keys, size_label_of(sweep)),
             caption,
             entries,
         )
@@ -317,6 +319,7 @@ FIDELITY_COLUMNS: tuple[str, ...] = (
     "case",
     "platform",
     "size",
+    "size_label",
     "axis",
     "quantity",
     "model",
@@ -389,10 +392,10 @@ def _tightness_lines(runs: pd.DataFrame | None) -> list[str]:
                 (sub if model is None else sub[sub["model"] == model])["tightness"].astype(float).dropna()
             )
             if not len(values):
-                lines.append(f"  {group_label(keys)} [{model}]: {NA}")
+                lines.append(f"  {group_label(keys, size_label_of(sub))} [{model}]: {NA}")
                 continue
             lines.append(
-                f"  {group_label(keys)} [{model}]: {values.median():.3f} "
+                f"  {group_label(keys, size_label_of(sub))} [{model}]: {values.median():.3f} "
                 f"[{values.min():.3f}–{values.max():.3f}] over {len(values)} runs"
             )
     if total > TABLE_ROWS:
@@ -409,7 +412,8 @@ def _fidelity_lines(fidelity: pd.DataFrame | None) -> list[str]:
     ).head(TABLE_ROWS).iterrows():
         keys = [row.get(k) for k in GROUP_KEYS]
         lines.append(
-            f"  {group_label(keys)} | axis {cell_text(row.get('axis'))} | {cell_text(row.get('model'))}: "
+            f"  {group_label(keys, row.get('size_label'))} | axis {cell_text(row.get('axis'))} | "
+            f"{cell_text(row.get('model'))}: "
             f"kendall tau {fmt_interval(row, 'kendall_tau')}, "
             f"top-1 {fmt_interval(row, 'top1_agreement')} (noise-aware {fmt_fraction(row.get('top1_noise_aware'))}), "
             f"selection penalty {fmt_interval(row, 'selection_penalty')}, "
