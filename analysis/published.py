@@ -86,7 +86,7 @@ class Claim:
     unit: str
     published: Any
     compute: Callable[[dict[str, dict[str, Any]]], Any]
-    compare: Callable[[Any, Any], bool]
+    compare: Tolerance
     inputs: str
     note: str = ""
 
@@ -95,17 +95,51 @@ def _round1(x: float) -> float:
     return float(Decimal(repr(x)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
 
 
-def _within(rel: float) -> Callable[[Any, Any], bool]:
-    return lambda ours, pub: math.isclose(float(ours), float(pub), rel_tol=rel)
+@dataclass(frozen=True)
+class Tolerance:
+    """How close a recomputed number must come to the published one: ``relative`` (|ours / published - 1| <=
+    value), ``absolute`` (same sign and |ours - published| <= value: percentages the paper rounds) or ``exact``
+    (equal: integers, orderings, categories)."""
+
+    kind: str
+    value: float = 0.0
+
+    def __call__(self, ours: Any, pub: Any) -> bool:
+        if self.kind == "relative":
+            return math.isclose(float(ours), float(pub), rel_tol=self.value)
+        if self.kind == "absolute":
+            return (math.copysign(1.0, ours) == math.copysign(1.0, pub)) and abs(ours - pub) <= self.value
+        return bool(ours == pub)
+
+    def describe(self) -> str:
+        if self.kind == "relative":
+            return f"relative {self.value:.0%}" if self.value >= 0.01 else f"relative {self.value:g}"
+        if self.kind == "absolute":
+            return f"absolute {self.value:g}, same sign"
+        return "exact"
+
+    def difference(self, ours: Any, pub: Any) -> float | None:
+        """ours against published on this tolerance's scale (relative: ours / published - 1; absolute and exact
+        numbers: ours - published); None for text."""
+        try:
+            o, p = float(ours), float(pub)
+        except (TypeError, ValueError):
+            return None
+        if self.kind == "relative":
+            return o / p - 1.0 if p else None
+        return o - p
 
 
-def _points(abs_tol: float) -> Callable[[Any, Any], bool]:
+def _within(rel: float) -> Tolerance:
+    return Tolerance("relative", rel)
+
+
+def _points(abs_tol: float) -> Tolerance:
     """Same sign and within ``abs_tol`` (fractions): published percentages are rounded to integers."""
-    return lambda ours, pub: (math.copysign(1.0, ours) == math.copysign(1.0, pub)) and abs(ours - pub) <= abs_tol
+    return Tolerance("absolute", abs_tol)
 
 
-def _equal(ours: Any, pub: Any) -> bool:
-    return ours == pub
+_equal = Tolerance("exact")
 
 
 def _bound(paper: str, case: str, wp: str, platform: str) -> Callable[[dict], float]:
@@ -298,15 +332,33 @@ def claims() -> list[Claim]:
     return out
 
 
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x) if math.isfinite(float(x)) else None
+
+
 def evaluate(directory: Path = PUBLISHED_DIR) -> list[dict[str, Any]]:
-    """Recompute every claim: rows of paper, where, platform, quantity, unit, published, ours, reproduced, inputs, note."""
+    """Recompute every claim: rows of paper, where, platform, quantity, unit, published and ours (as text and, for
+    numbers, as numbers), the tolerance, their difference on its scale, reproduced, and - when not - the reason,
+    inputs, note."""
     cats = {name: load_catalog(name, directory) for name in (PERDOME, PEAPAW, PEACH)}
     rows = []
     for c in claims():
         ours = c.compute(cats)
+        ok = bool(c.compare(ours, c.published))
+        ours_text = f"{ours:.4g}" if isinstance(ours, float) else str(ours)
+        diff = c.compare.difference(ours, c.published)
+        reason = "" if ok else (
+            f"ours {ours_text} against the published {c.published}: "
+            + (f"{diff:+.3g}" + (" relative" if c.compare.kind == "relative" else "") if diff is not None
+               else "different") + f", outside the tolerance ({c.compare.describe()})"
+            + (f"; {c.note}" if c.note else ""))
         rows.append({
             "paper": c.paper, "where": c.where, "platform": c.platform, "quantity": c.quantity, "unit": c.unit,
-            "published": str(c.published), "ours": f"{ours:.4g}" if isinstance(ours, float) else str(ours),
-            "reproduced": bool(c.compare(ours, c.published)), "inputs": c.inputs, "note": c.note,
+            "published": str(c.published), "ours": ours_text,
+            "published_value": _number(c.published), "ours_value": _number(ours),
+            "tolerance": c.compare.describe(), "difference": diff,
+            "reproduced": ok, "reason": reason, "inputs": c.inputs, "note": c.note,
         })
     return rows

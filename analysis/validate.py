@@ -36,6 +36,7 @@ from analysis.platforms import Platforms
 from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
 from analysis.runs import failed_runs, scoring_on
 from analysis.schema import RUN_SCHEMA
+from analysis.tables import to_arrow
 from analysis.tasks import gather_watched
 from analysis.uncertainty import Settings
 from sims.atomic import atomic_write_parquet, atomic_write_text
@@ -356,22 +357,25 @@ def validate(
         parts = [f for f in tables.get(table, []) if len(f.columns)]
         frame = pd.concat([f for f in parts if len(f)], ignore_index=True) if any(len(f) for f in parts) else (
             parts[0].iloc[:0] if parts else pd.DataFrame())
-        atomic_write_parquet(frame.reset_index(drop=True), out_dir / f"{table}.parquet")
+        atomic_write_parquet(to_arrow(frame, table), out_dir / f"{table}.parquet")
         tables[table] = [frame]
     published = pd.DataFrame(columns=["paper", "where", "platform", "quantity", "unit", "published", "ours",
-                                      "reproduced", "inputs", "note"])
+                                      "published_value", "ours_value", "tolerance", "difference", "reproduced",
+                                      "reason", "inputs", "note"])
     if published_dir:
         from analysis import published as pub
 
         published = pd.DataFrame(pub.evaluate(Path(published_dir)), columns=published.columns)
         log(f"[hetval validate] published claims: {int(published['reproduced'].sum())} of {len(published)} "
             f"reproduced from the papers' own inputs")
-    atomic_write_parquet(published.astype({c: "string" for c in published.columns if c != "reproduced"})
-                         .astype({"reproduced": "bool"}), out_dir / "published.parquet")
+    numbers = ("published_value", "ours_value", "difference")
+    published = published.astype({c: "string" for c in published.columns if c not in ("reproduced", *numbers)})
+    atomic_write_parquet(to_arrow(published.astype({"reproduced": "bool", **{c: "float64" for c in numbers}}),
+                                  "published"), out_dir / "published.parquet")
     failed_pdf = (pd.concat([done[n]["failed"] for n in registered], ignore_index=True)
                   .sort_values("run_id").reset_index(drop=True))
     n_records = int(sum(done[n]["records"] for n in registered))
-    atomic_write_parquet(failed_pdf, out_dir / "failed.parquet")
+    atomic_write_parquet(to_arrow(failed_pdf, "failed"), out_dir / "failed.parquet")
     summary = _summary(n_records, counts, tables, failed_pdf, published, platforms)
     summary["runs_measured"] = _merge_windows([w for n in registered for w in done[n]["window"]])
     files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))

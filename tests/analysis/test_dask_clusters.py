@@ -54,10 +54,15 @@ def tables(where: Path) -> dict[str, pd.DataFrame]:
 
 
 def assert_same_tables(a: Path, b: Path) -> None:
+    """Same files, same rows, same values, bit for bit (compared as Arrow tables: struct columns included)."""
+    import pyarrow.parquet as pq
+
     ta, tb = tables(a), tables(b)
     assert ta.keys() == tb.keys()
     for name in ta:
-        pd.testing.assert_frame_equal(ta[name], tb[name], check_exact=True, obj=name)
+        left, right = pq.read_table(a / f"{name}.parquet"), pq.read_table(b / f"{name}.parquet")
+        assert left.schema.equals(right.schema), name
+        assert left.equals(right), name
     assert sum(len(t) for t in ta.values()) > 100
 
 

@@ -35,11 +35,20 @@ class PublishedSection(Section):
                 ok = int(g["reproduced"].sum())
                 out.lines.append(f"  {paper}: {ok} / {len(g)}")
                 out.heading(f"{paper}: {ok} of {len(g)} reproduced", 3)
-                out.table(["where", "platform", "quantity", "unit", "published", "ours", "reproduced",
+                misses = g[~g["reproduced"].astype(bool)]
+                if len(misses):  # the claims that do not reproduce first, each with its reason, never collapsed
+                    out.table(["where", "platform", "quantity", "unit", "published", "ours", "tolerance", "why not",
+                               "computed from"],
+                              [[str(v) for v in (r.where, r.platform, r.quantity, r.unit, r.published, r.ours,
+                                                 getattr(r, "tolerance", ""), getattr(r, "reason", "") or r.note,
+                                                 r.inputs)]
+                               for r in misses.itertuples()], f"{paper}: claims not reproduced")
+                out.table(["where", "platform", "quantity", "unit", "published", "ours", "tolerance", "reproduced",
                            "computed from", "note"],
                           [[str(v) for v in (r.where, r.platform, r.quantity, r.unit, r.published, r.ours,
-                                             "yes" if r.reproduced else "NO", r.inputs, r.note)]
-                           for r in g.itertuples()], f"{paper} claims")
+                                             getattr(r, "tolerance", ""), "yes" if r.reproduced else "NO", r.inputs,
+                                             r.note)]
+                           for r in g.itertuples()], f"{paper}: every claim")
         runs, fid = inputs.frame("published_runs"), inputs.frame("published_fidelity")
         if runs is None:
             return out

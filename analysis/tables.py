@@ -1,0 +1,214 @@
+"""What every column of the validation tables means, written into each Parquet file: the field metadata of a
+column holds its ``unit`` (where it has one) and a one-line ``description``; the file's metadata holds the
+table's name and the one definition of tightness. A reader needs no source to understand a file::
+
+    pyarrow.parquet.read_schema("runs.parquet").field("tightness").metadata[b"description"]
+
+Units are also in the column names where a family of columns shares one (``_s`` seconds, ``_j`` joules,
+``perf_*`` flop/s); where a unit varies by row (PEACH's rates: flop/s for MatrixMultiply, byte/s for
+MatrixTranspose) the metadata names the column that says which (``work_unit``). JSON text that names a run's
+parameters (``params``) becomes an Arrow struct.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow as pa
+
+from analysis.metrics import TIGHTNESS
+
+_RANKING = {
+    "kendall_tau": ("", "Kendall tau-b between the measured and the predicted order of the alternatives (1: same order)"),
+    "pairwise_agreement": ("", "share of pairs of alternatives the model orders as measured (a predicted tie counts half)"),
+    "top1_agreement": ("", "1 when the model's pick is the measured best (shared among tied picks)"),
+    "selection_penalty": ("", "time (or energy) lost by following the model's pick: (measured of pick - best) / best"),
+    "profile_error": ("", "distance between the measured and the predicted profiles, each normalised (0: same shape)"),
+    "tightness_median": ("", "median tightness of the group's alternatives (" + TIGHTNESS + ")"),
+}
+_PHASE = "seconds per run of this FDM phase, its slowest rank"
+
+COLUMNS: dict[str, tuple[str, str]] = {
+    **_RANKING,
+    "study": ("", "the study the run belongs to"),
+    "case": ("", "the case (sa, la, peach, fdm, published or a plugin's)"),
+    "platform": ("", "the platform (rank layout) the run ran on"),
+    "variant": ("", "the alternative: a workload partition (CO, GO, p-DP, CP, CP-reverse), DP(alpha), or a design"),
+    "size": ("", "the problem size as an integer (SA: elements per vector; LA: n_mm^2 + n_tr^2; PEACH: n)"),
+    "size_label": ("", "what the size is, in the case's own words"),
+    "alpha": ("fraction", "share of the data (or work) on the accelerator"),
+    "params": ("", "the run's parameters (what defines it besides its case and variant)"),
+    "run_id": ("", "the run's identity: a hash of its spec"),
+    "model": ("", "the model that predicted the row"),
+    "quantity": ("", "what the alternatives are ranked by: time or energy"),
+    "axis": ("", "the axis the group ranks along (wp: the workload partitions; alpha: the DP sweep; FDM: designs, "
+                 "decompositions)"),
+    "n_reps": ("", "ok repetitions of the run"),
+    "n_alternatives": ("", "alternatives ranked in the group"),
+    "n_reps_min": ("", "fewest repetitions of any alternative in the group"),
+    "tightness": ("fraction", TIGHTNESS),
+    "tightness_min": ("fraction", "smallest tightness in the group"),
+    "tightness_max": ("fraction", "largest tightness in the group"),
+    "tightness_time": ("fraction", "the published prediction's tightness by time (" + TIGHTNESS + ")"),
+    "tightness_energy": ("fraction", "the published prediction's tightness by energy (" + TIGHTNESS + ")"),
+    "best_measured": ("", "the measured fastest (or least-energy) alternative(s)"),
+    "best_predicted": ("", "the model's pick(s)"),
+    "best_measured_noise_aware": ("", "the alternatives the measurements cannot tell apart from the fastest "
+                                      "(one-sided Mann-Whitney U test)"),
+    "distinguishable": ("", "false when every alternative is within noise of the fastest: the ranking is not "
+                            "distinguishable and its scores are scores of noise"),
+    "top1_noise_aware": ("", "1 when the model's pick is among the best within noise"),
+    "selection_penalty_noise_aware": ("", "the selection penalty, 0 for a pick within noise of the best"),
+    "axis_wp": ("", "the run is one of the fixed workload partitions (ranked along the wp axis)"),
+    "axis_alpha": ("", "the run is a DP(alpha) split (ranked along the alpha axis)"),
+    "flops": ("flop", "static flop count of the run (the paper's counting rules)"),
+    "bytes": ("byte", "static byte count of the run (the paper's counting rules)"),
+    "flops_host": ("flop", "flops of the part on the host"), "bytes_host": ("byte", "bytes of the part on the host"),
+    "flops_accel": ("flop", "flops of the part on the accelerator"),
+    "bytes_accel": ("byte", "bytes of the part on the accelerator"),
+    "intensity": ("flop/byte", "operational intensity flops / bytes"),
+    "intensity_host": ("flop/byte", "intensity of the host's part (NaN when it is idle)"),
+    "intensity_accel": ("flop/byte", "intensity of the accelerator's part (NaN when it is idle)"),
+    "perf_measured": ("flop/s", "measured performance: flops / median time"),
+    "perf_predicted": ("flop/s", "the model's bound on performance"),
+    "perf_host_measured": ("flop/s", "the host part's flops / its median time"),
+    "perf_accel_measured": ("flop/s", "the accelerator part's flops / its median time"),
+    "energy_source": ("", "where the energy came from (rapl, nvml, trace, published; none = not measured)"),
+    "efficiency_measured": ("flop/J", "measured energy efficiency: flops / median energy"),
+    "efficiency_predicted": ("flop/J", "the model's bound on energy efficiency"),
+    "efficiency_error": ("fraction", "published efficiency prediction: predicted / measured - 1"),
+    "rate_error": ("fraction", "published rate prediction: predicted / measured - 1"),
+    "rel_error": ("fraction", "(predicted - measured) / measured"),
+    "time_rel_error": ("fraction", "PEACH's predicted time: (predicted - measured) / measured"),
+    "energy_rel_error": ("fraction", "PEACH's predicted energy: (predicted - measured) / measured"),
+    "work": ("work_unit", "the workload's work W (flop for MatrixMultiply, byte for MatrixTranspose: see work_unit)"),
+    "work_unit": ("", "the unit of work, rates and efficiencies of the row (flop or byte)"),
+    "rate_measured": ("work_unit/s", "measured rate W / time (the unit per row: see work_unit)"),
+    "rate_predicted": ("work_unit/s", "PEACH eq. 7's rate (the unit per row: see work_unit)"),
+    "eta_measured": ("work_unit/J", "measured efficiency W / energy (the unit per row: see work_unit)"),
+    "eta_predicted": ("work_unit/J", "PEACH eq. 12's efficiency (the unit per row: see work_unit)"),
+    "R_C": ("work_unit/s", "PEACH's host rate, from the curve's alpha = 0 run"),
+    "R_G": ("work_unit/s", "PEACH's accelerator rate, from the curve's alpha = 1 run"),
+    "P0": ("W", "PEACH's base (idle) power"), "Pd_C": ("W", "PEACH's host dynamic power"),
+    "Pd_G": ("W", "PEACH's accelerator dynamic power"),
+    "alpha_best_measured": ("fraction", "the alpha of the measured best point of the curve"),
+    "alpha_best_predicted": ("fraction", "the alpha of the model's best grid point"),
+    "alpha_continuous": ("fraction", "PEACH's continuous optimum (eq. 13 by time, eq. 15 by energy)"),
+    "error_median": ("fraction", "median relative error of PEACH's prediction at the curve's interior alphas"),
+    "error_max": ("fraction", "largest relative error at the interior alphas"),
+    "endpoint": ("", "the run is the curve's alpha = 0 or 1 point (it calibrates the model)"),
+    "frequency": ("", "the (f_C, f_G) pair the run was set to, or default"),
+    "workload": ("", "PEACH's workload (MatrixMultiply, MatrixTranspose)"),
+    "processor": ("", "host, accel, or node (both)"),
+    "bl_host": ("flop/byte", "the host's machine balance t_b / t_f (PeaPaw eq. 27)"),
+    "bl_accel": ("flop/byte", "the accelerator's machine balance t_b / t_f"),
+    "p_category": ("", "PeaPaw's P-Paw category of the platform"), "p_guideline": ("", "its guideline"),
+    "e_category": ("", "PeaPaw's E-Paw category (needs e_f, e_b, p_s from a meter)"),
+    "guideline_wps": ("", "the run WPs the guideline prescribes"),
+    "follows": ("", "whether the measured best WP is one the guideline prescribes (n/a: none of them ran)"),
+    "least_energy": ("", "the least-energy WP and whether it follows E-Paw"),
+    "grid": ("", "the FDM grid (JSON: shape, spacing)"), "decomposition": ("", "ranks per axis (JSON)"),
+    "marshaling": ("", "the halo data-marshaling design"), "boundary": ("", "absorbing boundary (none, cpml(width))"),
+    "backend": ("", "numpy, numba or cupy"), "ranks": ("", "MPI ranks"), "nodes": ("", "nodes the ranks span"),
+    "order": ("", "space order of the stencil (2 or 4)"), "steps": ("", "time steps in the measured loop"),
+    "points": ("", "grid points updated per step"),
+    "fixed": ("", "what the group holds fixed while ranking along its axis"),
+    "mlups_measured": ("MLUP/s", "million lattice-point updates per second, measured"),
+    "mlups_predicted": ("MLUP/s", "million lattice-point updates per second, the FDM model"),
+    "error": ("", "why the run failed"), "status": ("", "ok, failed or skipped"),
+    "started_at": ("", "when the run's newest record started (UTC)"),
+    "paper": ("", "the source paper"), "where": ("", "the table or section of the claim"),
+    "unit": ("", "the unit of the claim's numbers"), "inputs": ("", "the tables the claim is recomputed from"),
+    "note": ("", "how the paper rounds or what it leaves out"),
+    "published": ("", "the paper's number, as printed"), "ours": ("", "the number recomputed from the paper's inputs"),
+    "reproduced": ("", "whether ours equals the paper's within the claim's tolerance"),
+    "published_value": ("see column unit", "the paper's number (null when it is not a number: an ordering, a category)"),
+    "ours_value": ("see column unit", "our number recomputed from the paper's inputs (null when not a number)"),
+    "tolerance": ("", "how close ours must come: relative, absolute (same sign) or exact"),
+    "difference": ("", "ours against the paper's on the tolerance's scale: ours / published - 1 (relative) or "
+                       "ours - published"),
+    "reason": ("", "why a claim is not reproduced: both numbers, their difference and the tolerance"),
+    "application": ("", "the published study's application"), "source": ("", "the paper and table of the row"),
+    "same_configuration": ("", "whether the paper predicted at the configuration it measured"),
+}
+
+
+def describe(column: str) -> tuple[str, str] | None:
+    """(unit, description) of a validation column, families included; None for a column this does not know."""
+    if column in COLUMNS:
+        return COLUMNS[column]
+    for end, which in (("_lo", "lower"), ("_hi", "upper")):
+        if column.endswith(end) and describe(column[: -len(end)]):
+            unit, what = describe(column[: -len(end)])  # type: ignore[misc]
+            return unit, f"{which} end of the bootstrap interval (uncertainty.level) of: {what}"
+    if column.endswith("_median_s") and column.startswith(("velocity", "stress", "pack", "unpack", "halo", "h2d")):
+        return "s", _PHASE + " (median over the repetitions)"
+    if column.endswith("_pred_s"):
+        return "s", f"the FDM model's {column[:-len('_pred_s')]} term for the run"
+    for prefix, unit in (("time", "s"), ("energy", "J")):
+        if column.startswith(prefix) and column.endswith(("_s", "_j")):
+            stat = next((w for w in ("median", "min", "max", "iqr", "predicted", "measured") if w in column), "value")
+            who = next((w for w in ("host", "accel") if f"_{w}_" in column), "")
+            reps = column.endswith(("reps_s", "reps_j"))
+            what = (f"every ok repetition's {prefix}, in rep order" if reps else
+                    f"{stat} {prefix}" + (f" of the {who}'s part" if who else "") + " over the repetitions")
+            return unit, what
+    return None
+
+
+def _struct(values: pd.Series) -> pa.Array | None:
+    """JSON objects (text) as one Arrow struct array, or None when they are not all objects."""
+    docs = []
+    for v in values.tolist():
+        if v is None or (isinstance(v, float) and v != v):
+            docs.append(None)
+            continue
+        try:
+            doc = json.loads(v)
+        except (TypeError, ValueError):
+            return None
+        if not isinstance(doc, dict):
+            return None
+        docs.append(doc)
+    try:
+        arr = pa.array(docs)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    # a struct needs fields (Parquet cannot store an empty struct): all-empty params stay text
+    return arr if pa.types.is_struct(arr.type) and arr.type.num_fields else None
+
+
+def to_arrow(frame: pd.DataFrame, table: str) -> pa.Table:
+    """``frame`` as an Arrow table with every column's unit and description in its field metadata, lists of
+    repetitions as ``list<double>``, ``params`` as a struct; the table's name and the tightness definition in the
+    schema metadata."""
+    out = pa.Table.from_pandas(frame.reset_index(drop=True), preserve_index=False)
+    fields, arrays, restructured = [], [], []
+    for name, col in zip(out.column_names, out.columns, strict=True):
+        if pa.types.is_list(col.type) or pa.types.is_large_list(col.type) or (
+                pa.types.is_null(col.type) and name.endswith(("reps_s", "reps_j"))):
+            col = col.cast(pa.list_(pa.float64()))
+        if name == "params" and len(frame):
+            struct = _struct(frame["params"])
+            if struct is not None:
+                col = pa.chunked_array([struct])
+                restructured.append(name)
+        meta: dict[str, str] = {}
+        known = describe(name)
+        if known:
+            unit, what = known
+            if unit:
+                meta["unit"] = unit
+            meta["description"] = what
+        fields.append(pa.field(name, col.type, metadata=meta or None))
+        arrays.append(col)
+    meta = dict(out.schema.metadata or {})
+    if restructured and b"pandas" in meta:  # pandas would read the struct back as the text it was: say it is not
+        doc = json.loads(meta[b"pandas"])
+        for c in doc.get("columns", []):
+            if c.get("name") in restructured:
+                c.update(pandas_type="object", numpy_type="object", metadata=None)
+        meta[b"pandas"] = json.dumps(doc).encode()
+    schema = pa.schema(fields, metadata={**meta, b"hetval.table": table.encode(), b"hetval.tightness": TIGHTNESS.encode()})
+    return pa.Table.from_arrays(arrays, schema=schema)
