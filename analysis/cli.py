@@ -146,7 +146,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise InputError(f"--runs {runs} holds no dataset (study=*/case=*/*.parquet): gather first")
     files = [_existing(f, "--platform-file") for f in args.platform_file or []]
     if not files:
-        _existing(args.platforms, "--platforms", directory=True)
+        _existing(args.platforms, "--platform-dir", directory=True)
     if args.resamples < 0 or not 0 < args.level < 1 or not 0 < args.noise_alpha < 0.5:
         raise InputError("--resamples must be >= 0, --level in (0, 1) and --noise-alpha in (0, 0.5)")
     settings = Settings(args.resamples, args.seed, args.level, args.noise_alpha)
@@ -176,8 +176,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not any(validation.glob("*.parquet")):
         raise InputError(f"--validation {validation} holds no validation tables: validate first")
     platforms = [_existing(f, "--platform-file") for f in args.platform_file] if args.platform_file else \
-        _existing(args.platforms, "--platforms", directory=True)
+        _existing(args.platforms, "--platform-dir", directory=True)
     quarantine = _existing(args.manifest, "--manifest") if args.manifest else Path(args.quarantine)
+    if args.manifest:
+        try:
+            doc = json.loads(quarantine.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"--manifest {quarantine} is not a gather manifest ({exc})") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("quarantined", []), list):
+            raise InputError(f"--manifest {quarantine} is not a gather manifest (no 'quarantined' list)")
     summary = build_report(validation, platforms, quarantine, args.out, title=args.title, cases=args.case)
     print(summary)
     return 0
@@ -315,8 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="Dask job: runs x platforms x models -> tightness and fidelity",
                        formatter_class=fmt)
     p.add_argument("--runs", default="results/runs", help="the dataset directory (hive-partitioned Parquet)")
-    p.add_argument("--platforms", default="results/default/platforms", help="directory of characterised platforms")
-    p.add_argument("--platform-file", nargs="+", help="the study's platform files (instead of --platforms)")
+    p.add_argument("--platform-dir", "--platforms", dest="platforms", default="results/default/platforms",
+                   help="directory of characterised platform files (*.yaml)")
+    p.add_argument("--platform-file", nargs="+", action="extend", metavar="FILE",
+                   help="the study's platform files, instead of --platform-dir (several, or the option repeated)")
     p.add_argument("--out", default="results/default/validation", help="where the validation tables go")
     p.add_argument("--study", action="append", help="restrict to this study (repeatable; default: every study)")
     p.add_argument("--scheduler", default=None,
@@ -355,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("attach-trace", help="fill the energy of recorded runs from an external power-meter CSV",
                        formatter_class=fmt)
     p.add_argument("--raw-dir", help="raw records of one study (results/raw/<study>)")
-    p.add_argument("--platform-file", action="append",
+    p.add_argument("--platform-file", nargs="+", action="extend", metavar="FILE",
                    help="a platform characterised while the meter logged (results/<study>/platforms/<p>.yaml; "
                         "repeatable): idle power and e_f, e_b, p_s from its kept windows, into <p>.energy.json")
     p.add_argument("--trace", required=True, help="CSV with timestamp, channel, watts")
@@ -391,13 +400,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="HTML report with figures, and a plain-text summary", formatter_class=fmt)
     p.add_argument("--validation", default="results/default/validation", help="the study's validation tables")
-    p.add_argument("--platforms", default="results/default/platforms", help="directory of characterised platforms")
-    p.add_argument("--platform-file", nargs="+", help="the study's platform files (instead of --platforms)")
+    p.add_argument("--platform-dir", "--platforms", dest="platforms", default="results/default/platforms",
+                   help="directory of characterised platform files (*.yaml)")
+    p.add_argument("--platform-file", nargs="+", action="extend", metavar="FILE",
+                   help="the study's platform files, instead of --platform-dir (several, or the option repeated)")
     p.add_argument("--manifest", help="the study's gather manifest (its quarantined records are listed)")
     p.add_argument("--quarantine", default="results/quarantine", help="quarantine directory (without --manifest)")
     p.add_argument("--out", default="results/default/report", help="where index.html, figures and summary.txt go")
     p.add_argument("--title", default="hetval validation report", help="page title")
-    p.add_argument("--case", nargs="*", help="the cases the study runs, whose sections are shown (default: all)")
+    p.add_argument("--case", nargs="*", default=None,
+                   help="the cases the study runs, whose sections are shown (none given: every registered case)")
     p.set_defaults(func=cmd_report)
     return parser
 

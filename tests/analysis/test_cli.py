@@ -78,3 +78,32 @@ def test_unreachable_scheduler_is_one_line_within_the_timeout(env, dataset):
                  "--out", str(dataset / "val"), "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "3",
                  "--published", "", env=env, timeout=90)
     one_line_error(out, "hetval validate:", "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 3 s")
+
+
+def test_track_and_compare_without_a_history_are_one_line(env, tmp_path):
+    tiny = str(REPO / "config" / "studies" / "tiny.yaml")
+    one_line_error(hetval("track", "--history", str(tmp_path / "none"), "--configfile", tiny, env=env, cwd=tmp_path),
+                   "hetval track:", "holds no snapshot")
+    one_line_error(hetval("compare", "latest", "previous", "--history", str(tmp_path / "none"), "--configfile", tiny,
+                          env=env, cwd=tmp_path), "hetval compare:", "holds no snapshot")
+
+
+def test_report_with_a_manifest_that_is_not_one_is_one_line(env, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "val").mkdir()
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "val" / "runs.parquet")
+    (tmp_path / "platforms").mkdir()
+    (tmp_path / "bad.json").write_text("{not json")
+    one_line_error(hetval("report", "--validation", str(tmp_path / "val"), "--platform-dir", str(tmp_path / "platforms"),
+                          "--manifest", str(tmp_path / "bad.json"), env=env, cwd=tmp_path),
+                   "hetval report:", "is not a gather manifest")
+
+
+def test_platform_options_are_spelt_alike_everywhere(env):
+    for command in ("validate", "report", "attach-trace"):
+        text = " ".join(hetval(command, "--help", env=env).stdout.split())
+        assert "--platform-file FILE [FILE ...]" in text, command
+    for command in ("validate", "report"):
+        assert "--platform-dir" in hetval(command, "--help", env=env).stdout
