@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.models import hetero
 
-COLUMNS = ["platform", "study", "case", "size", "bl_host", "bl_accel", "p_category", "p_guideline", "e_category",
+COLUMNS = ["platform", "study", "case", "size", "size_label", "bl_host", "bl_accel", "p_category", "p_guideline", "e_category",
            "best_measured", "guideline_wps", "follows", "least_energy"]
 NO_ENERGY = ("not determined: e_f, e_b, p_s not measured (no energy meter during characterisation; "
              "hetval attach-trace --platform-file fits them from a later trace)")
@@ -40,6 +40,7 @@ def _groups(sub: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any], list[dict[str
     records (intensities with NaN read as 0; energy NaN when absent)."""
     cols = ["study", "case", "size", "variant", "time_median_s", *INTENSITIES]
     frame = sub[cols].copy()
+    frame["size_label"] = sub["size_label"].astype(str) if "size_label" in sub else frame["size"].astype(str)
     frame["energy_median_j"] = (pd.to_numeric(sub["energy_median_j"], errors="coerce")
                                 if "energy_median_j" in sub else np.nan)
     for c in INTENSITIES:
@@ -87,10 +88,13 @@ def evaluate(runs: pd.DataFrame, processors: pd.DataFrame | None) -> pd.DataFram
                     e_follow, why = hetero.energy_guideline_followed(e_cat, *(best_e[c] for c in INTENSITIES)), ""
                 least = f"{best_e['variant']}: " + ("n/a" if e_follow is None else ("yes" if e_follow else "no")) + why
             rows.append({"platform": plat.platform, "study": study, "case": case, "size": size,
+                         "size_label": g[0]["size_label"],
                          "bl_host": host.balance, "bl_accel": accel.balance, "p_category": p_cat,
                          "p_guideline": p_text, "e_category": e_cat, "best_measured": best["variant"],
-                         "guideline_wps": ", ".join(prescribed), "follows": "n/a" if follows is None else
-                         ("yes" if follows else "no"), "least_energy": least})
+                         "guideline_wps": ", ".join(prescribed),
+                         # with none of the WPs it prescribes run, whether the best follows it cannot be judged
+                         "follows": "n/a" if follows is None or not prescribed else ("yes" if follows else "no"),
+                         "least_energy": least})
     out = pd.DataFrame(rows, columns=COLUMNS)
     return out.astype({c: "string" for c in COLUMNS if c not in ("size", "bl_host", "bl_accel")}).astype(
         {"size": "Int64", "bl_host": "float64", "bl_accel": "float64"})

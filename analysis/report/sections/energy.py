@@ -77,7 +77,7 @@ class EnergySection(Section):
         if wp_runs is not None and "energy_median_j" in wp_runs and wp_runs["energy_median_j"].notna().any():
             w = wp_runs[wp_runs["model"] == wp_runs["model"].iloc[0]].drop_duplicates("run_id")
             w = w[w["axis_wp"].astype(bool)].sort_values(["study", "case", "platform", "size", "variant"])
-            rows = [[r.study, r.case, r.platform, fmt_sig(r.size), r.variant, fmt_sig(r.time_median_s),
+            rows = [[r.study, r.case, r.platform, str(getattr(r, 'size_label', None) or r.size), r.variant, fmt_sig(r.time_median_s),
                      fmt_sig(r.energy_median_j), fmt_sig(r.energy_host_median_j), fmt_sig(r.energy_accel_median_j),
                      str(r.energy_source)] for r in w.head(TABLE_ROWS).itertuples()]
             if rows:

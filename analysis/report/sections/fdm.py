@@ -140,7 +140,7 @@ class FDMSection(Section):
                     continue
                 name = f"fdm-{kind}-{tag}.png"
                 save_figure(fig, out_dir, name)
-                entries.append(FigureEntry(name, f"order {order}, {boundary}: {title}", caption, kind == "phases"))
+                entries.append(FigureEntry(name, f"order {order}, {boundary}: {title}", caption, wide=True))
         out.figures_block(entries, "No FDM figures.")
         out.heading("FDM runs", 3)
         out.table(["grid", "ranks", "decomposition", "design", "order", "boundary", "measured s (median [min–max])",

@@ -24,12 +24,14 @@ class GuidelinesSection(Section):
         out.heading(self.title)
         rows = []
         for r in g.head(TABLE_ROWS).itertuples():
-            group = f"{r.study} / {r.case} / size {int(r.size)}"
+            label = getattr(r, "size_label", None)
+            group = f"{r.study} / {r.case} / " + (str(label) if isinstance(label, str) and label else f"size {r.size}")
+            none_run = "none of them ran"
             rows.append([r.platform, fmt_sig(r.bl_host), fmt_sig(r.bl_accel), r.p_category, r.p_guideline,
-                         r.e_category, f"{group}: {r.best_measured}", r.guideline_wps or "none run", r.follows,
+                         r.e_category, f"{group}: {r.best_measured}", r.guideline_wps or none_run, r.follows,
                          r.least_energy])
             out.lines.append(f"  {r.platform} {group.replace(' / ', ' ')}: {r.p_category}; measured best "
-                             f"{r.best_measured}; guideline WPs {r.guideline_wps or 'none run'}; follows: {r.follows}")
+                             f"{r.best_measured}; guideline WPs {r.guideline_wps or none_run}; follows: {r.follows}")
             if not str(r.least_energy).startswith("n/a"):
                 out.lines.append(f"  {r.platform} {group.replace(' / ', ' ')}: E-Paw {r.e_category}; least energy "
                                  f"{r.least_energy}")

@@ -12,6 +12,7 @@ from analysis.report.common import (
     FigureEntry,
     Inputs,
     capped_note,
+    finite,
     first_groups,
     fmt_interval,
     fmt_sig,
@@ -115,7 +116,7 @@ class PEACHSection(Section):
         out.figures_block(entries, "No PEACH curves.")
         rows = []
         for r in (peach_fid.head(TABLE_ROWS).itertuples() if peach_fid is not None else []):
-            rows.append([r.workload, fmt_sig(r.size), r.frequency, r.quantity, str(r.n_alternatives),
+            rows.append([r.workload, str(int(r.size)) if finite(r.size) else "n/a", r.frequency, r.quantity, str(r.n_alternatives),
                          fmt_interval(r, "kendall_tau"), fmt_interval(r, "top1_agreement"),
                          fmt_interval(r, "selection_penalty"),
                          r.best_measured, r.best_predicted, fmt_sig(r.alpha_continuous), fmt_sig(r.error_median),

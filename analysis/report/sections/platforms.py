@@ -16,6 +16,7 @@ from analysis.report.common import (
     PlatformFile,
     cell_text,
     finite,
+    fmt_sig,
     missing_columns,
     mpl_text,
     new_figure,
@@ -234,7 +235,7 @@ class PlatformsSection(Section):
                              "alert")
                 if isinstance(fit, dict) and fit.get("poor_fit"):
                     out.para(f"{plat.name}/{name}: the roofline fitted to the intensity sweep is poor "
-                             f"(R²={fit.get('r2')}): its t_f/t_b do not describe this processor's kernels well.", "alert")
+                             f"(R²={fmt_sig(fit.get('r2'))}): its t_f/t_b do not describe this processor's kernels well.", "alert")
         out.para("What this shows: the machine parameters the models use, as rates; the balance t_b/t_f is the ridge "
                  "intensity (flop/byte) above which a processor is compute-bound. The last column is the roofline "
                  "least-squares fitted to a stream kernel swept over 2.4 decades of intensity (its points are the grey "

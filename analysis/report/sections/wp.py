@@ -371,14 +371,24 @@ def _cell(column: str, value: Any, row: Any = None) -> str:
     return cell_text(value)
 
 
+#: Column headers a reader reads (the Parquet file keeps the column names).
+HEADERS = {"size_label": "size", "n_alternatives": "n", "kendall_tau": "Kendall τ", "pairwise_agreement": "pairwise",
+           "top1_agreement": "top-1", "selection_penalty": "selection penalty", "profile_error": "profile error",
+           "best_measured": "best measured", "best_measured_noise_aware": "best within noise",
+           "best_predicted": "model's pick", "top1_noise_aware": "top-1 within noise",
+           "selection_penalty_noise_aware": "penalty within noise", "tightness_median": "tightness median",
+           "tightness_min": "tightness min", "tightness_max": "tightness max"}
+
+
 def fidelity_rows(fidelity: pd.DataFrame, limit: int = TABLE_ROWS) -> tuple[list[str], list[list[str]]]:
-    """Header and formatted rows of the fidelity table (columns absent from the file are left out; the first
-    ``limit`` rows in key order)."""
-    columns = [c for c in FIDELITY_COLUMNS if c in fidelity.columns]
+    """Header and formatted rows of the fidelity table (columns absent from the file are left out; the size as
+    its label where there is one; the first ``limit`` rows in key order)."""
+    columns = [c for c in FIDELITY_COLUMNS if c in fidelity.columns
+               and not (c == "size" and "size_label" in fidelity.columns)]
     present_keys = [c for c in (*GROUP_KEYS, "axis", "model") if c in fidelity.columns]
     ordered = fidelity.sort_values(present_keys, na_position="last") if present_keys else fidelity
     rows = [[_cell(c, row[c], row) for c in columns] for _, row in ordered.head(limit).iterrows()]
-    return columns, rows
+    return [HEADERS.get(c, c) for c in columns], rows
 
 
 def _tightness_lines(runs: pd.DataFrame | None) -> list[str]:
