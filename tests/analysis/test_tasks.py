@@ -13,7 +13,7 @@ PROBE = textwrap.dedent("""
     import numpy as np
     from analysis import tasks as malloc
 
-    def faults(rounds=40, n=1 << 20):   # 8 MiB arrays, allocated, written and freed
+    def faults(rounds=40, n=3 << 16):   # 1.5 MiB arrays (below a huge page: 384 small pages each), written, freed
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(rounds):
             a = np.ones(n)
