@@ -416,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from analysis.history import HistoryError
+    from analysis.schema import DatasetSchemaError
     from sims.platform_file import PlatformFileError
     from sims.yamlfile import YAMLFileError
 
@@ -425,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RegistryError) as exc:
         print(f"hetval: config error: {exc}", file=sys.stderr)
         return 2
-    except (InputError, PlatformFileError, YAMLFileError, HistoryError) as exc:
+    except (InputError, PlatformFileError, YAMLFileError, HistoryError, DatasetSchemaError) as exc:
         print(f"hetval {args.command}: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading

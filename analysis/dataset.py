@@ -37,11 +37,13 @@ import pyarrow.dataset as ds
 
 from analysis.retry import attempts_path, given_up, note_attempt, read_json
 from analysis.schema import (
+    DATASET_SCHEMA,
     FILE_SCHEMA,
     PARTITION_KEYS,
     PARTITION_SCHEMA,
     ROW_KEY,
     RUN_SCHEMA,
+    DatasetSchemaError,
     RecordError,
     check_record,
 )
@@ -80,6 +82,7 @@ class GatherResult:
             "removed_runs": self.removed_runs,
             "given_up": self.given_up,
             "files": self.files,
+            "dataset_schema": DATASET_SCHEMA,
         }
 
 
@@ -200,11 +203,22 @@ def partition_files(runs_dir: str | Path, studies: Iterable[str] | None = None,
     return out
 
 
+def check_layout(path: str | Path) -> None:
+    """Raise :class:`DatasetSchemaError` when a data file was written in another layout of the dataset."""
+    import pyarrow.parquet as pq
+
+    layout = (pq.read_schema(path).metadata or {}).get(b"hetval.dataset_schema", b"1").decode()
+    if layout != str(DATASET_SCHEMA):
+        raise DatasetSchemaError(f"{path} holds dataset layout {layout}, this hetval reads layout {DATASET_SCHEMA}: "
+                                 "gather again (snakemake does it by itself) to rebuild it from the raw records")
+
+
 def read_file(study: str, case: str, path: str | Path, columns: list[str] | None = None) -> pa.Table:
     """One data file as a table with :data:`RUN_SCHEMA` (its partition columns from the path)."""
     import pyarrow.parquet as pq
 
     names = [c for c in (columns or FILE_SCHEMA.names) if c not in PARTITION_KEYS]
+    check_layout(path)
     table = pq.read_table(path, columns=names, schema=FILE_SCHEMA)
     n = table.num_rows
     table = table.append_column("study", pa.array([study] * n, pa.string()))
@@ -281,6 +295,9 @@ def check_manifest(manifest: str | Path, runs_dir: str | Path, study: str) -> li
     recorded: dict[str, dict[str, Any]] = doc["files"]
     runs_dir = Path(runs_dir)
     problems = []
+    if doc.get("dataset_schema", 1) != DATASET_SCHEMA:
+        problems.append(f"the dataset was gathered in layout {doc.get('dataset_schema', 1)}; this hetval writes "
+                        f"layout {DATASET_SCHEMA}")
     present = {p.relative_to(runs_dir).as_posix(): p for p in runs_dir.glob(f"study={study}/case=*/*.parquet")}
     for rel in sorted(set(recorded) - set(present)):
         problems.append(f"{runs_dir / rel} is missing")
@@ -413,7 +430,7 @@ def _write_study(runs_dir: Path, quarantine_dir: Path, study: str, fresh: dict[s
     def readable(path: Path, case: str, read: Any) -> Any:
         try:
             return read(path)
-        except (OSError, pa.ArrowException) as exc:
+        except (OSError, pa.ArrowException, DatasetSchemaError) as exc:
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             dst = _set_aside(path, quarantine_dir, study, case, why)
             result.rebuilt.append({"file": str(path), "reason": why, "moved_to": str(dst)})

@@ -7,6 +7,7 @@ reader gets back; :func:`check_record` decides whether a raw record fits it.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from typing import Any
 
@@ -15,6 +16,8 @@ import pyarrow as pa
 from sims.record import ENERGY_SOURCES, FIELD_TYPES, FIELDS, REQUIRED, STATUSES, valid_energy_source
 
 _ARROW = {
+    "map:string": pa.map_(pa.string(), pa.string()),
+    "map:doubles": pa.map_(pa.string(), pa.list_(pa.float64())),
     "string": pa.string(),
     "int64": pa.int64(),
     "float64": pa.float64(),
@@ -25,10 +28,17 @@ RUN_SCHEMA: pa.Schema = pa.schema([pa.field(n, _ARROW[t], nullable=not req) for 
 #: Hive partition keys of ``results/runs/`` (directories ``study=<s>/case=<c>/``).
 PARTITION_KEYS: tuple[str, ...] = ("study", "case")
 PARTITION_SCHEMA: pa.Schema = pa.schema([RUN_SCHEMA.field(k) for k in PARTITION_KEYS])
+#: The version of the dataset's file layout, stamped into every data file (2: versions and phase_times as maps).
+DATASET_SCHEMA = 2
 #: The columns stored inside each partition file (the partition keys live in the path).
-FILE_SCHEMA: pa.Schema = pa.schema([f for f in RUN_SCHEMA if f.name not in PARTITION_KEYS])
+FILE_SCHEMA: pa.Schema = pa.schema([f for f in RUN_SCHEMA if f.name not in PARTITION_KEYS],
+                                   metadata={b"hetval.dataset_schema": str(DATASET_SCHEMA).encode()})
 #: Uniqueness key of the dataset.
 ROW_KEY: tuple[str, str] = ("run_id", "rep")
+
+
+class DatasetSchemaError(ValueError):
+    """A data file was written by another version of the dataset layout: gather rebuilds it from the raw records."""
 
 
 class RecordError(ValueError):
@@ -47,7 +57,33 @@ def _parse_timestamp(name: str, value: Any) -> dt.datetime:
     return ts.astimezone(dt.UTC)
 
 
+def _check_map(name: str, typ: str, value: Any) -> dict[str, Any]:
+    """A map field as a dict: a JSON object (as text, as raw records hold it, or already parsed)."""
+    doc = value
+    if isinstance(value, str):
+        try:
+            doc = json.loads(value)
+        except ValueError:
+            raise RecordError(f"field {name!r}: not a JSON object: {value!r:.60}") from None
+    if not isinstance(doc, dict) or not all(isinstance(k, str) for k in doc):
+        raise RecordError(f"field {name!r}: expected an object of text keys, got {type(doc).__name__}")
+    out: dict[str, Any] = {}
+    for k, v in doc.items():
+        if typ == "map:string":
+            if isinstance(v, bool) or not (v is None or isinstance(v, str | int | float)):
+                raise RecordError(f"field {name!r}: value of {k!r} is not text: {v!r:.40}")
+            out[k] = None if v is None else str(v)
+        else:
+            if not isinstance(v, list) or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                                                   and math.isfinite(x) for x in v):
+                raise RecordError(f"field {name!r}: value of {k!r} is not a list of finite numbers")
+            out[k] = [float(x) for x in v]
+    return out
+
+
 def _check_value(name: str, typ: str, value: Any) -> Any:
+    if typ.startswith("map:"):
+        return _check_map(name, typ, value)
     if typ == "string":
         if not isinstance(value, str):
             raise RecordError(f"field {name!r}: expected text, got {type(value).__name__} {value!r:.40}")

@@ -105,14 +105,18 @@ def replicas(seed: pa.Table, n_runs: int, study: str = "synthetic", seed_value: 
 
 def write_raw_files(tables: Iterator[pa.Table], raw_dir: str | Path) -> list[Path]:
     """Each run of ``tables`` as a raw record file ``<raw_dir>/<run_id>.json`` (what gather reads)."""
-    from sims.record import write_raw
+    from sims.record import FIELD_TYPES, write_raw
 
+    maps = [name for name, typ in FIELD_TYPES.items() if typ.startswith("map:")]
     paths = []
     for table in tables:
         rows = table.to_pylist()
         by_run: dict[str, list[dict]] = {}
         for r in rows:
             r["started_at"] = r["started_at"].isoformat().replace("+00:00", "Z") if r["started_at"] else None
+            for name in maps:  # an Arrow map comes back as (key, value) pairs; a raw record holds an object
+                if r.get(name) is not None:
+                    r[name] = json.dumps(dict(r[name]), sort_keys=True)
             by_run.setdefault(r["run_id"], []).append(r)
         for run_id, recs in by_run.items():
             path = Path(raw_dir) / f"{run_id}.json"

@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import history, tasks
-from analysis.dataset import partition_files, read_file
+from analysis.dataset import check_layout, partition_files, read_file
 from analysis.platforms import Platforms
 from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
 from analysis.runs import failed_runs, scoring_on
@@ -316,6 +316,8 @@ def validate(
     # every case on the empty schema first: the result types, and a missing platform column fails here
     empty = {name: case_frame(name, meta, *joins[name]) for name in registered}
     files = partition_files(runs_dir, studies)
+    for f in files:  # before any task: a file of another layout is one line, not a worker's traceback
+        check_layout(f[2])
     with dask_client(where) as client:
         log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers; "
             f"{where.describe()}); {len(files)} data file(s)")

@@ -21,7 +21,11 @@ from sims.vocab import FDM_PHASES, STATUSES  # noqa: F401 - STATUSES re-exported
 
 #: (name, type, required) for every column of a run record. Types are the
 #: logical types ``string``, ``int64``, ``float64``, ``timestamp`` (UTC, ISO 8601
-#: text in JSON). ``required`` fields must be present and non-null in every record.
+#: text in JSON), ``map:string`` and ``map:doubles`` (a JSON object in the raw record - text or an object -
+#: of text values or of lists of numbers; an Arrow map in the dataset). ``required`` fields must be present
+#: and non-null in every record. ``params``, ``energy_detail``, ``grid``, ``decomposition`` and ``placement``
+#: stay JSON text in the dataset: their structure differs by case, meter or scheduler, and one dataset holds
+#: every case (the validation tables turn ``params`` into a struct per table).
 FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("run_id", "string", True),
     ("study", "string", True),
@@ -59,7 +63,7 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("decomposition", "string", False),  # JSON: [px, py, pz]
     ("marshaling", "string", False),  # host-staging | device-pack | gpu-aware
     ("boundary", "string", False),  # none | cpml(<width>)
-    ("phase_times", "string", False),  # JSON: {phase: [seconds per rank]}
+    ("phase_times", "map:doubles", False),  # {phase: [seconds per rank]}
     # the slowest rank's total per FDM phase (halo: waiting in the exchange; h2d: host<->device copies)
     *((f"time_{phase}_s", "float64", False) for phase in FDM_PHASES),
     ("points", "int64", False),  # grid points updated per step (whole grid)
@@ -70,7 +74,7 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("job_id", "string", False),
     ("placement", "string", False),
     ("git_sha", "string", False),
-    ("versions", "string", True),  # JSON text
+    ("versions", "map:string", True),  # {package: version}
     ("config_hash", "string", True),
 )
 

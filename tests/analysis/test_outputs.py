@@ -98,3 +98,17 @@ def test_published_claims_carry_both_numbers_the_tolerance_and_the_reason(output
     missed = claims[~claims["reproduced"]]
     assert len(missed) and missed["reason"].str.contains("outside the tolerance").all()
     assert claims["published_value"].notna().sum() > 200
+
+
+def test_the_dataset_keeps_structured_fields_as_arrow_maps(outputs):
+    from analysis.schema import FILE_SCHEMA
+
+    table = dataset.read_runs(outputs / "runs")
+    assert str(table.schema.field("versions").type) == "map<string, string>"
+    assert str(table.schema.field("phase_times").type).startswith("map<string, list<")
+    fdm = [dict(v) for v, c in zip(table["phase_times"].to_pylist(), table["case"].to_pylist(), strict=True)
+           if c == "fdm" and v is not None]
+    assert fdm and {"velocity", "stress", "loop"} <= set(fdm[0]) and isinstance(fdm[0]["loop"], list)
+    assert "numpy" in dict(table["versions"][0].as_py())
+    files = list((outputs / "runs").rglob("*.parquet"))
+    assert all(pq.read_schema(f).metadata == FILE_SCHEMA.metadata for f in files)

@@ -262,3 +262,35 @@ def test_the_report_lists_runs_given_up(tmp_path):
                                                                      "why": "failed: boom"}]}))
     _, status, given = read_quarantine(manifest)
     assert status == "ok" and given[0]["run_id"] == "f" * 16
+
+
+def test_a_data_file_of_an_older_layout_is_rebuilt_and_refused_by_validation_in_one_line(root):
+    """Layout 1 kept versions and phase_times as JSON text: gather rebuilds such a file from the raw records (and
+    the workflow regathers on its own: the manifest names the layout); validation refuses it in one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from analysis.schema import FILE_SCHEMA
+
+    files = [put(root, "s", rid) for rid in ("a" * 16, "a" + "c" * 15)]
+    res, _ = run_gather(root, files)
+    part = root / "results" / "runs" / "study=s" / "case=sa" / "part-a.parquet"
+    new = pq.read_table(part)
+    old_schema = pa.schema([pa.field(f.name, pa.string() if f.name in ("versions", "phase_times") else f.type)
+                            for f in FILE_SCHEMA])
+    old = pa.table({n: (pa.array([json.dumps(dict(v)) if v is not None else None for v in new[n].to_pylist()])
+                        if n in ("versions", "phase_times") else new[n]) for n in new.column_names}, schema=old_schema)
+    pq.write_table(old, part)
+    manifest = root / "results" / "s" / "gathered.json"
+    manifest.parent.mkdir(parents=True)
+    doc = res.as_dict()
+    doc.pop("dataset_schema")
+    manifest.write_text(json.dumps(doc))
+    assert any("layout 1" in p for p in dataset.check_manifest(manifest, root / "results" / "runs", "s"))
+    out = cli("validate", "--runs", str(root / "results" / "runs"), "--platform-file",
+              str(REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml"), "--published", "", "--workers", "1",
+              "--out", str(root / "val"), cwd=root)
+    one_line_refusal(out, "dataset layout 1", "gather again")
+    res, lines = run_gather(root, files)
+    assert len(res.rebuilt) == 1 and "layout 1" in res.rebuilt[0]["reason"]
+    assert dataset.read_runs(root / "results" / "runs").num_rows == 4
