@@ -10,9 +10,12 @@ rows of its newest raw record, so re-gathering never creates a duplicate. Each
 bucket file is replaced atomically (temporary file + rename). A partition in the
 older one-file layout (``part.parquet``) is split into buckets the first time
 gather touches it.
-A raw file that fails the schema is moved to ``<quarantine>/<study>/`` under its
+A raw file that fails the schema, or whose identity disagrees with where it
+lives (:func:`read_raw_file`), is copied to ``<quarantine>/<study>/`` under its
 own name with ``<name>.reason.txt`` beside it, and its rows stay out of the
-dataset. For such a file and for a ``failed`` run (whose record is gathered
+dataset; a data file that does not read is set aside there and rebuilt from the
+raw records. The manifest's checksums of the data files are
+:mod:`analysis.manifest`'s. For such a file and for a ``failed`` run (whose record is gathered
 like any other) a retry request ``<retry>/<study>/<run_id>.json`` is written:
 the workflow's run rule takes that file as an input when it exists, so the
 next invocation redoes exactly those runs, and a run that succeeds is not
@@ -23,7 +26,6 @@ overwrites it.)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Iterable
@@ -35,7 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from analysis.retry import attempts_path, given_up, note_attempt, read_json
+from analysis.manifest import sha256_of, study_files
+from analysis.retry import attempts_path, given_up, note_attempt
 from analysis.schema import (
     DATASET_SCHEMA,
     FILE_SCHEMA,
@@ -68,7 +71,7 @@ class GatherResult:
     removed_runs: list[str] = field(default_factory=list)
     #: runs that failed (or were quarantined) the same way ``max_attempts`` times: not retried
     given_up: list[dict[str, Any]] = field(default_factory=list)
-    #: every data file of the gathered studies: its size and SHA-256 (:func:`check_manifest`)
+    #: every data file of the gathered studies: its size and SHA-256 (:func:`analysis.manifest.check_manifest`)
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -258,60 +261,6 @@ BUCKETS = "0123456789abcdef"
 BUCKET_FILES = frozenset(f"part-{b}.parquet" for b in BUCKETS)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def study_files(runs_dir: str | Path, study: str,
-                previous: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
-    """Every data file of ``study`` (path relative to ``runs_dir``) with its size, mtime and SHA-256; a file
-    whose size and mtime match ``previous`` keeps its recorded checksum (it was not rewritten)."""
-    runs_dir = Path(runs_dir)
-    out = {}
-    for path in sorted(runs_dir.glob(f"study={study}/case=*/*.parquet")):
-        st = path.stat()
-        rel = path.relative_to(runs_dir).as_posix()
-        old = (previous or {}).get(rel) or {}
-        same = old.get("bytes") == st.st_size and old.get("mtime_ns") == st.st_mtime_ns and old.get("sha256")
-        out[rel] = {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns,
-                    "sha256": old["sha256"] if same else _sha256(path)}
-    return out
-
-
-def check_manifest(manifest: str | Path, runs_dir: str | Path, study: str) -> list[str]:
-    """What differs between ``study``'s data files and what the gather that wrote ``manifest`` left: a file
-    missing, added, or whose content changed (its SHA-256 is computed only when size or mtime moved). An
-    empty list when they agree (or there is no manifest yet: nothing to compare)."""
-    manifest = Path(manifest)
-    if not manifest.exists():
-        return []
-    doc = read_json(manifest)
-    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
-        return [f"{manifest} does not read as a gather manifest"]
-    recorded: dict[str, dict[str, Any]] = doc["files"]
-    runs_dir = Path(runs_dir)
-    problems = []
-    if doc.get("dataset_schema", 1) != DATASET_SCHEMA:
-        problems.append(f"the dataset was gathered in layout {doc.get('dataset_schema', 1)}; this hetval writes "
-                        f"layout {DATASET_SCHEMA}")
-    present = {p.relative_to(runs_dir).as_posix(): p for p in runs_dir.glob(f"study={study}/case=*/*.parquet")}
-    for rel in sorted(set(recorded) - set(present)):
-        problems.append(f"{runs_dir / rel} is missing")
-    for rel in sorted(set(present) - set(recorded)):
-        problems.append(f"{runs_dir / rel} was not written by gather")
-    for rel in sorted(set(present) & set(recorded)):
-        st, old = present[rel].stat(), recorded[rel]
-        if st.st_size == old.get("bytes") and st.st_mtime_ns == old.get("mtime_ns"):
-            continue
-        if st.st_size != old.get("bytes") or _sha256(present[rel]) != old.get("sha256"):
-            problems.append(f"{runs_dir / rel} changed since gather wrote it")
-    return problems
-
-
 def _read_ids(path: Path) -> set[str]:
     import pyarrow.parquet as pq
 
@@ -382,7 +331,7 @@ def gather(
             result.quarantined.append({"file": str(dst), "reason": reason})
             log(f"[hetval gather] quarantined {raw.name}: {reason}")
             if is_name(raw.parent.name) and is_name(raw.stem):
-                token = "sha256:" + _sha256(raw)
+                token = "sha256:" + sha256_of(raw)
                 outcomes.append((raw.parent.name, raw.stem, token, f"quarantined: {reason}", ""))
             continue
         first = records[0]

@@ -23,6 +23,26 @@ def tool_env() -> dict[str, str]:
     return env
 
 
+def default_dataset(root: Path) -> Path:
+    """The default study's 73 real measured runs (tests/data) gathered into ``root/runs``, with their
+    platform file at ``root/platform.yaml``; returns ``root``."""
+    import gzip
+    import json
+
+    from analysis import dataset
+    from sims.record import write_raw
+
+    data = REPO / "tests" / "data"
+    files = []
+    for doc in json.loads(gzip.decompress((data / "default-records.json.gz").read_bytes())):
+        path = root / "raw" / "default" / f"{doc['run_id']}.json"
+        write_raw(path, doc["run_id"], doc["records"])
+        files.append(path)
+    dataset.gather(files, root / "runs", root / "quarantine", root / "retry", log=lambda *_: None)
+    shutil.copy(data / "cpu-pair-numpy-numba.yaml", root / "platform.yaml")
+    return root
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -5,10 +5,8 @@ each, measured on this kind of machine: tests/data/default-records.json.gz)."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -17,27 +15,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import dataset
-from sims.record import write_raw
-from tests.conftest import BIN, REPO
+from tests.conftest import BIN, default_dataset
 
-DATA = REPO / "tests" / "data"
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
     """The default study's real raw records gathered into a dataset (returns the working directory)."""
-    root = tmp_path_factory.mktemp("dask")
-    docs = json.loads(gzip.decompress((DATA / "default-records.json.gz").read_bytes()))
-    files = []
-    for doc in docs:
-        path = root / "raw" / "default" / f"{doc['run_id']}.json"
-        write_raw(path, doc["run_id"], doc["records"])
-        files.append(path)
-    dataset.gather(files, root / "runs", root / "quarantine", root / "retry", log=lambda *_: None)
-    shutil.copy(DATA / "cpu-pair-numpy-numba.yaml", root / "platform.yaml")
-    return root
+    return default_dataset(tmp_path_factory.mktemp("dask"))
 
 
 def validate(root: Path, out: str, env: dict[str, str], *extra: str, timeout: float = 600,

@@ -4,33 +4,18 @@ nothing but Parquet. Built from the default study's 73 real runs."""
 
 from __future__ import annotations
 
-import gzip
-import json
-import shutil
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from analysis import dataset, validate
 from analysis.metrics import TIGHTNESS
-from sims.record import write_raw
-from tests.conftest import REPO
-
-DATA = REPO / "tests" / "data"
+from tests.conftest import default_dataset
 
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("outputs")
-    docs = json.loads(gzip.decompress((DATA / "default-records.json.gz").read_bytes()))
-    files = []
-    for doc in docs:
-        path = root / "raw" / "default" / f"{doc['run_id']}.json"
-        write_raw(path, doc["run_id"], doc["records"])
-        files.append(path)
-    dataset.gather(files, root / "runs", root / "quarantine", root / "retry", log=lambda *_: None)
-    shutil.copy(DATA / "cpu-pair-numpy-numba.yaml", root / "platform.yaml")
+    root = default_dataset(tmp_path_factory.mktemp("outputs"))
     from analysis.published import PUBLISHED_DIR
     from analysis.uncertainty import Settings
 

@@ -57,11 +57,9 @@ STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e["PATH"] = f"{BIN}{os.pathsep}{e.get('PATH', '')}"
-    e["PYTHONPATH"] = f"{REPO}{os.pathsep}{e.get('PYTHONPATH', '')}".rstrip(os.pathsep)
-    e.pop("DASK_SCHEDULER_ADDRESS", None)
-    return e
+    from tests.conftest import tool_env
+
+    return tool_env()
 
 
 def command(work: Path, *extra: str) -> list[str]:

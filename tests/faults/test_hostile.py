@@ -15,6 +15,7 @@ import pytest
 
 from analysis import dataset, heal, retry
 from analysis.dataset import Matrix
+from analysis.manifest import check_manifest
 from sims.record import FIELDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,14 +116,14 @@ def test_a_data_file_that_does_not_read_is_set_aside_and_rebuilt_from_the_raw_re
     manifest = root / "results" / "s" / "gathered.json"
     manifest.parent.mkdir(parents=True)
     manifest.write_text(json.dumps(res.as_dict()))
-    assert any("changed since gather wrote it" in p for p in dataset.check_manifest(manifest, root / "results" / "runs", "s"))
+    assert any("changed since gather wrote it" in p for p in check_manifest(manifest, root / "results" / "runs", "s"))
     res, lines = run_gather(root, files)
     assert len(res.rebuilt) == 1 and res.rebuilt[0]["file"] == str(part)
     assert any("does not read" in line and str(part) in line for line in lines)
     assert Path(res.rebuilt[0]["moved_to"]).exists()  # nothing deleted
     assert dataset.read_runs(root / "results" / "runs").sort_by("run_id").equals(before)
     manifest.write_text(json.dumps(res.as_dict()))
-    assert dataset.check_manifest(manifest, root / "results" / "runs", "s") == []
+    assert check_manifest(manifest, root / "results" / "runs", "s") == []
 
 
 def test_the_manifest_notices_a_missing_added_or_changed_file_and_ages_itself(root):
@@ -286,7 +287,7 @@ def test_a_data_file_of_an_older_layout_is_rebuilt_and_refused_by_validation_in_
     doc = res.as_dict()
     doc.pop("dataset_schema")
     manifest.write_text(json.dumps(doc))
-    assert any("layout 1" in p for p in dataset.check_manifest(manifest, root / "results" / "runs", "s"))
+    assert any("layout 1" in p for p in check_manifest(manifest, root / "results" / "runs", "s"))
     out = cli("validate", "--runs", str(root / "results" / "runs"), "--platform-file",
               str(REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml"), "--published", "", "--workers", "1",
               "--out", str(root / "val"), cwd=root)

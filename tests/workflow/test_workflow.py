@@ -163,6 +163,17 @@ def test_tiny_study_end_to_end(env, tmp_path):
     # A second invocation does nothing.
     again = snakemake(tiny, env, tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    # Nor does one from a copy of the checkout somewhere else: no absolute path of the checkout in any rule.
+    import shutil
+
+    moved = tmp_path / "moved-checkout"
+    shutil.copytree(REPO, moved, ignore=shutil.ignore_patterns(".venv", ".git", "results", ".snakemake", "logs",
+                                                                "__pycache__", "*.egg-info"))
+    elsewhere = subprocess.run([str(BIN / "snakemake"), "-s", str(moved / "workflow" / "Snakefile"), "-d",
+                                str(tmp_path), "-n", *tiny], env=env, capture_output=True, text=True, timeout=600,
+                               cwd=moved)
+    assert elsewhere.returncode == 0 and "Nothing to be done" in elsewhere.stdout + elsewhere.stderr, (
+        elsewhere.stdout[-2000:] + elsewhere.stderr[-2000:])
 
     # Another study in the same directory leaves this study's outputs byte-identical and runs only its own cases.
     def digests() -> dict[str, str]:

@@ -45,10 +45,7 @@ OUT = f"results/{STUDY}"
 # one table per name the registered cases declare, plus failed, published and summary.json
 VALIDATION_FILES = output_files(f"{OUT}/validation")
 # the papers' machine tables whose published claims the validation job recomputes
-PUBLISHED_DIR = str(PUBLISHED_MACHINES)
-PUBLISHED_CATALOGS = sorted(
-    os.path.join(PUBLISHED_DIR, f) for f in os.listdir(PUBLISHED_DIR) if f.endswith(".yaml")
-)
+CATALOGS_DIGEST = stable_hash({p.name: p.read_text(encoding="utf-8") for p in sorted(PUBLISHED_MACHINES.glob("*.yaml"))})
 # Provenance only: handed to the runner through the environment so that editing an
 # unrelated config key never changes a rule's params (which would re-run every run).
 os.environ.update(HETVAL_CONFIG_HASH=config_hash(config))

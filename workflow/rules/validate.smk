@@ -7,12 +7,14 @@ rule validate_models:
         manifest=f"{OUT}/gathered.json",
         platforms=get_platform_files,
         inter_node=get_inter_node_files,
-        published=PUBLISHED_CATALOGS,
     output:
         VALIDATION_FILES,
     log:
         f"logs/{STUDY}/validate.log",
     params:
+        # the papers' tables (shipped with hetval) by content, not path: editing one re-validates,
+        # moving the checkout does not
+        catalogs=CATALOGS_DIGEST,
         scheduler=get_scheduler,
         study=STUDY,
         out=lambda wildcards, output: os.path.dirname(output[0]),
