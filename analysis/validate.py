@@ -211,8 +211,15 @@ def _as_pandas(table: Any) -> pd.DataFrame:
     return table.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)
 
 
+#: Record fields no case's reduction reads (provenance and per-rank detail): validation leaves them in the files
+#: (a map of package versions per record is most of a file's decoding time).
+NOT_READ = ("versions", "phase_times", "energy_detail", "placement", "job_id", "git_sha", "config_hash",
+            "executed_flops_host", "executed_flops_accel", "timer_resolution_s")
+READ_COLUMNS = [c for c in RUN_SCHEMA.names if c not in NOT_READ]
+
+
 def _read_partition(study: str, case: str, path: str) -> pd.DataFrame:
-    return _as_pandas(read_file(study, case, path))
+    return _as_pandas(read_file(study, case, path, columns=READ_COLUMNS))
 
 
 def case_frame(case_name: str, records: pd.DataFrame, frame: pd.DataFrame | None,
@@ -311,7 +318,7 @@ def validate(
     where = dask_settings or DaskSettings(address=address, connect_timeout=connect_timeout)
     if address and not where.address:
         where = dataclasses.replace(where, address=address)
-    meta = _as_pandas(RUN_SCHEMA.empty_table())
+    meta = _as_pandas(RUN_SCHEMA.empty_table().select(READ_COLUMNS))
     joins = {name: case.platform_frame(platforms) for name, case in registered.items()}
     # every case on the empty schema first: the result types, and a missing platform column fails here
     empty = {name: case_frame(name, meta, *joins[name]) for name in registered}
