@@ -236,7 +236,7 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
         "platform": platform,
         "description": layout.get("description", ""),
         "layout": {"host": layout["host"], "accel": layout["accel"]},
-        **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor")},
+        **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor", "gemm_sizes")},
         "min_region_factor": config["runs"]["min_region_factor"],
         "energy": config["energy"],
     }

@@ -16,12 +16,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.ceilings import CEILING_COLS, ceiling_values
 from sims.platform_file import PlatformFileError, read_platform
 
 TAU_COLS = ["tau_add_host", "tau_mul_host", "tau_add_accel", "tau_mul_accel"]
 ENERGY_PARAMS = ("e_f", "e_b", "p_s")
 ENERGY_COLS = [f"{p}_{r}" for r in ("host", "accel") for p in ENERGY_PARAMS]
-PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *ENERGY_COLS, "idle_w"]
+#: ``t_f_<class>_<dtype>_<role>``: the compute ceilings per kernel class (:mod:`analysis.ceilings`)
+PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *ENERGY_COLS, "idle_w", *CEILING_COLS]
 #: why a role's fitted energy parameters are not used ("" when they are, or when there are none)
 PROBLEM_COLS = ["energy_problem_host", "energy_problem_accel"]
 BACKEND_COLS = ["t_f", "t_b", "t_b_shared", "latency", "t_net", "latency_inter", "t_net_inter", "cores"]
@@ -62,7 +64,8 @@ def energy_fit_problem(proc: Any) -> str | None:
 
 
 def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.DataFrame:
-    """One row per characterised platform: ``t_f``/``t_b`` (median-based) of host and accel, and more.
+    """One row per characterised platform: ``t_f``/``t_b`` (median-based) of host and accel, the compute
+    ceilings per kernel class and precision, and more.
 
     ``docs`` are ``(path, document)`` pairs read with :func:`read_platform`, or a directory of platform files.
     """
@@ -86,6 +89,8 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
                 v = procs[role].get(p) if isinstance(procs[role], dict) else None
                 have = usable and isinstance(v, dict) and v.get("value") is not None
                 row[f"{p}_{role}"] = float(v["value"]) if have else np.nan
+        for role in ("host", "accel"):
+            row.update(ceiling_values(procs[role], role))
         idle = doc.get("idle_power") or {}
         row["idle_w"] = float(idle["value"]) if idle.get("value") is not None else np.nan
         for role in ("host", "accel"):

@@ -124,6 +124,12 @@ class Case(abc.ABC):
         """The platform parameters joined to the reduced runs, and the join keys."""
         return platforms.processors, ["platform"]
 
+    def bound_inputs(self, joined: pd.DataFrame) -> pd.DataFrame:
+        """The joined runs as the bounds count them: for a case whose phases run against different compute
+        ceilings, each processor's ``t_f_<role>`` becomes the ceiling of the kernels it ran and its
+        ``traffic_<role>`` the memory traffic they must move (:mod:`analysis.ceilings`). Default: unchanged."""
+        return joined
+
     @abc.abstractmethod
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         """The case's validation tables from each applicable model's predictions (pandas).

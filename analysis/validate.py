@@ -236,6 +236,8 @@ def case_frame(case_name: str, records: pd.DataFrame, frame: pd.DataFrame | None
     if frame is not None:  # join keys typed as the runs' own (the platform files give plain str)
         frame = frame.astype({k: reduced[k].dtype for k in keys or [] if k in reduced and k in frame})
     joined = reduced.merge(frame, on=keys, how="inner") if frame is not None else reduced
+    if frame is not None:
+        joined = case.bound_inputs(joined)
     check_needs(case, joined.columns)
     out.update(reduced=len(reduced), joined=len(joined))
     models = models_for(case_name)

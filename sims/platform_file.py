@@ -93,7 +93,8 @@ def value(param: Any) -> float | None:
 
 
 def roofline_rates(doc: dict[str, Any], source: str = "platform file") -> dict[str, dict[str, float]]:
-    """``{role: {"t_f": s/flop, "t_b": s/byte}}`` of both processors; raise naming what is missing."""
+    """``{role: {"t_f": s/flop, "t_b": s/byte, "t_f_<class>_<dtype>": s/flop ...}}`` of both processors (the
+    compute ceilings per kernel class when the file has them); raise naming what is missing."""
     out: dict[str, dict[str, float]] = {}
     procs = doc.get("processors") or {}
     for role in ROLES:
@@ -103,6 +104,11 @@ def roofline_rates(doc: dict[str, Any], source: str = "platform file") -> dict[s
         if missing:
             raise PlatformFileError(f"{source} lacks processors.{role}.{missing[0]}.value")
         out[role] = {p: float(v) for p, v in got.items()}  # type: ignore[arg-type]
+        for cls, by_dtype in ((proc.get("ceilings") or {}) if isinstance(proc, dict) else {}).items():
+            for dt, param in (by_dtype or {}).items():  # the compute ceilings per kernel class, when measured
+                v = value(param)
+                if v is not None and v > 0:
+                    out[role][f"t_f_{cls}_{dt}"] = v
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from analysis import ceilings
 from analysis.cases.wp import WPCase
 from sims.cases.matrix import LA_WPS
 
@@ -71,6 +72,11 @@ class LACase(WPCase):
         if "n_mm" not in params:
             return str(size)
         return f"matmul {int(params['n_mm'])}² + transpose {int(params['n_tr'])}² {params.get('dtype', 'float32')}"
+
+    def phase_work(self, params: Mapping[str, Any]) -> ceilings.Work | None:
+        """The product against the GEMM ceiling at the run's precision, with its compulsory traffic; the
+        transpose's bytes (:data:`sims.cases.matrix.PHASE_KERNELS`)."""
+        return ceilings.matrix_work(params)
 
     def data_bytes(self, spec: Mapping[str, Any]) -> float:
         p = spec["params"]  # A, B, C of the multiply and D, E of the transpose

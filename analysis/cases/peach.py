@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from analysis.cases.wp import run_command, two_processor_spec
+from analysis import ceilings
+from analysis.cases.wp import params_doc, run_command, two_processor_spec
 from analysis.config import platform_layouts
 from analysis.models import peach
 from analysis.predictors.energy_roofline import ROOFLINE_ENERGY_MODEL
@@ -212,6 +213,10 @@ class PEACHCase(Case):
 
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         return reduce_repetitions(records)
+
+    def bound_inputs(self, joined: pd.DataFrame) -> pd.DataFrame:
+        """The energy roofline bounds a product against the GEMM ceiling with its compulsory traffic, as LA."""
+        return ceilings.apply(joined, "params", lambda text: ceilings.matrix_work(params_doc(text)))
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         predicted = predictions.get(MODEL)

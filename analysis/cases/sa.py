@@ -13,9 +13,10 @@ from typing import Any
 
 import yaml
 
+from analysis import ceilings
 from analysis.cases.wp import WPCase
-from sims.sa.counts import POWADD_TERMS
-from sims.vocab import WPS
+from sims.sa.counts import DTYPE, PHASE_COUNTS, PHASE_KERNELS, POWADD_TERMS
+from sims.vocab import ROLES, WPS
 
 SCHEMA = yaml.safe_load(f"""
 type: object
@@ -52,6 +53,25 @@ class SACase(WPCase):
     order = 10
     schema = SCHEMA
     job = "sims.sa.job:SARun"
+
+    def phase_work(self, params: Mapping[str, Any]) -> ceilings.Work | None:
+        """Both phases are element-wise float32 code: the vector ceiling, their counted bytes as traffic
+        (:data:`sims.sa.counts.PHASE_KERNELS`)."""
+        try:
+            out: ceilings.Work = {}
+            for role in ROLES:
+                n = float((params["elements"] or {}).get(role) or 0)
+                flops: dict[tuple[str, str], float] = {}
+                traffic = 0.0
+                for ph in (params.get("phases") or {}).get(role) or ():
+                    f, b = PHASE_COUNTS[ph]
+                    key = (PHASE_KERNELS[ph], DTYPE)
+                    flops[key] = flops.get(key, 0.0) + f * n
+                    traffic += b * n
+                out[role] = (flops, traffic)
+            return out
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
 
     def data_bytes(self, spec: Mapping[str, Any]) -> float:
         # float32: a, b, c and d, and the 32 rows of e (sims.sa.kernels.allocate), all on one rank in CO/GO

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import guidelines
+from analysis import ceilings, guidelines
 from analysis.config import platform_layouts
 from analysis.predictors.peapaw import MODEL as PEAPAW
 from analysis.registry import Case, models_for
@@ -105,6 +105,14 @@ class WPCase(Case):
     def needs_platform(self, spec: Mapping[str, Any]) -> bool:
         return spec["variant"] == "p-DP"
 
+    def phase_work(self, params: Mapping[str, Any]) -> ceilings.Work | None:
+        """Per role, the flops per (kernel class, precision) and the memory traffic of a run with these
+        record ``params`` (None: unknown - the run keeps its recorded bytes against the vector ceiling)."""
+        return None
+
+    def bound_inputs(self, joined: pd.DataFrame) -> pd.DataFrame:
+        return ceilings.apply(joined, "params", lambda text: self.phase_work(params_doc(text)))
+
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         out = reduce_repetitions(records)
         labels: dict[tuple[Any, Any], str] = {}
@@ -138,6 +146,14 @@ class WPCase(Case):
                                                     ignore_index=True),
                 "energy_runs": energy, "energy_roofline": roofline,
                 "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
+
+
+def params_doc(text: Any) -> dict[str, Any]:
+    try:
+        doc = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame:

@@ -42,7 +42,9 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
             per_role: dict[str, tuple[float, float, float | None]] = {}
             idle: set[str] = set()
             for role in ("host", "accel"):
-                nf, nb = (float(getattr(row, f"{q}_{role}") or 0.0) for q in ("flops", "bytes"))
+                # the traffic the bound counts and the ceiling of the kernels this processor ran (analysis.ceilings)
+                traffic = f"traffic_{role}" if hasattr(row, f"traffic_{role}") else f"bytes_{role}"
+                nf, nb = (float(getattr(row, q) or 0.0) for q in (f"flops_{role}", traffic))
                 nf, nb = (0.0 if np.isnan(nf) else nf), (0.0 if np.isnan(nb) else nb)
                 params = [getattr(row, f"{p}_{role}", np.nan) for p in (*ENERGY_PARAMS, "t_f", "t_b")]
                 if nf == 0 and nb == 0:

@@ -36,12 +36,17 @@ def by_processors(runs: pd.DataFrame, energy: bool = False) -> Iterator[tuple[np
     for code in range(int(codes.max()) + 1):
         rows = np.flatnonzero(codes == code)
         v = dict(zip(cols, values[rows[0]].tolist(), strict=True))
+        if not all(np.isfinite(x) and x > 0 for x in v.values()):
+            continue  # a ceiling this platform never measured (analysis.ceilings): no bound rather than a wrong one
         yield (rows, *(hetero.Processor(**{p: v[f"{p}_{role}"] for p in params}) for role in ("host", "accel")))
 
 
 def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     """Add intensities, measured performance and the PerDome/PeaPaw bound for each SA run.
 
+    Intensities are flops over the memory traffic the bound counts (``traffic*``, :mod:`analysis.ceilings`:
+    for a product run as BLAS its compulsory traffic, not the papers' classic-kernel bytes), and ``t_f_<role>``
+    is the compute ceiling of the kernels the processor ran (the case's ``bound_inputs``).
     ``CO``, ``GO``, ``CP``, ``CP-reverse`` use the four-term bound from
     ``(I, I_C, I_G)`` (PeaPaw eq. 20; CO/GO reduce to one roofline); ``p-DP``
     the sum of both rooflines (PeaPaw eq. 19); ``DP(alpha)`` PerDome eq. 20 at
@@ -49,9 +54,10 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     ``t_f_*``/``t_b_*`` columns (joined beforehand).
     """
     out = runs.copy()
-    out["intensity"] = _intensity(out["flops"], out["bytes"])
-    out["intensity_host"] = _intensity(out["flops_host"], out["bytes_host"])
-    out["intensity_accel"] = _intensity(out["flops_accel"], out["bytes_accel"])
+    traffic = {k: f"traffic{k}" if f"traffic{k}" in out else f"bytes{k}" for k in ("", "_host", "_accel")}
+    out["intensity"] = _intensity(out["flops"], out[traffic[""]])
+    out["intensity_host"] = _intensity(out["flops_host"], out[traffic["_host"]])
+    out["intensity_accel"] = _intensity(out["flops_accel"], out[traffic["_accel"]])
     out["perf_measured"] = out["flops"] / out["time_median_s"]
     out["perf_host_measured"] = out["flops_host"].where(out["flops_host"] > 0) / out["time_host_median_s"]
     out["perf_accel_measured"] = out["flops_accel"].where(out["flops_accel"] > 0) / out["time_accel_median_s"]
@@ -80,9 +86,13 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
     out["perf_predicted"] = predicted
     out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
-    out["tightness"] = metrics.tightness(out["perf_measured"].to_numpy(), predicted) if len(out) else np.array([])
+    tight = np.full(len(out), np.nan)
+    have = np.isfinite(predicted)  # no bound where a ceiling was not measured (analysis.ceilings)
+    if have.any():
+        tight[have] = metrics.tightness(out["perf_measured"].to_numpy()[have], predicted[have])
+    out["tightness"] = tight
     out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
-    return out.drop(columns=[*PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
+    return out[have].drop(columns=[*PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
 
 
 def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
@@ -98,7 +108,7 @@ def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
     have = runs
     if len(runs):
         mask = runs["energy_median_j"].notna() & runs["variant"].isin(WPS)
-        for c in ENERGY_COLS:
+        for c in (*ENERGY_COLS, "t_f_host", "t_f_accel"):  # t_f null: a ceiling never measured
             mask &= runs[c].notna() if c in runs.columns else False
         have = runs[mask]
     out = predict_sa(have)

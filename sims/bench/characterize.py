@@ -7,7 +7,9 @@ Usage (what the workflow's ``characterize_platform`` rule launches)::
 Rank 0 is the ``host`` processor, rank 1 the ``accel`` processor, pinned and
 threaded exactly as in the case-study runs. Each processor is measured in turn
 while the other rank waits at the barrier: STREAM triad -> ``t_b`` (s/byte),
-independent FMA chains -> ``t_f`` (s/flop), float32. A shared triad (both
+independent FMA chains -> ``t_f`` (s/flop), float32, and the compute ceilings per
+kernel class and precision (:mod:`sims.bench.ceilings`: vector FMA chains and the
+backend's GEMM, float32 and float64). A shared triad (both
 processors streaming at once) is recorded too, because concurrent WPs share the
 memory system. Medians, spread and raw samples go into the platform file.
 """
@@ -169,6 +171,26 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                                   "time_s": r.own_s} for r in m.repetitions]
         if role == target:
             mine["operations"] = rows if backend.name != "cupy" else []
+    from sims.bench import ceilings
+
+    def timed(work: Any) -> list[float] | None:
+        done: dict[str, int] = {}
+
+        def body() -> None:
+            if work is not None:
+                done["count"] = work()
+
+        m = measure(comm, body, backend.synchronize, warmup, reps, factor)
+        return [done["count"] / r.own_s for r in m.repetitions] if work is not None else None
+
+    gemm_sizes = [int(n) for n in spec.get("gemm_sizes") or ceilings.GEMM_SIZES]
+    for target in ROLES:
+        if rank == 0:
+            print(f"[hetval characterize] {spec['platform']}: compute ceilings on {target}: vector FMA chains and "
+                  f"GEMM n = {', '.join(map(str, gemm_sizes))}, {' and '.join(ceilings.DTYPES)}", flush=True)
+        got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank)
+        if role == target:
+            mine["ceilings"] = {"vector/float32": {0: mine["t_f"]}, **got}
     from sims.bench import pingpong
 
     if rank == 0:
@@ -197,6 +219,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                 f"STREAM triad a=b+s*c, float32, 12 B/element counted, {n_triad} elements, other processor idle",
                 warmup,
             ),
+            "ceilings": ceilings.document(data["ceilings"], UNITS["t_f"], warmup),
             "roofline_fit": _roofline_fit(data["sweep"], n_triad),
             "operations": _operations(data["operations"], p["backend"]),
             "t_b_shared": _parameter(
@@ -343,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"[hetval characterize] {spec['platform']} {r} ({p['backend']}): "
                 f"{p['t_f']['rate_median'] / 1e9:.2f} GFLOP/s, {p['t_b']['rate_median'] / 1e9:.2f} GB/s "
-                f"(shared {p['t_b_shared']['rate_median'] / 1e9:.2f} GB/s)",
+                f"(shared {p['t_b_shared']['rate_median'] / 1e9:.2f} GB/s); ceilings "
+                + ", ".join(f"{c} {dt} {q['rate_median'] / 1e9:.1f}" for c, by in p["ceilings"].items()
+                            for dt, q in by.items()) + " GFLOP/s",
                 flush=True,
             )
     return 0

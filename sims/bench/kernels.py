@@ -132,10 +132,11 @@ def _cupy_kernel(xp: Any, name: str) -> Any:
         if name == "triad":
             k = xp.ElementwiseKernel("float32 b, float32 c, float32 s", "float32 a", "a = b + s * c", "hetval_triad")
         else:
+            # T is float or double (the accumulators' dtype): fma() has overloads for both in CUDA
             k = xp.ElementwiseKernel(
-                "float32 x, float32 y, int64 steps",
-                "float32 acc",
-                "float v = acc; for (long long t = 0; t < steps; ++t) { v = fmaf(v, x, y); } acc = v;",
+                "T x, T y, int64 steps",
+                "T acc",
+                "T v = acc; for (long long t = 0; t < steps; ++t) { v = fma(v, x, y); } acc = v;",
                 "hetval_fma",
             )
         _cupy_kernels[name] = k

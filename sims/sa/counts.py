@@ -16,6 +16,10 @@ POW_EXPONENT = 63
 POWADD_FLOPS = POWADD_TERMS * (POW_EXPONENT + 1)  # 2048
 POWADD_BYTES = 256  # POWADD_TERMS * 8, as counted in the paper
 
+#: The compute ceiling each phase runs against (:mod:`sims.bench.ceilings`): both are element-wise float32 code,
+#: and their counted bytes are the compulsory traffic (every element is read or written once).
+PHASE_KERNELS = {"vecadd": "vector", "powadd": "vector"}
+DTYPE = "float32"
 #: (flops, bytes) per element of each phase.
 PHASE_COUNTS = {"vecadd": (VECADD_FLOPS, VECADD_BYTES), "powadd": (POWADD_FLOPS, POWADD_BYTES)}
 #: Operations per element of each phase, by kind (the per-operation model of Kannan et al.):

@@ -32,7 +32,7 @@ BIN = Path(sys.executable).parent
 MICRO = """\
 study: micro
 runs: {warmup: 0, repetitions: 2}
-characterize: {warmup: 1, repetitions: 5, llc_factor: 2}
+characterize: {warmup: 1, repetitions: 5, llc_factor: 2, gemm_sizes: [128]}
 uncertainty: {resamples: 100}
 validate: {workers: 1, connect_timeout: 20}
 cases:

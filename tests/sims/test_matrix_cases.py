@@ -34,14 +34,23 @@ def test_la_dp_splits_rows_and_keeps_totals():
     assert go["host"].idle and go["accel"].flops == co.flops
 
 
-def test_la_pdp_balances_roofline_times():
+def test_la_pdp_balances_roofline_times_against_the_gemm_ceiling():
     t_f = {"host": 1e-10, "accel": 1e-11}
+    t_gemm = {"host": 2e-11, "accel": 1e-11}
     t_b = {"host": 1e-10, "accel": 2e-11}
-    parts, alpha = matrix.la_partition("p-DP", 1024, 8192, rates={r: {"t_f": t_f[r], "t_b": t_b[r]} for r in t_f})
+    rates = {r: {"t_f": t_f[r], "t_b": t_b[r], "t_f_gemm_float32": t_gemm[r]} for r in t_f}
+    parts, alpha = matrix.la_partition("p-DP", 1024, 8192, rates=rates)
     whole = matrix.la_partition("CO", 1024, 8192)[0]["host"]
-    t_host = max(whole.flops * t_f["host"], whole.bytes * t_b["host"]) * (1 - alpha)
-    t_accel = max(whole.flops * t_f["accel"], whole.bytes * t_b["accel"]) * alpha
+    # the product's compulsory traffic (A, B, C once) plus the transpose's bytes - not the classic kernel's 2 s n^3
+    assert whole.traffic == 4 * 3 * 1024**2 + 2 * 4 * 8192**2 < whole.bytes
+    t_host = max(whole.flops * t_gemm["host"], whole.traffic * t_b["host"]) * (1 - alpha)
+    t_accel = max(whole.flops * t_gemm["accel"], whole.traffic * t_b["accel"]) * alpha
     assert t_host == pytest.approx(t_accel)
+    # a platform file from before the ceilings: the classic t_f
+    _, old = matrix.la_partition("p-DP", 1024, 8192, rates={r: {"t_f": t_f[r], "t_b": t_b[r]} for r in t_f})
+    t_host = max(whole.flops * t_f["host"], whole.traffic * t_b["host"]) * (1 - old)
+    t_accel = max(whole.flops * t_f["accel"], whole.traffic * t_b["accel"]) * old
+    assert t_host == pytest.approx(t_accel) and old != alpha
     with pytest.raises(ValueError, match="characterised platform"):
         matrix.la_partition("p-DP", 1024, 8192)
 

@@ -97,6 +97,7 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
     _trace(trace, 20.0, 30.0, span_s=400.0, step=0.002)
     out = tmp_path / "pair.yaml"
     s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2,
+         "gemm_sizes": [128],
          "energy": {"meter": "trace", "trace": {"path": str(trace), "channels": {"clamp-cpu0": "host",
                                                                                   "clamp-cpu1": "accel"}}}}
     proc = run_mpi(mpiexec, 2, ["-m", "sims.bench", "--spec", json.dumps(s), "--out", str(out)], env)
@@ -135,11 +136,20 @@ def test_characterize_without_a_meter_then_attach_a_later_trace(mpiexec, env, tm
     from sims.platform_file import read_platform as load_platform
     out = tmp_path / "pair.yaml"
     s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2,
+         "gemm_sizes": [128],
          "energy": {"meter": "none", "update_period_s": 0.002}}
     proc = run_mpi(mpiexec, 2, ["-m", "sims.bench", "--spec", json.dumps(s), "--out", str(out)], env)
     assert proc.returncode == 0, proc.stderr
     doc = yaml.safe_load(out.read_text())
     assert doc["idle_power"] is None and doc["processors"]["host"]["e_f"] is None
+    for role, proc in doc["processors"].items():  # compute ceilings per kernel class and precision, with samples
+        c = proc["ceilings"]
+        assert sorted(c) == ["gemm", "vector"] and all(sorted(c[k]) == ["float32", "float64"] for k in c)
+        assert c["vector"]["float32"]["samples"] == proc["t_f"]["samples"]  # t_f is the vector float32 ceiling
+        assert c["gemm"]["float64"]["size"] == 128 and len(c["gemm"]["float64"]["samples"]) == 5
+        assert all(q["value"] > 0 and q["obtained"] == "measured" for by in c.values() for q in by.values()), role
+        # the same processor's float64 FMA chains are never faster than its float32 ones (half the lanes)
+        assert c["vector"]["float64"]["rate_median"] < 1.5 * c["vector"]["float32"]["rate_median"]
     win = doc["energy_windows"]
     assert len(win["idle"]) == 3 and all(t1 - t0 >= 1.0 for t0, t1 in win["idle"])
     for role in ("host", "accel"):

@@ -139,6 +139,12 @@ def test_tiny_study_end_to_end(env, tmp_path):
     runs = pq.read_table(study / "validation" / "runs.parquet").to_pandas()
     for col in ("run_id", "variant", "perf_measured", "perf_predicted", "tightness", "time_median_s", "time_iqr_s"):
         assert runs[col].notna().all(), col
+    # the products run against the GEMM ceiling with their compulsory traffic: no LA run beats its bound by more
+    # than its own spread (even its slowest repetition would have to beat it), measured here, now
+    la = runs[(runs["case"] == "la") & (runs["model"] == "PerDome/PeaPaw")]
+    assert len(la) == 4 and set(la["ceiling_accel"]) <= {"gemm float64", "gemm float32", "none (no flops)"}
+    slowest = la["tightness"] * la["time_median_s"] / la["time_max_s"]
+    assert (slowest <= 1.0).all(), la[["variant", "tightness", "time_median_s", "time_max_s"]]
     fidelity = pq.read_table(study / "validation" / "fidelity.parquet").to_pandas()
     assert set(fidelity["axis"]) == {"wp", "alpha"}
     assert set(fidelity["case"]) == {"sa", "la"} and set(fidelity["quantity"]) == {"time"}
@@ -183,7 +189,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     before = digests()
     other = tmp_path / "other.yaml"
     other.write_text(yaml.safe_dump({"study": "other", "runs": {"warmup": 0, "repetitions": 1},
-                                     "characterize": {"warmup": 0, "repetitions": 5, "llc_factor": 2},
+                                     "characterize": {"warmup": 0, "repetitions": 5, "llc_factor": 2, "gemm_sizes": [128]},
                                      "cases": {"fdm": {"steps": 2, "marshaling": ["device-pack"],
                                                        "boundary": {"kind": "cpml", "width": 2},
                                                        "scales": [{"ranks": 1, "shape": [12, 12, 12]}]}}}))

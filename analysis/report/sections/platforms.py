@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 INTENSITY_RANGE = (2.0**-6, 2.0**8)  # flop/byte
 HEADER = ["platform", "processor", "backend / placement", "peak 1/t_f (min–max)", "bandwidth 1/t_b (min–max)",
-          "balance t_b/t_f", "how obtained", "n samples (t_f / t_b)", "e_f", "e_b", "p_s",
+          "compute ceilings per kernel class (min–max)", "balance t_b/t_f", "how obtained", "n samples (t_f / t_b)", "e_f", "e_b", "p_s",
           "intensity-sweep roofline fit"]
 
 
@@ -95,6 +95,7 @@ def platform_rows(platforms: Sequence[PlatformFile]) -> list[list[str]]:
                     f"{cell_text(proc.get('backend'))} {cell_text(placement)}",
                     _rate_cell(proc.get("t_f"), "GFLOP/s"),
                     _rate_cell(proc.get("t_b"), "GB/s"),
+                    "; ".join(f"{label}: {_rate_cell(param, 'GFLOP/s')}" for label, param in _ceilings(proc)) or NA,
                     f"{t_b / t_f:.3g} flop/B" if t_f and t_b else NA,
                     f"t_f: {_obtained(proc.get('t_f'))}; t_b: {_obtained(proc.get('t_b'))}",
                     f"{_n_samples(proc.get('t_f'))} / {_n_samples(proc.get('t_b'))}",
@@ -139,12 +140,28 @@ def _roofline_points(runs: pd.DataFrame | None, platform: str, side: str) -> pd.
     return points[["variant", "alpha", "intensity", "perf"]]
 
 
+def _ceilings(proc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``("gemm float32", parameter)`` for every compute ceiling a processor's characterisation measured."""
+    out = []
+    for cls, by_dtype in (proc.get("ceilings") or {}).items():
+        for dt, param in (by_dtype or {}).items() if isinstance(by_dtype, dict) else ():
+            if param_value(param):
+                out.append((f"{cls} {dt}", param))
+    return out
+
+
 def _draw_ceiling(ax: Axes, t_f: float, t_b: float, proc: dict[str, Any]) -> None:
     import numpy as np
 
     intensity = np.logspace(math.log2(INTENSITY_RANGE[0]), math.log2(INTENSITY_RANGE[1]), 200, base=2.0)
     ceiling = np.minimum(1.0 / t_f, intensity / t_b) / GIGA
-    ax.plot(intensity, ceiling, color="black", lw=2, label="ceiling min(1/t_f, I/t_b)")
+    ax.plot(intensity, ceiling, color="black", lw=2, label="ceiling min(1/t_f, I/t_b) (vector float32)")
+    styles = ["--", "-.", ":", (0, (5, 1, 1, 1))]
+    others = [(label, param) for label, param in _ceilings(proc) if label != "vector float32"]
+    for k, (label, param) in enumerate(others):  # the other kernel classes' ceilings under the same bandwidth
+        rate = 1.0 / param_value(param)
+        ax.plot(intensity, np.minimum(rate, intensity / t_b) / GIGA, color="0.3", lw=1.2, ls=styles[k % len(styles)],
+                label=f"{label} ceiling {rate / GIGA:.3g} GFLOP/s")
     f_range, b_range = rate_range(proc.get("t_f")), rate_range(proc.get("t_b"))
     if f_range and b_range:
         low = np.minimum(f_range[0], intensity * b_range[0]) / GIGA
@@ -237,7 +254,10 @@ class PlatformsSection(Section):
                     out.para(f"{plat.name}/{name}: the roofline fitted to the intensity sweep is poor "
                              f"(R²={fmt_sig(fit.get('r2'))}): its t_f/t_b do not describe this processor's kernels well.", "alert")
         out.para("What this shows: the machine parameters the models use, as rates; the balance t_b/t_f is the ridge "
-                 "intensity (flop/byte) above which a processor is compute-bound. The last column is the roofline "
+                 "intensity (flop/byte) above which a processor is compute-bound. The compute ceilings are what each kernel "
+                 "class reaches (element-wise vector FMA chains, the backend's GEMM; float32 and float64): each case "
+                 "bounds each phase by the ceiling of the kernels it runs - an LA or PEACH product against GEMM with "
+                 "its compulsory traffic - and the figures draw them as dashed roofs. The last column is the roofline "
                  "least-squares fitted to a stream kernel swept over 2.4 decades of intensity (its points are the grey "
                  "squares in the roofline figures).", "what")
         runs = inputs.frame("runs")

@@ -1,0 +1,120 @@
+"""Compute ceilings per kernel class and precision: what each kind of kernel can reach on one processor.
+
+The roofline literature draws several ceilings under one roof, one per kind of
+code (Williams et al., "Roofline", CACM 2009: "in-core ceilings"). A bound is
+only a bound for the kernels its ceiling was measured on: an element-wise FMA
+chain on the NumPy rank reaches about 20 GFLOP/s here while OpenBLAS's GEMM on
+the same core reaches several times that, so a matrix product scored against
+the FMA ceiling beats its "bound". Characterisation therefore measures, per
+processor and precision:
+
+* ``vector`` - independent element-wise FMA chains (:func:`sims.bench.kernels.fma_peak`),
+  what element-wise array code attains; float32 *is* the platform's classic ``t_f`` (the same samples);
+* ``gemm`` - the backend's matrix product ``C = A B`` (NumPy -> OpenBLAS on the
+  CPU backends, CuPy -> cuBLAS on a GPU), ``2 n^3`` flops, over a few square
+  sizes; the ceiling is the size with the highest median rate (the best this
+  kernel class attains), every size's samples are kept.
+
+Each case declares which class each of its phases runs against
+(``PHASE_KERNELS`` of its job's module); the models read the ceiling of that
+class at the run's precision (:mod:`analysis.ceilings`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from sims.bench import kernels
+
+#: kernel classes with a compute ceiling, and what each is measured on
+CLASSES = {
+    "vector": "independent element-wise FMA chains (2 flops per FMA), in-cache",
+    "gemm": "the backend's matrix product C = A B (2 n^3 flops), square n x n",
+}
+DTYPES = ("float32", "float64")
+#: default square sizes of the GEMM ceiling (the characterize section's ``gemm_sizes`` overrides them)
+GEMM_SIZES = (512, 1024, 2048)
+
+
+def gemm_setup(backend: Any, n: int, dtype: str, seed: int) -> dict[str, Any]:
+    """``A``, ``B`` uniform in [-1, 1] and ``C`` zeros, ``n x n`` of ``dtype``, on ``backend``."""
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"GEMM size must be >= 1, got {n}")
+    dt = np.dtype(dtype)
+    return {"n": n, "A": backend.uniform((n, n), -1.0, 1.0, seed=seed * 4 + 1).astype(dt),
+            "B": backend.uniform((n, n), -1.0, 1.0, seed=seed * 4 + 2).astype(dt),
+            "C": backend.zeros((n, n), dtype=dt)}
+
+
+def gemm(backend: Any, state: dict[str, Any]) -> int:
+    """One ``C = A B`` (BLAS / cuBLAS, as the LA and PEACH products run); returns the flops (``2 n^3``)."""
+    backend.xp.matmul(state["A"], state["B"], out=state["C"])
+    return 2 * state["n"] ** 3
+
+
+def vector_setup(backend: Any, dtype: str, seed: int) -> dict[str, Any]:
+    """The FMA-chain state of :func:`sims.bench.kernels.fma_setup` at ``dtype``."""
+    state = kernels.fma_setup(backend, seed=seed)
+    if dtype != "float32":
+        dt = np.dtype(dtype)
+        state.update(acc=state["acc"].astype(dt), x=dt.type(state["x"]), y=dt.type(state["y"]))
+    return state
+
+
+def summarize(rates_by_size: dict[int, list[float]], unit: str, method: str, warmup: int) -> dict[str, Any]:
+    """The ceiling of one class and precision: the size whose median rate is highest, every size kept."""
+    if not rates_by_size:
+        raise ValueError("no samples to summarize")
+    medians = {n: statistics.median(r) for n, r in rates_by_size.items()}
+    best = max(medians, key=lambda n: medians[n])
+    rates = rates_by_size[best]
+    lo, hi = min(rates), max(rates)
+    if len(rates) >= 2:
+        q = statistics.quantiles(rates, n=4, method="inclusive")
+        iqr = q[2] - q[0]
+    else:
+        iqr = 0.0
+    return {
+        "value": 1.0 / medians[best], "unit": unit, "obtained": "measured", "method": method,
+        "rate_median": medians[best], "rate_spread": {"min": lo, "max": hi, "iqr": iqr},
+        "samples": list(rates), "repetitions": len(rates), "warmup": warmup,
+        **({"size": int(best), "by_size": {int(n): {"rate_median": medians[n], "samples": list(r)}
+                                           for n, r in sorted(rates_by_size.items())}} if best else {}),
+    }
+
+
+def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callable[[], int] | None], list[float] | None],
+                     gemm_sizes: Sequence[int], seed: int) -> dict[str, dict[int, list[float]]] | None:
+    """Every class x precision on ``target``; ``run(work)`` times ``work`` on every rank (``None`` = idle)
+    and returns the rates on the target. Returns ``{"<class>/<dtype>": {size: rates}}`` on the target."""
+    out: dict[str, dict[int, list[float]]] = {}
+    for dt in DTYPES:
+        if dt != "float32":  # vector float32 is the platform's t_f, measured once (the caller adds its samples)
+            state = vector_setup(backend, dt, seed) if role == target else None
+            rates = run((lambda s=state: kernels.fma_peak(backend, s)) if state is not None else None)
+            if rates is not None:
+                out[f"vector/{dt}"] = {0: rates}
+        for n in gemm_sizes:
+            g = gemm_setup(backend, n, dt, seed) if role == target else None
+            rates = run((lambda s=g: gemm(backend, s)) if g is not None else None)
+            if rates is not None:
+                out.setdefault(f"gemm/{dt}", {})[int(n)] = rates
+            del g
+    return out if role == target else None
+
+
+def document(measured: dict[str, dict[int, list[float]]], unit: str, warmup: int) -> dict[str, dict[str, Any]]:
+    """The platform file's ``ceilings`` section of one processor: ``{class: {dtype: parameter}}``."""
+    doc: dict[str, dict[str, Any]] = {}
+    for key, by_size in measured.items():
+        cls, dt = key.split("/")
+        sizes = sorted(n for n in by_size if n)
+        method = (f"{CLASSES[cls]}, {dt}" + (f", n = {', '.join(map(str, sizes))}; the ceiling is the size with "
+                                             "the highest median rate" if sizes else ""))
+        doc.setdefault(cls, {})[dt] = summarize(by_size, unit, method, warmup)
+    return doc

@@ -1,0 +1,119 @@
+"""Compute ceilings per kernel class: each phase is bounded by the ceiling of the kernels it runs, with the traffic
+they must move; a ceiling that was never measured gives no bound rather than a wrong one."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import ceilings
+from analysis.cases.la import CASE as LA
+from analysis.cases.sa import CASE as SA
+from analysis.models import hetero
+from analysis.predictors.peapaw import predict_sa
+from sims.bench import ceilings as bench
+from sims.cases import matrix
+
+T = {"t_f_vector_float32": 1 / 20e9, "t_f_vector_float64": 1 / 15e9, "t_f_gemm_float32": 1 / 120e9,
+     "t_f_gemm_float64": 1 / 60e9}
+
+
+def _la_row(variant: str, alpha: float | None, gemm: bool = True) -> dict:
+    parts, a = matrix.la_partition(variant, 1024, 8192, 4, rates=None) if variant != "p-DP" else \
+        matrix.la_partition("DP(0.5)", 1024, 8192, 4)
+    params = {"n_mm": 1024, "n_tr": 8192, "dtype": "float32", "alpha": a,
+              "rows": {r: {"matmul": p.mm_rows, "transpose": p.tr_rows} for r, p in parts.items()}}
+    row = {"run_id": variant, "case": "la", "variant": variant, "platform": "p", "params": json.dumps(params),
+           "flops": sum(p.flops for p in parts.values()), "bytes": sum(p.bytes for p in parts.values()),
+           "time_median_s": 0.1, "time_host_median_s": 0.1, "time_accel_median_s": 0.1}
+    for r, p in parts.items():
+        row.update({f"flops_{r}": p.flops, f"bytes_{r}": p.bytes, f"t_b_{r}": 1 / 40e9, f"t_f_{r}": T["t_f_vector_float32"]})
+        for k, v in T.items():
+            row[f"{k}_{r}"] = v if gemm or "gemm" not in k else np.nan
+    return row
+
+
+def test_la_products_run_against_the_gemm_ceiling_with_their_compulsory_traffic():
+    runs = pd.DataFrame([_la_row(v, None) for v in ("CO", "GO", "CP")])
+    out = LA.bound_inputs(runs)
+    co, go, cp = (out.iloc[i] for i in range(3))
+    assert co["t_f_host"] == T["t_f_gemm_float32"] and co["ceiling_host"] == "gemm float32"
+    assert co["ceiling_accel"] == "none (no flops)" and go["ceiling_accel"] == "gemm float32"
+    assert cp["ceiling_host"] == "none (no flops)" and cp["t_f_accel"] == T["t_f_gemm_float32"]
+    # A, B, C once plus the transpose's 2 s m^2 - not the classic kernel's 2 s n^3 of the recorded bytes
+    assert co["traffic_host"] == 4 * 3 * 1024**2 + 8 * 8192**2 < co["bytes_host"]
+    assert cp["traffic_accel"] == 4 * 3 * 1024**2 and cp["traffic_host"] == 8 * 8192**2
+    # the recorded (papers') counts are untouched
+    assert (out["bytes"] == runs["bytes"]).all()
+    pred = predict_sa(out)
+    bound = np.maximum(co["flops"] * T["t_f_gemm_float32"], co["traffic_host"] / 40e9)
+    assert pred.iloc[0]["time_predicted_s"] == pytest.approx(bound)
+
+
+def test_a_ceiling_never_measured_gives_no_bound():
+    runs = pd.DataFrame([_la_row("CO", None, gemm=False)])
+    out = LA.bound_inputs(runs)
+    assert np.isnan(out.iloc[0]["t_f_host"])
+    assert len(predict_sa(out)) == 0  # the model predicts only the runs it can bound
+
+
+def test_mixed_kernel_classes_take_the_flop_weighted_ceiling():
+    runs = pd.DataFrame([_la_row("CO", None)])
+    work = {"host": ({("vector", "float32"): 1e9, ("gemm", "float32"): 3e9}, 5e8), "accel": ({}, 0.0)}
+    out = ceilings.apply(runs, "params", lambda _: work)
+    expect = (1e9 * T["t_f_vector_float32"] + 3e9 * T["t_f_gemm_float32"]) / 4e9
+    assert out.iloc[0]["t_f_host"] == pytest.approx(expect)  # N_f t_f = the sum of the phases' compute times
+    assert out.iloc[0]["ceiling_host"] == "vector float32 + gemm float32" and out.iloc[0]["traffic_host"] == 5e8
+
+
+def test_sa_keeps_the_vector_ceiling_and_its_counted_bytes():
+    from sims.sa.counts import PHASE_COUNTS
+
+    n = 1 << 20
+    params = {"elements": {"host": n, "accel": n}, "phases": {"host": ["vecadd"], "accel": ["powadd"]}, "size": n}
+    row = {"run_id": "x", "case": "sa", "variant": "CP", "platform": "p", "params": json.dumps(params),
+           "flops": n * 2049, "bytes": n * 268, "time_median_s": 0.1, "time_host_median_s": 0.1,
+           "time_accel_median_s": 0.1, "flops_host": n, "bytes_host": 12 * n, "flops_accel": 2048 * n,
+           "bytes_accel": 256 * n}
+    for r in ("host", "accel"):
+        row.update({f"t_b_{r}": 1 / 40e9, f"t_f_{r}": T["t_f_vector_float32"]})
+        row.update({f"{k}_{r}": v for k, v in T.items()})
+    out = SA.bound_inputs(pd.DataFrame([row])).iloc[0]
+    assert out["ceiling_host"] == out["ceiling_accel"] == "vector float32"
+    assert out["t_f_host"] == out["t_f_accel"] == T["t_f_vector_float32"]
+    assert out["traffic_host"] == PHASE_COUNTS["vecadd"][1] * n == row["bytes_host"]
+    assert out["traffic_accel"] == row["bytes_accel"]
+    host = hetero.Processor(t_f=T["t_f_vector_float32"], t_b=1 / 40e9)
+    expect = hetero.performance(row["flops"] / row["bytes"], 1 / 12, 8.0, host, host)
+    assert predict_sa(SA.bound_inputs(pd.DataFrame([row]))).iloc[0]["perf_predicted"] == pytest.approx(expect)
+
+
+def test_platform_columns_come_from_the_ceilings_and_t_f_is_vector_float32():
+    proc = {"t_f": {"value": 2e-11}, "ceilings": {"vector": {"float32": {"value": 9e-9}, "float64": {"value": 3e-11}},
+                                                "gemm": {"float32": {"value": 1e-11}, "float64": {"value": -1}}}}
+    v = ceilings.ceiling_values(proc, "host")
+    assert v["t_f_vector_float32_host"] == 2e-11  # t_f itself, which every other reader uses
+    assert v["t_f_vector_float64_host"] == 3e-11 and v["t_f_gemm_float32_host"] == 1e-11
+    assert np.isnan(v["t_f_gemm_float64_host"])  # a non-positive value is not a ceiling
+    assert np.isnan(ceilings.ceiling_values({"t_f": {"value": 2e-11}}, "accel")["t_f_gemm_float32_accel"])
+
+
+def test_ceiling_summary_is_the_best_size_with_every_size_kept():
+    got = bench.summarize({256: [1.0, 2.0, 3.0], 512: [4.0, 5.0, 6.0], 1024: [4.5, 4.6, 4.7]}, "s/flop", "m", 1)
+    assert got["size"] == 512 and got["rate_median"] == 5.0 and got["value"] == pytest.approx(0.2)
+    assert sorted(got["by_size"]) == [256, 512, 1024] and got["by_size"][256]["samples"] == [1.0, 2.0, 3.0]
+    assert got["rate_spread"]["min"] == 4.0 and got["samples"] == [4.0, 5.0, 6.0]
+
+
+def test_gemm_kernel_computes_the_product_and_counts_2n3():
+    from sims.backends import get_backend
+
+    b = get_backend("numpy")
+    s = bench.gemm_setup(b, 64, "float64", seed=3)
+    assert bench.gemm(b, s) == 2 * 64**3
+    np.testing.assert_allclose(s["C"], s["A"] @ s["B"])
+    v = bench.vector_setup(b, "float64", seed=3)
+    assert v["acc"].dtype == np.float64 and isinstance(v["x"], np.float64)
