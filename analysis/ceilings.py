@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sims.bench.ceilings import CLASSES, DTYPES
+from sims.vocab import CEILING_CLASSES as CLASSES
+from sims.vocab import CEILING_DTYPES as DTYPES
 from sims.vocab import ROLES
 
 #: platform columns: ``t_f_<class>_<dtype>_<role>`` (s/flop), null where not measured

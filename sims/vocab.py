@@ -25,6 +25,13 @@ def is_name(value: object) -> bool:
 
 #: The two processors of a heterogeneous platform: rank 0 plays ``host``, rank 1 ``accel``.
 ROLES: tuple[str, str] = ("host", "accel")
+#: kernel classes with a measured compute ceiling (sims.bench.ceilings), what each is measured on, and the
+#: precisions measured
+CEILING_CLASSES = {
+    "vector": "independent element-wise FMA chains (2 flops per FMA), in-cache",
+    "gemm": "the backend's matrix product C = A B (2 n^3 flops), square n x n",
+}
+CEILING_DTYPES = ("float32", "float64")
 
 #: The workload partitions (WPs) of PerDome/PeaPaw with a fixed name, in the papers' order.
 #: ``CO`` host only, ``GO`` accelerator only, ``p-DP`` the balanced data partition, ``CP`` a code

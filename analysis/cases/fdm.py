@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from analysis import scaling
 from analysis.cluster import Layout, LayoutError, scale_layout
 from analysis.config import ConfigError, platform_layouts
 from analysis.predictors.fdm import MODEL
@@ -254,7 +255,7 @@ class FDMCase(Case):
     title = "FDM seismology scaling (elastic staggered grid, MPI domain decomposition)"
     order = 40
     schema = SCHEMA
-    tables = ("fdm_runs", "fdm_fidelity")
+    tables = ("fdm_runs", "fdm_fidelity", "scaling_fits")
     sections = ("analysis.report.sections.fdm:FDMSection",)
 
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -295,12 +296,13 @@ class FDMCase(Case):
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         runs = predictions.get(MODEL)
         if runs is None:
-            return {"fdm_runs": pd.DataFrame(), "fdm_fidelity": score_fdm(pd.DataFrame(columns=["time_predicted_s"]))}
+            return {"fdm_runs": pd.DataFrame(), "fdm_fidelity": score_fdm(pd.DataFrame(columns=["time_predicted_s"])),
+                    "scaling_fits": scaling.frame([])}
         settings = getattr(context, "uncertainty", None) or Settings()
         runs = runs.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling"]
                                 ).reset_index(drop=True)
         runs = tightness_intervals(runs, settings)
-        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings)}
+        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings), "scaling_fits": scaling.fdm_fits(runs, MODEL)}
 
 
 CASE = FDMCase()

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import ceilings, guidelines
+from analysis import ceilings, guidelines, scaling
 from analysis.config import platform_layouts
 from analysis.predictors.peapaw import MODEL as PEAPAW
 from analysis.registry import Case, models_for
@@ -68,7 +68,7 @@ def run_command(spec: Mapping[str, Any], record: str, platform_file: str, launch
 class WPCase(Case):
     """A two-processor case validated with the WP models (PerDome/PeaPaw and their kin)."""
 
-    tables = ("runs", "fidelity", "energy_runs", "energy_roofline", "guidelines")
+    tables = ("runs", "fidelity", "energy_runs", "energy_roofline", "guidelines", "scaling_fits")
     sections = ("analysis.report.sections.wp:WPSection", "analysis.report.sections.guidelines:GuidelinesSection")
     job = ""
 
@@ -144,7 +144,7 @@ class WPCase(Case):
         bound = runs[runs["model"] == PEAPAW] if len(runs) else runs
         return {"runs": runs, "fidelity": pd.concat([score_groups(runs, settings), score_groups(energy, settings)],
                                                     ignore_index=True),
-                "energy_runs": energy, "energy_roofline": roofline,
+                "energy_runs": energy, "energy_roofline": roofline, "scaling_fits": scaling.size_fits(runs),
                 "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
 
 

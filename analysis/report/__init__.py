@@ -27,7 +27,8 @@ __all__ = ["Section", "SectionOutput", "build_report", "fmt_fraction", "main", "
 LEADING = ("analysis.report.sections.overview:OverviewSection",
            "analysis.report.sections.platforms:PlatformsSection",
            "analysis.report.sections.energy:EnergySection")
-TRAILING = ("analysis.report.sections.published:PublishedSection",
+TRAILING = ("analysis.report.sections.scaling:ScalingSection",
+            "analysis.report.sections.published:PublishedSection",
             "analysis.report.sections.history:HistorySection",
             "analysis.report.sections.failures:FailuresSection")
 

@@ -29,13 +29,10 @@ from typing import Any
 import numpy as np
 
 from sims.bench import kernels
+from sims.vocab import CEILING_CLASSES, CEILING_DTYPES
 
-#: kernel classes with a compute ceiling, and what each is measured on
-CLASSES = {
-    "vector": "independent element-wise FMA chains (2 flops per FMA), in-cache",
-    "gemm": "the backend's matrix product C = A B (2 n^3 flops), square n x n",
-}
-DTYPES = ("float32", "float64")
+CLASSES = CEILING_CLASSES
+DTYPES = CEILING_DTYPES
 #: default square sizes of the GEMM ceiling (the characterize section's ``gemm_sizes`` overrides them)
 GEMM_SIZES = (512, 1024, 2048)
 

@@ -1,0 +1,121 @@
+"""Empirical scaling fits (Extra-P's normal form, :mod:`analysis.models.extrap`) beside the analytical models.
+
+A *series* is one configuration measured at several scales: for the FDM code one grid, order,
+boundary, marshaling design and backend over the rank count (strong scaling; at each rank count
+the fastest decomposition's repetitions, the one a user would run); for a two-processor case one
+variant over the problem size. Each series gets:
+
+* the fit over every scale (hypothesis, adjusted R², SMAPE, cross-validated SMAPE, flagged when poor),
+  and its extrapolation to twice and four times the largest scale with a 95 % prediction interval;
+* a **held-out** test: the fit over every scale but the largest, predicting the largest, against the
+  analytical model's prediction of the same run. Both errors are ``|predicted - measured| / measured``
+  of the median time.
+
+A bound (PerDome/PeaPaw) is not meant as a point prediction: its held-out "error" is how far the run
+stays from its bound, reported for comparison only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.models import extrap
+
+COLUMNS = ["study", "case", "platform", "series", "parameter", "n_scales", "scales", "hypothesis", "adj_r2", "smape",
+           "cv_smape", "poor_fit", "fit_note", "extrapolated", "heldout_scale", "heldout_measured_s",
+           "heldout_empirical_s", "heldout_empirical_lo_s", "heldout_empirical_hi_s", "heldout_empirical_error",
+           "heldout_empirical_hypothesis", "analytical_model", "heldout_analytical_s", "heldout_analytical_error"]
+STRINGS = ("study", "case", "platform", "series", "parameter", "scales", "hypothesis", "fit_note", "extrapolated",
+           "heldout_empirical_hypothesis", "analytical_model")
+
+
+def _reps(value: Any) -> list[float]:
+    if value is None:
+        return []
+    return [float(v) for v in list(value) if v is not None and np.isfinite(v)]
+
+
+def series_row(key: dict[str, Any], parameter: str, points: pd.DataFrame, model: str) -> dict[str, Any]:
+    """One series' row: ``points`` has one row per scale (``scale``, ``time_median_s``, ``time_reps_s``,
+    ``time_predicted_s``), the analytical ``model``'s prediction in the last."""
+    points = points.sort_values("scale")
+    p = np.concatenate([np.full(len(_reps(r)), s, dtype="float64") for s, r in
+                        zip(points["scale"], points["time_reps_s"], strict=True)]) if len(points) else np.zeros(0)
+    y = np.concatenate([_reps(r) for r in points["time_reps_s"]]) if len(points) else np.zeros(0)
+    scales = [int(s) for s in points["scale"]]
+    row: dict[str, Any] = {**key, "parameter": parameter, "n_scales": len(scales),
+                           "scales": ", ".join(map(str, scales)), "analytical_model": model}
+    if not len(y):
+        return {**row, "fit_note": "no repetitions"}
+    full = extrap.fit(p, y)
+    top = float(max(scales))
+    ahead = np.array([2 * top, 4 * top])
+    mid, (lo, hi) = full.predict(ahead), full.interval(ahead)
+    row.update(hypothesis=full.formula(), adj_r2=full.adj_r2, smape=full.smape, cv_smape=full.cv_smape,
+               poor_fit=full.poor, fit_note=full.reason,
+               extrapolated="; ".join(f"{parameter} {a:g}: {m:.4g} s" + (f" [{lo_:.4g}, {hi_:.4g}]"
+                                                                        if np.isfinite(lo_) else " (no interval)")
+                                      for a, m, lo_, hi_ in zip(ahead, mid, lo, hi, strict=True)))
+    if len(scales) >= 2:
+        train = p < top
+        held = extrap.fit(p[train], y[train])
+        measured = float(points["time_median_s"].iloc[-1])
+        pred = float(held.predict(top)[0])
+        h_lo, h_hi = held.interval(top)
+        analytical = float(points["time_predicted_s"].iloc[-1])
+        row.update(heldout_scale=top, heldout_measured_s=measured, heldout_empirical_s=pred,
+                   heldout_empirical_lo_s=float(h_lo[0]), heldout_empirical_hi_s=float(h_hi[0]),
+                   heldout_empirical_error=abs(pred - measured) / measured,
+                   heldout_empirical_hypothesis=held.formula() + (f" ({held.reason})" if held.reason else ""),
+                   heldout_analytical_s=analytical,
+                   heldout_analytical_error=abs(analytical - measured) / measured if np.isfinite(analytical) else np.nan)
+    return row
+
+
+def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    types = {c: ("string" if c in STRINGS else "float64") for c in COLUMNS}
+    types.update(n_scales="int64", poor_fit="boolean")
+    return out.astype(types)
+
+
+def fdm_fits(runs: pd.DataFrame, model: str) -> pd.DataFrame:
+    """Strong-scaling series of FDM runs over ranks (the fastest decomposition at each rank count)."""
+    keys = ["study", "platform", "grid", "order", "boundary", "marshaling", "backend"]
+    rows: list[dict[str, Any]] = []
+    if not len(runs):
+        return frame(rows)
+    have = runs.sort_values([*keys, "ranks", "time_median_s"], kind="stable")
+    best = have.drop_duplicates([*keys, "ranks"], keep="first")
+    for vals, g in best.groupby(keys, sort=True, dropna=False):
+        if g["ranks"].nunique() < 2:
+            continue
+        k = dict(zip(keys, vals, strict=True))
+        grid = json.loads(str(k["grid"])).get("shape") if str(k["grid"]).startswith("{") else k["grid"]
+        series = (f"grid {grid}, order {k['order']}, {k['boundary']}, {k['marshaling']}, {k['backend']}")
+        pts = g.assign(scale=g["ranks"].astype("float64"))[["scale", "time_median_s", "time_reps_s", "time_predicted_s"]]
+        rows.append(series_row({"study": k["study"], "case": "fdm", "platform": k["platform"], "series": series},
+                               "ranks", pts, model))
+    return frame(rows)
+
+
+def size_fits(runs: pd.DataFrame) -> pd.DataFrame:
+    """Series of a two-processor case's runs over the problem size, one per (platform, variant, model)."""
+    keys = ["study", "case", "platform", "variant", "model"]
+    rows: list[dict[str, Any]] = []
+    if not len(runs) or "size" not in runs:
+        return frame(rows)
+    time_only = runs[runs["quantity"].astype(str) == "time"] if "quantity" in runs else runs
+    for vals, g in time_only.groupby(keys, sort=True, dropna=False):
+        if g["size"].nunique() < 2:
+            continue
+        k = dict(zip(keys, vals, strict=True))
+        g = g.sort_values("size").drop_duplicates("size")
+        pts = g.assign(scale=g["size"].astype("float64"))[["scale", "time_median_s", "time_reps_s", "time_predicted_s"]]
+        rows.append(series_row({"study": k["study"], "case": k["case"], "platform": k["platform"],
+                                "series": f"{k['variant']}"}, "size", pts, str(k["model"])))
+    return frame(rows)
