@@ -104,8 +104,9 @@ def roofline_rates(doc: dict[str, Any], source: str = "platform file") -> dict[s
         if missing:
             raise PlatformFileError(f"{source} lacks processors.{role}.{missing[0]}.value")
         out[role] = {p: float(v) for p, v in got.items()}  # type: ignore[arg-type]
-        for cls, by_dtype in ((proc.get("ceilings") or {}) if isinstance(proc, dict) else {}).items():
-            for dt, param in (by_dtype or {}).items():  # the compute ceilings per kernel class, when measured
+        found = proc.get("ceilings") if isinstance(proc, dict) else None
+        for cls, by_dtype in (found.items() if isinstance(found, dict) else ()):
+            for dt, param in (by_dtype.items() if isinstance(by_dtype, dict) else ()):  # the ceilings, when measured
                 v = value(param)
                 if v is not None and v > 0:
                     out[role][f"t_f_{cls}_{dt}"] = v

@@ -13,8 +13,9 @@ single-parameter, one-term search of Extra-P's default modeller:
   Extra-P's default ``I`` from 0 to 3, its negatives from -1/4 to -2 for strong scaling, and
   ``J = {0, 1, 2}``);
 * coefficients by linear least squares on every sample (all repetitions at every ``p``);
-* only terms whose coefficient is significant (two-sided t test, 95 %, over all samples) are
-  candidates, so noise alone never buys a term;
+* only terms whose coefficient is significant are candidates: a two-sided t test over all
+  samples at a family-wise 5 % (Bonferroni over the one-term hypotheses), so noise rarely buys a
+  term - repetitions at one scale are not independent runs, so the test is optimistic;
 * selection by leave-one-out cross-validation *over scales* (each distinct ``p`` left out in
   turn with all its repetitions; the hypothesis with the lowest mean SMAPE of the left-out
   medians wins; ties go to the simpler hypothesis - smaller ``|i|``, positive first, then ``j``). A one-term
@@ -22,7 +23,9 @@ single-parameter, one-term search of Extra-P's default modeller:
   only the constant is considered and the fit is flagged;
 * quality: in-sample SMAPE of the medians, adjusted R² over all samples
   (``1 - (1 - R²)(N - 1)/(N - k - 1)``, ``k`` = non-constant terms), the cross-validated SMAPE;
-  a fit is *poor* when its adjusted R² is below :data:`POOR_R2` or there were too few scales;
+  a fit is *poor* when there were too few scales, a term's adjusted R² is below :data:`POOR_R2`,
+  or a constant misses the medians by SMAPE above :data:`POOR_SMAPE` (a constant's R² is 0 by
+  construction);
 * a prediction at any ``p`` with a 95 % prediction interval from the least-squares fit
   (Student t with ``N - k - 1`` degrees of freedom; no interval without a degree of freedom).
 
@@ -44,23 +47,64 @@ EXPONENTS_I = tuple(Fraction(s) for s in ("0", "1/4", "1/3", "1/2", "2/3", "3/4"
                                           "-1/4", "-1/3", "-1/2", "-2/3", "-3/4", "-1", "-3/2", "-2"))
 EXPONENTS_J = (0, 1, 2)
 POOR_R2 = 0.9
-#: two-sided 95 % Student t quantiles t_{0.975, dof} (dof 1..30, then 40, 60, 120; 1.96 beyond)
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-_T975_TAIL = ((40, 2.021), (60, 2.000), (120, 1.980))
+POOR_SMAPE = 0.1
+#: family-wise level of the significance test of a term (Bonferroni over the one-term hypotheses)
+ALPHA = 0.05
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_sf(t: float, dof: int) -> float:
+    """Upper tail P(T > t) of Student's t with ``dof`` degrees of freedom."""
+    tail = 0.5 * _betainc(dof / 2.0, 0.5, dof / (dof + t * t))
+    return tail if t >= 0 else 1.0 - tail
+
+
+def t_quantile(q: float, dof: int) -> float:
+    """The ``q`` quantile of Student's t (q > 0.5), by bisection on :func:`t_sf`; NaN without a degree of freedom."""
+    if dof < 1:
+        return math.nan
+    lo, hi = 0.0, 1.0
+    while t_sf(hi, dof) > 1.0 - q:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if t_sf(mid, dof) > 1.0 - q else (lo, mid)
+    return 0.5 * (lo + hi)
 
 
 def t975(dof: int) -> float:
-    """``t_{0.975, dof}``; between tabulated degrees of freedom the smaller one's (wider, conservative) value."""
-    if dof < 1:
-        return math.nan
-    if dof <= len(_T975):
-        return _T975[dof - 1]
-    value = _T975[-1]
-    for d, t in _T975_TAIL:
-        if dof >= d:
-            value = t
-    return value if dof < 10**9 else 1.960
+    """``t_{0.975, dof}``: the two-sided 95 % quantile the prediction intervals use."""
+    return t_quantile(0.975, dof)
 
 
 @dataclass(frozen=True)
@@ -131,12 +175,22 @@ def hypotheses() -> list[tuple[Fraction, int] | None]:
     return [None, *sorted(terms, key=lambda t: (abs(t[0]), t[0] < 0, t[1]))]
 
 
-def _lstsq(p: np.ndarray, y: np.ndarray, term: tuple[Fraction, int] | None) -> tuple[np.ndarray, np.ndarray] | None:
+def _lstsq(p: np.ndarray, y: np.ndarray, term: tuple[Fraction, int] | None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Coefficients, design matrix and ``(X^T X)^-1`` of the least-squares fit, on columns scaled to a maximum of 1
+    (``p`` up to 1e8 and ``p^3`` would otherwise make the design numerically rank-deficient); None when the
+    term cannot be told from the constant (e.g. ``log2(p)`` with ``p = 1`` only)."""
     x = _design(p, term)
-    if np.linalg.matrix_rank(x) < x.shape[1]:
-        return None  # e.g. log2(p) at p = 1 only: the term cannot be told from the constant
-    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    return coef, x
+    scale = np.max(np.abs(x), axis=0)
+    if np.any(scale == 0) or not np.all(np.isfinite(scale)):
+        return None
+    xs = x / scale
+    u, sv, vt = np.linalg.svd(xs, full_matrices=False)
+    if sv[-1] <= sv[0] * 1e-10:
+        return None
+    coef = (vt.T @ ((u.T @ y) / sv)) / scale
+    cov = (vt.T @ np.diag(1.0 / sv**2) @ vt) / np.outer(scale, scale)
+    return coef, x, cov
 
 
 def _significant(p: np.ndarray, y: np.ndarray, term: tuple[Fraction, int]) -> bool:
@@ -145,13 +199,15 @@ def _significant(p: np.ndarray, y: np.ndarray, term: tuple[Fraction, int]) -> bo
     got = _lstsq(p, y, term)
     if got is None:
         return False
-    coef, x = got
+    coef, x, cov = got
     dof = len(y) - x.shape[1]
     if dof < 1:
         return True  # no residual degree of freedom: cross-validation alone decides
     s2 = float(np.sum((y - x @ coef) ** 2)) / dof
-    var = s2 * float(np.linalg.pinv(x.T @ x)[1, 1])
-    return var == 0.0 or abs(coef[1]) / math.sqrt(var) > t975(dof)
+    var = s2 * float(cov[1, 1])
+    if var <= 0.0:
+        return True
+    return 2.0 * t_sf(abs(float(coef[1])) / math.sqrt(var), dof) < ALPHA / (len(hypotheses()) - 1)
 
 
 def fit(p: np.ndarray, y: np.ndarray) -> Fit:
@@ -186,7 +242,7 @@ def fit(p: np.ndarray, y: np.ndarray) -> Fit:
     cv = best[0] if best is not None and np.isfinite(best[0]) else math.nan
     got = _lstsq(p, y, term)
     assert got is not None  # the constant always fits
-    coef, x = got
+    coef, x, cov = got
     resid = y - x @ coef
     n, k = len(y), x.shape[1] - 1
     ss_tot = float(np.sum((y - y.mean()) ** 2))
@@ -194,11 +250,13 @@ def fit(p: np.ndarray, y: np.ndarray) -> Fit:
     adj = 1.0 - (1.0 - r2) * (n - 1) / (n - k - 1) if n - k - 1 > 0 else math.nan
     dof = n - x.shape[1]
     s2 = float(np.sum(resid**2)) / dof if dof > 0 else math.nan
-    cov = np.linalg.pinv(x.T @ x)
     few = len(scales) < 3
-    poor = few or not (np.isfinite(adj) and adj >= POOR_R2)
-    reason = (f"{len(scales)} scale(s): a one-term hypothesis needs 3 (two to fit, one to leave out)" if few
-              else f"adjusted R² {adj:.3g} < {POOR_R2}" if poor else "")
+    fit_smape = smape(_design(scales, term) @ coef, medians)
+    if few:
+        reason = f"{len(scales)} scale(s): a one-term hypothesis needs 3 (two to fit, one to leave out)"
+    elif term is None:  # R² of a constant is 0 by construction: judge it by how far the medians stray from it
+        reason = f"constant misses the medians by SMAPE {fit_smape:.3g} > {POOR_SMAPE}" if fit_smape > POOR_SMAPE else ""
+    else:
+        reason = f"adjusted R² {adj:.3g} < {POOR_R2}" if not (np.isfinite(adj) and adj >= POOR_R2) else ""
     return Fit(term=term, coef=tuple(float(c) for c in coef), n_samples=n, n_scales=len(scales),
-               smape=smape(_design(scales, term) @ coef, medians), adj_r2=adj, cv_smape=cv, poor=poor, reason=reason,
-               _cov=cov, _s2=s2)
+               smape=fit_smape, adj_r2=adj, cv_smape=cv, poor=bool(reason), reason=reason, _cov=cov, _s2=s2)

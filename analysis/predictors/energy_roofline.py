@@ -15,12 +15,15 @@ ROOFLINE_ENERGY_MODEL = "energy roofline (Choi)"
 
 
 ROOFLINE_ENERGY_COLUMNS = ["run_id", "study", "case", "variant", "platform", "size", "alpha", "processor", "flops",
-                           "bytes", "energy_measured_j", "energy_predicted_j", "tightness", "rel_error",
+                           "bytes", "traffic", "energy_measured_j", "energy_predicted_j", "tightness", "rel_error",
                            "energy_source", "model"]
 
 
 def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
     """Choi's energy roofline ``E = e_f N_f + e_b N_b + p_s max(t_f N_f, t_b N_b)`` against metered runs.
+
+    ``N_b`` is the traffic the bound counts and ``t_f`` the ceiling of the kernels the processor ran
+    (:mod:`analysis.ceilings`); ``bytes`` in the rows is the recorded (papers') count, ``traffic`` what was used.
 
     One row per metered run and *working processor* whose energy the meter
     attributed to it (``energy_<role>_median_j``), with that processor's static
@@ -40,12 +43,15 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
         have = runs[runs["energy_median_j"].notna()]
         for row in have.itertuples(index=False):
             per_role: dict[str, tuple[float, float, float | None]] = {}
+            counted: dict[str, float] = {}
             idle: set[str] = set()
             for role in ("host", "accel"):
                 # the traffic the bound counts and the ceiling of the kernels this processor ran (analysis.ceilings)
                 traffic = f"traffic_{role}" if hasattr(row, f"traffic_{role}") else f"bytes_{role}"
                 nf, nb = (float(getattr(row, q) or 0.0) for q in (f"flops_{role}", traffic))
                 nf, nb = (0.0 if np.isnan(nf) else nf), (0.0 if np.isnan(nb) else nb)
+                recorded = float(getattr(row, f"bytes_{role}") or 0.0)
+                counted[role] = 0.0 if np.isnan(recorded) else recorded
                 params = [getattr(row, f"{p}_{role}", np.nan) for p in (*ENERGY_PARAMS, "t_f", "t_b")]
                 if nf == 0 and nb == 0:
                     pred: float | None = 0.0  # no work: nothing in the bound, whatever the parameters
@@ -57,6 +63,7 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
                 per_role[role] = (nf, nb, pred)
             measured = {role: getattr(row, f"energy_{role}_median_j") for role in ("host", "accel")}
             measured["node"] = row.energy_median_j
+            counted["node"] = counted["host"] + counted["accel"]
             preds = [v[2] for v in per_role.values()]
             per_role["node"] = (sum(v[0] for v in per_role.values()), sum(v[1] for v in per_role.values()),
                                 None if any(p is None for p in preds) else sum(preds))
@@ -68,7 +75,7 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
                 out.append({
                     "run_id": row.run_id, "study": row.study, "case": row.case, "variant": row.variant,
                     "platform": row.platform, "size": row.size, "alpha": row.alpha, "processor": proc,
-                    "flops": nf, "bytes": nb, "energy_measured_j": float(m), "energy_predicted_j": pred,
+                    "flops": nf, "bytes": counted[proc], "traffic": nb, "energy_measured_j": float(m), "energy_predicted_j": pred,
                     "tightness": pred / float(m), "rel_error": (pred - float(m)) / float(m),
                     "energy_source": row.energy_source, "model": ROOFLINE_ENERGY_MODEL,
                 })

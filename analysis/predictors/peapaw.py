@@ -36,7 +36,7 @@ def by_processors(runs: pd.DataFrame, energy: bool = False) -> Iterator[tuple[np
     for code in range(int(codes.max()) + 1):
         rows = np.flatnonzero(codes == code)
         v = dict(zip(cols, values[rows[0]].tolist(), strict=True))
-        if not all(np.isfinite(x) and x > 0 for x in v.values()):
+        if not all(np.isfinite(x) and (x > 0 if k.startswith("t_") else x >= 0) for k, x in v.items()):
             continue  # a ceiling this platform never measured (analysis.ceilings): no bound rather than a wrong one
         yield (rows, *(hetero.Processor(**{p: v[f"{p}_{role}"] for p in params}) for role in ("host", "accel")))
 
@@ -112,6 +112,7 @@ def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
             mask &= runs[c].notna() if c in runs.columns else False
         have = runs[mask]
     out = predict_sa(have)
+    have = have.loc[out.index]  # the runs it could bound, in its order
     eff = np.full(len(out), np.nan)
     i_all = out["intensity"].to_numpy(dtype="float64")
     i_c = np.nan_to_num(out["intensity_host"].to_numpy(dtype="float64"), nan=0.0)

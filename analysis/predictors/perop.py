@@ -29,6 +29,7 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     """
     have = runs.dropna(subset=TAU_COLS) if set(TAU_COLS) <= set(runs.columns) else runs.iloc[:0]
     out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
+    have = have.loc[out.index] if len(have) else have  # the rows predict_sa kept, in its order
     descs = [json.loads(p) if isinstance(p, str) else {} for p in have["params"]] if len(have) else []
     parts = {}
     for role in ("host", "accel"):

@@ -108,11 +108,16 @@ def pdp_alpha(whole: Part, rates: dict[str, dict[str, float]]) -> float:
     """The balanced split of ``whole`` (its counts split linearly with the rows) from ``{role: {t_f, t_b}}``.
 
     Each processor's time is its roofline time for the whole work against the GEMM ceiling at the run's
-    precision (``t_f_gemm_<dtype>`` when the platform file has it, else ``t_f``) and the compulsory traffic.
+    precision and the compulsory traffic; with a platform file from before the ceilings (no ``t_f_gemm_<dtype>``),
+    the classic ``t_f`` and the counted bytes.
     """
     dtype = {v: k for k, v in DTYPES.items()}[whole.itemsize]
-    f, b = whole.flops, whole.traffic
-    return balanced_alpha(*(roofline_time(f, b, rates[r].get(f"t_f_gemm_{dtype}", rates[r]["t_f"]), rates[r]["t_b"])
+    key = f"t_f_gemm_{dtype}"
+    if all(key in rates[r] for r in ("host", "accel")):
+        return balanced_alpha(*(roofline_time(whole.flops, whole.traffic, rates[r][key], rates[r]["t_b"])
+                                for r in ("host", "accel")))
+    # a platform file from before the ceilings: the classic t_f with the counted bytes, as it was split then
+    return balanced_alpha(*(roofline_time(whole.flops, whole.bytes, rates[r]["t_f"], rates[r]["t_b"])
                             for r in ("host", "accel")))
 
 

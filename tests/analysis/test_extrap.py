@@ -30,10 +30,12 @@ def test_recovers_the_exponents_of_known_functions(i, j):
 
 
 def test_pure_noise_gets_the_constant():
-    rng = np.random.default_rng(3)
-    f = extrap.fit(P, 1.0 + 0.01 * rng.standard_normal(len(P)))
-    assert f.term is None or abs(f.coef[1]) < 0.01
-    assert f.predict(1000.0)[0] == pytest.approx(1.0, abs=0.05)
+    hits = 0
+    for seed in range(20):  # a term bought by noise alone is rare (Bonferroni over the hypotheses)
+        rng = np.random.default_rng(seed)
+        f = extrap.fit(P, 1.0 + 0.01 * rng.standard_normal(len(P)))
+        hits += f.term is not None
+    assert hits <= 2
 
 
 def test_too_few_scales_are_flagged_and_fit_the_constant():
@@ -46,8 +48,24 @@ def test_too_few_scales_are_flagged_and_fit_the_constant():
 
 def test_smape_and_t_quantiles():
     assert extrap.smape(np.array([1.0, 3.0]), np.array([1.0, 1.0])) == pytest.approx(0.5)
-    assert extrap.t975(1) == 12.706 and extrap.t975(35) == 2.042 and extrap.t975(10**6) == 1.980
+    # the tables' values: t_{0.975} at 1, 10, 35 and many degrees of freedom; t_{0.9995, 10}
+    assert extrap.t975(1) == pytest.approx(12.706, abs=1e-3) and extrap.t975(10) == pytest.approx(2.228, abs=1e-3)
+    assert extrap.t975(35) == pytest.approx(2.030, abs=1e-3) and extrap.t975(10**6) == pytest.approx(1.960, abs=1e-3)
+    assert extrap.t_quantile(0.9995, 10) == pytest.approx(4.587, abs=1e-3)
     assert np.isnan(extrap.t975(0))
+
+
+def test_large_scales_and_high_exponents_stay_well_conditioned():
+    rng = np.random.default_rng(1)
+    p = np.repeat([1e6, 4e6, 1.6e7, 6.4e7], 5)  # problem sizes: p^2 ~ 4e15
+    f = extrap.fit(p, (0.01 + 2e-16 * p**2) * (1 + 0.001 * rng.standard_normal(len(p))))
+    assert f.term == (Fraction(2), 0) and f.coef[1] == pytest.approx(2e-16, rel=0.01)
+
+
+def test_a_flat_series_is_a_good_constant():
+    rng = np.random.default_rng(5)
+    f = extrap.fit(P, 2.0 * (1 + 0.01 * rng.standard_normal(len(P))))
+    assert f.term is None and not f.poor and f.smape < 0.01
 
 
 def _fdm_run(ranks: int, decomposition: str, t: float, predicted: float) -> dict:

@@ -46,10 +46,10 @@ def test_la_pdp_balances_roofline_times_against_the_gemm_ceiling():
     t_host = max(whole.flops * t_gemm["host"], whole.traffic * t_b["host"]) * (1 - alpha)
     t_accel = max(whole.flops * t_gemm["accel"], whole.traffic * t_b["accel"]) * alpha
     assert t_host == pytest.approx(t_accel)
-    # a platform file from before the ceilings: the classic t_f
+    # a platform file from before the ceilings: the classic t_f and the counted bytes, as it was split then
     _, old = matrix.la_partition("p-DP", 1024, 8192, rates={r: {"t_f": t_f[r], "t_b": t_b[r]} for r in t_f})
-    t_host = max(whole.flops * t_f["host"], whole.traffic * t_b["host"]) * (1 - old)
-    t_accel = max(whole.flops * t_f["accel"], whole.traffic * t_b["accel"]) * old
+    t_host = max(whole.flops * t_f["host"], whole.bytes * t_b["host"]) * (1 - old)
+    t_accel = max(whole.flops * t_f["accel"], whole.bytes * t_b["accel"]) * old
     assert t_host == pytest.approx(t_accel) and old != alpha
     with pytest.raises(ValueError, match="characterised platform"):
         matrix.la_partition("p-DP", 1024, 8192)
