@@ -138,3 +138,15 @@ def test_no_la_run_of_the_default_study_beats_its_bound(tmp_path, env):
     sa = runs[(runs["case"] == "sa") & (runs["model"] == "PerDome/PeaPaw")]
     assert len(sa) == 32 and set(sa["ceiling_host"]) | set(sa["ceiling_accel"]) <= {"vector float32", "none (no flops)"}
     assert (sa["traffic"] == sa["bytes"]).all()
+
+
+def test_peach_products_use_gemm_at_their_precision_and_transposes_have_no_flops():
+    mm, _ = matrix.peach_partition("MatrixMultiply", "DP(0.25)", 400, 8)
+    w = ceilings.matrix_work({"workload": "MatrixMultiply", "n": 400, "dtype": "float64",
+                              "rows": {r: {"matmul": p.mm_rows, "transpose": 0} for r, p in mm.items()}})
+    assert w["accel"] == ({("gemm", "float64"): 2.0 * 100 * 400 * 400}, 8.0 * (2 * 100 * 400 + 400 * 400))
+    tr, _ = matrix.peach_partition("MatrixTranspose", "DP(0.5)", 64, 8)
+    w = ceilings.matrix_work({"workload": "MatrixTranspose", "n": 64, "dtype": "float64",
+                              "rows": {r: {"matmul": 0, "transpose": p.tr_rows} for r, p in tr.items()}})
+    assert w["host"] == ({("gemm", "float64"): 0.0}, float(tr["host"].bytes))
+    assert ceilings.matrix_work({"n": 64}) is None  # no rows: unknown, the recorded bytes stay
