@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sims.platform_file import ceilings as platform_ceilings
+from sims.platform_file import value
 from sims.vocab import CEILING_CLASSES as CLASSES
 from sims.vocab import CEILING_DTYPES as DTYPES
 from sims.vocab import ROLES
@@ -43,22 +45,17 @@ CEILING_COLS = [f"t_f_{cls}_{dt}_{role}" for role in ROLES for cls in CLASSES fo
 def ceiling_values(proc: Any, role: str) -> dict[str, float]:
     """``{t_f_<class>_<dtype>_<role>: s/flop}`` of one processor entry of a platform file (NaN where missing).
 
-    A file without ``ceilings`` still has its classic ``t_f``: that is the vector float32 ceiling (the same
-    FMA-chain measurement).
+    The vector float32 ceiling is the classic ``t_f`` (the same FMA-chain measurement, stored once).
     """
     out = {f"t_f_{cls}_{dt}_{role}": np.nan for cls in CLASSES for dt in DTYPES}
     if not isinstance(proc, dict):
         return out
-    t_f = proc.get("t_f")
-    if isinstance(t_f, dict) and t_f.get("value") is not None:
-        out[f"t_f_vector_float32_{role}"] = float(t_f["value"])
-    for cls, by_dtype in (proc.get("ceilings") or {}).items():
-        for dt, param in (by_dtype or {}).items() if isinstance(by_dtype, dict) else ():
-            key = f"t_f_{cls}_{dt}_{role}"
-            if key == f"t_f_vector_float32_{role}" and t_f is not None:
-                continue  # the same measurement as t_f: t_f is what every other reader uses
-            if key in out and isinstance(param, dict) and param.get("value") is not None and float(param["value"]) > 0:
-                out[key] = float(param["value"])
+    for k, v in platform_ceilings(proc).items():
+        if f"t_f_{k}_{role}" in out:
+            out[f"t_f_{k}_{role}"] = v
+    t_f = value(proc.get("t_f"))  # last: t_f is what every other reader uses
+    if t_f is not None:
+        out[f"t_f_vector_float32_{role}"] = t_f
     return out
 
 
@@ -79,24 +76,24 @@ def apply(joined: pd.DataFrame, key: str, work: Callable[[Hashable], Work | None
         return out
     out = joined.copy()
     keys = out[key].to_numpy(dtype=object)
-    uniq, inverse = np.unique(keys.astype(str), return_inverse=True)
-    firsts = {u: keys[np.flatnonzero(inverse == i)[0]] for i, u in enumerate(uniq)}
-    works = [work(firsts[u]) for u in uniq]
+    codes = pd.factorize(pd.Series(keys).astype(str))[0]  # one work() call per distinct key
+    groups = np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes))[:-1])
+    works = [work(keys[rows[0]]) for rows in groups]
     for role in ROLES:
+        vector = out[f"t_f_vector_float32_{role}"].to_numpy(dtype="float64")
         t_f = np.full(len(out), np.nan)
         traffic = out[f"bytes_{role}"].to_numpy(dtype="float64").copy()
         label = np.full(len(out), None, dtype=object)
-        for i, w in enumerate(works):
-            rows = np.flatnonzero(inverse == i)
+        for rows, w in zip(groups, works, strict=True):
             if w is None:
-                t_f[rows] = out[f"t_f_vector_float32_{role}"].to_numpy(dtype="float64")[rows]
+                t_f[rows] = vector[rows]
                 label[rows] = "vector float32"
                 continue
             flops_by, traf = w[role]
             traffic[rows] = traf
             total = sum(flops_by.values())
             if total <= 0:  # no flops: any finite ceiling leaves N_f t_f = 0
-                t_f[rows] = out[f"t_f_vector_float32_{role}"].to_numpy(dtype="float64")[rows]
+                t_f[rows] = vector[rows]
                 label[rows] = "none (no flops)"
                 continue
             acc = np.zeros(len(rows))

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.models import hetero
+from analysis.runs import _intensity
 
 COLUMNS = ["platform", "study", "case", "size", "size_label", "bl_host", "bl_accel", "p_category", "p_guideline", "e_category",
            "best_measured", "guideline_wps", "follows", "least_energy"]
@@ -38,13 +39,8 @@ INTENSITIES = ("intensity", "intensity_host", "intensity_accel")
 def _counted_intensities(sub: pd.DataFrame) -> dict[str, np.ndarray]:
     """The papers' intensities, flops over their counted bytes: PeaPaw's guidelines are applied as the paper states
     them, with the platform's classic (vector float32) balances - not the bound's traffic and kernel ceilings."""
-    out = {}
-    for col, suffix in zip(INTENSITIES, ("", "_host", "_accel"), strict=True):
-        f = pd.to_numeric(sub[f"flops{suffix}"], errors="coerce").to_numpy(dtype="float64")
-        b = pd.to_numeric(sub[f"bytes{suffix}"], errors="coerce").to_numpy(dtype="float64")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[col] = np.where(b > 0, f / b, np.nan)
-    return out
+    return {col: _intensity(pd.to_numeric(sub[f"flops{s}"], errors="coerce"), pd.to_numeric(sub[f"bytes{s}"], errors="coerce"))
+            for col, s in zip(INTENSITIES, ("", "_host", "_accel"), strict=True)}
 
 
 def _groups(sub: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any], list[dict[str, Any]]]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -281,6 +282,17 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
     return out[["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *_COUNT_COLS,
                 "n_reps", "time_median_s", "time_min_s", "time_max_s", "time_iqr_s",
                 "time_host_median_s", "time_accel_median_s", *REDUCED_ENERGY, "time_reps_s", "energy_reps_j"]]
+
+
+def params_doc(text: Any) -> dict[str, Any]:
+    """A record's ``params`` as a dict: parsed from its JSON text (the dataset's form), passed through when already
+    a dict; ``{}`` when it is neither."""
+    if isinstance(text, str):
+        try:
+            text = json.loads(text)
+        except ValueError:
+            return {}
+    return text if isinstance(text, dict) else {}
 
 
 def _intensity(flops: pd.Series, nbytes: pd.Series) -> np.ndarray:

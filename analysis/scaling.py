@@ -17,13 +17,13 @@ stays from its bound, reported for comparison only.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analysis.models import extrap
+from sims.fdm.spec import grid_label
 
 COLUMNS = ["study", "case", "platform", "series", "parameter", "n_scales", "scales", "hypothesis", "adj_r2", "smape",
            "cv_smape", "poor_fit", "fit_note", "extrapolated", "heldout_scale", "heldout_measured_s",
@@ -95,8 +95,7 @@ def fdm_fits(runs: pd.DataFrame, model: str) -> pd.DataFrame:
         if g["ranks"].nunique() < 2:
             continue
         k = dict(zip(keys, vals, strict=True))
-        grid = json.loads(str(k["grid"])).get("shape") if str(k["grid"]).startswith("{") else k["grid"]
-        series = (f"grid {grid}, order {k['order']}, {k['boundary']}, {k['marshaling']}, {k['backend']}")
+        series = f"grid {grid_label(k['grid'])}, order {k['order']}, {k['boundary']}, {k['marshaling']}, {k['backend']}"
         pts = g.assign(scale=g["ranks"].astype("float64"))[["scale", "time_median_s", "time_reps_s", "time_predicted_s"]]
         rows.append(series_row({"study": k["study"], "case": "fdm", "platform": k["platform"], "series": series},
                                "ranks", pts, model))

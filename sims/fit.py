@@ -3,7 +3,10 @@
 Every calibrated parameter in hetval (the intensity-sweep roofline, the
 per-operation costs, the ping-pong latency and bandwidth, Choi's energy
 regression) is a least-squares fit whose samples, R² and residuals are kept
-next to the value. They all go through :func:`linear_fit` and :func:`r_squared`.
+next to the value. They all go through :func:`linear_fit` and :func:`r_squared`;
+the empirical scaling models (``analysis.models.extrap``), which also need the
+coefficients' covariance over regressors spanning many decades, through
+:func:`scaled_lstsq`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,27 @@ class LinearFit:
     @property
     def poor(self) -> bool:
         return self.r2 is None or self.r2 < POOR_R2
+
+
+def scaled_lstsq(A: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray] | None:
+    """Least squares ``y ≈ A @ coef`` on columns scaled to a largest magnitude of 1 (regressors such as ``p^3``
+    for ``p`` up to 1e8 would otherwise make ``A`` numerically rank-deficient), solved by SVD.
+
+    Returns the coefficients and ``(A^T A)^-1`` (the covariance of the coefficients divided by the residual
+    variance), both for the unscaled columns; None when ``A`` is rank-deficient (a column that is zero or a
+    multiple of another).
+    """
+    A = np.asarray(A, dtype=float)
+    y = np.asarray(y, dtype=float)
+    scale = np.max(np.abs(A), axis=0)
+    if np.any(scale == 0) or not np.all(np.isfinite(scale)):
+        return None
+    u, sv, vt = np.linalg.svd(A / scale, full_matrices=False)
+    if sv[-1] <= sv[0] * 1e-10:
+        return None
+    coef = (vt.T @ ((u.T @ y) / sv)) / scale
+    cov = (vt.T @ np.diag(1.0 / sv**2) @ vt) / np.outer(scale, scale)
+    return coef, cov
 
 
 def linear_fit(columns: list[ArrayLike], y: ArrayLike, intercept: bool = False) -> LinearFit:

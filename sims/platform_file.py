@@ -104,12 +104,21 @@ def roofline_rates(doc: dict[str, Any], source: str = "platform file") -> dict[s
         if missing:
             raise PlatformFileError(f"{source} lacks processors.{role}.{missing[0]}.value")
         out[role] = {p: float(v) for p, v in got.items()}  # type: ignore[arg-type]
-        found = proc.get("ceilings") if isinstance(proc, dict) else None
-        for cls, by_dtype in (found.items() if isinstance(found, dict) else ()):
-            for dt, param in (by_dtype.items() if isinstance(by_dtype, dict) else ()):  # the ceilings, when measured
-                v = value(param)
-                if v is not None and v > 0:
-                    out[role][f"t_f_{cls}_{dt}"] = v
+        out[role].update({f"t_f_{k}": v for k, v in ceilings(proc).items()})
+    return out
+
+
+def ceilings(proc: Any) -> dict[str, float]:
+    """``{"<class>_<dtype>": s/flop}``: the compute ceilings a processor entry holds (positive values only; a
+    malformed entry is skipped). The vector float32 ceiling is the entry's ``t_f`` (characterisation does not
+    repeat it here)."""
+    found = proc.get("ceilings") if isinstance(proc, dict) else None
+    out = {}
+    for cls, by_dtype in (found.items() if isinstance(found, dict) else ()):
+        for dt, param in (by_dtype.items() if isinstance(by_dtype, dict) else ()):
+            v = value(param)
+            if v is not None and v > 0:
+                out[f"{cls}_{dt}"] = v
     return out
 
 

@@ -24,7 +24,14 @@ from analysis.cluster import Layout, LayoutError, scale_layout
 from analysis.config import ConfigError, platform_layouts
 from analysis.predictors.fdm import MODEL
 from analysis.registry import Case
-from analysis.runs import FIDELITY_TAIL, fidelity_types, reps_lists, score_batch, tightness_intervals
+from analysis.runs import (
+    FIDELITY_TAIL,
+    fidelity_types,
+    params_doc,
+    reps_lists,
+    score_batch,
+    tightness_intervals,
+)
 from analysis.uncertainty import Settings
 from sims.fdm.spec import SpecError, parse, run_identity
 from sims.placement import THREADS_VARIABLE
@@ -202,7 +209,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
         **{f"{p}_median_s": pd.to_numeric(g[f"time_{p}_s"].median()).astype("float64") for p in FDM_PHASES},
         time_reps_s=reps_lists(ordered["run_id"], ordered["time_s"]),
     ).reset_index()
-    docs = [json.loads(p) if isinstance(p, str) else {} for p in out["params"]]
+    docs = [params_doc(p) for p in out["params"]]
     out["backend"] = [d.get("backend", DEFAULT_BACKEND) if d else None for d in docs]
     out["nodes"] = pd.array([int(d.get("nodes") or 1) for d in docs], dtype="int64")
     out = out.drop(columns=["params"])

@@ -17,13 +17,13 @@ import pandas as pd
 import yaml
 
 from analysis import ceilings
-from analysis.cases.wp import params_doc, run_command, two_processor_spec
+from analysis.cases.wp import run_command, two_processor_spec
 from analysis.config import platform_layouts
 from analysis.models import peach
 from analysis.predictors.energy_roofline import ROOFLINE_ENERGY_MODEL
 from analysis.predictors.peach import CURVE_KEYS, MODEL
 from analysis.registry import Case
-from analysis.runs import SAMPLE_COLUMNS, fidelity_types, reduce_repetitions, score_batch
+from analysis.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
 from analysis.uncertainty import UNCERTAINTY_COLUMNS, Settings
 from sims.cases.matrix import PEACH_WORKLOADS
 from sims.vocab import dp_variant

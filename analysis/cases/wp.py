@@ -29,6 +29,7 @@ from analysis.runs import (
     GROUP_KEYS,
     SAMPLE_COLUMNS,
     fidelity_types,
+    params_doc,
     reduce_repetitions,
     score_batch,
     tightness_intervals,
@@ -117,11 +118,7 @@ class WPCase(Case):
         out = reduce_repetitions(records)
         labels: dict[tuple[Any, Any], str] = {}
         for params, size in set(zip(out["params"].tolist(), out["size"].tolist(), strict=True)):
-            try:
-                doc = json.loads(params) if isinstance(params, str) else {}
-            except ValueError:
-                doc = {}
-            labels[(params, size)] = self.size_label(doc if isinstance(doc, dict) else {}, size)
+            labels[(params, size)] = self.size_label(params_doc(params), size)
         out.insert(out.columns.get_loc("size") + 1, "size_label", pd.array(
             [labels[k] for k in zip(out["params"].tolist(), out["size"].tolist(), strict=True)], dtype="string"))
         return out
@@ -146,14 +143,6 @@ class WPCase(Case):
                                                     ignore_index=True),
                 "energy_runs": energy, "energy_roofline": roofline, "scaling_fits": scaling.size_fits(runs),
                 "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
-
-
-def params_doc(text: Any) -> dict[str, Any]:
-    try:
-        doc = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame:

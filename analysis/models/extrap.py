@@ -40,13 +40,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from sims.fit import POOR_R2, r_squared, scaled_lstsq
+
 #: Extra-P's default polynomial exponents ``I``, plus negative ones for strong scaling (a time that falls with
 #: the rank count, e.g. ``c0 + c1 / p``, which no positive exponent can extrapolate); logarithm exponents ``J``
 EXPONENTS_I = tuple(Fraction(s) for s in ("0", "1/4", "1/3", "1/2", "2/3", "3/4", "1", "5/4", "4/3", "3/2", "5/3",
                                           "7/4", "2", "9/4", "7/3", "5/2", "8/3", "11/4", "3",
                                           "-1/4", "-1/3", "-1/2", "-2/3", "-3/4", "-1", "-3/2", "-2"))
 EXPONENTS_J = (0, 1, 2)
-POOR_R2 = 0.9
 POOR_SMAPE = 0.1
 #: family-wise level of the significance test of a term (Bonferroni over the one-term hypotheses)
 ALPHA = 0.05
@@ -177,20 +178,11 @@ def hypotheses() -> list[tuple[Fraction, int] | None]:
 
 def _lstsq(p: np.ndarray, y: np.ndarray, term: tuple[Fraction, int] | None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Coefficients, design matrix and ``(X^T X)^-1`` of the least-squares fit, on columns scaled to a maximum of 1
-    (``p`` up to 1e8 and ``p^3`` would otherwise make the design numerically rank-deficient); None when the
-    term cannot be told from the constant (e.g. ``log2(p)`` with ``p = 1`` only)."""
+    """Coefficients, design matrix and ``(X^T X)^-1`` (:func:`sims.fit.scaled_lstsq`); None when the term
+    cannot be told from the constant (e.g. ``log2(p)`` with ``p = 1`` only)."""
     x = _design(p, term)
-    scale = np.max(np.abs(x), axis=0)
-    if np.any(scale == 0) or not np.all(np.isfinite(scale)):
-        return None
-    xs = x / scale
-    u, sv, vt = np.linalg.svd(xs, full_matrices=False)
-    if sv[-1] <= sv[0] * 1e-10:
-        return None
-    coef = (vt.T @ ((u.T @ y) / sv)) / scale
-    cov = (vt.T @ np.diag(1.0 / sv**2) @ vt) / np.outer(scale, scale)
-    return coef, x, cov
+    got = scaled_lstsq(x, y)
+    return None if got is None else (got[0], x, got[1])
 
 
 def _significant(p: np.ndarray, y: np.ndarray, term: tuple[Fraction, int]) -> bool:
@@ -245,8 +237,8 @@ def fit(p: np.ndarray, y: np.ndarray) -> Fit:
     coef, x, cov = got
     resid = y - x @ coef
     n, k = len(y), x.shape[1] - 1
-    ss_tot = float(np.sum((y - y.mean()) ** 2))
-    r2 = 1.0 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else (1.0 if not np.any(resid) else 0.0)
+    r2 = r_squared(y, x @ coef)
+    r2 = (1.0 if not np.any(resid) else 0.0) if r2 is None else r2  # constant y: R² undefined
     adj = 1.0 - (1.0 - r2) * (n - 1) / (n - k - 1) if n - k - 1 > 0 else math.nan
     dof = n - x.shape[1]
     s2 = float(np.sum(resid**2)) / dof if dof > 0 else math.nan

@@ -28,22 +28,16 @@ import pandas as pd
 
 from analysis.models import peach
 from analysis.registry import Model
+from analysis.runs import params_doc
 
 CURVE_KEYS = ["study", "platform", "workload", "size", "frequency"]
 MODEL = "PEACH (end-point calibrated)"
 
 
-def _params(text: str) -> dict[str, Any]:
-    try:
-        return json.loads(text) if isinstance(text, str) else {}
-    except json.JSONDecodeError:
-        return {}
-
-
 def curves(reduced: pd.DataFrame) -> pd.DataFrame:
     """Reduced PEACH runs (one row per run) with the curve keys and the work ``W`` unpacked from ``params``."""
     out = reduced.copy()
-    p = out["params"].map(_params)
+    p = out["params"].map(params_doc)
     out["workload"] = p.map(lambda d: d.get("workload")).astype("string")
     out["frequency"] = p.map(lambda d: json.dumps(d.get("frequency"), sort_keys=True) if d.get("frequency")
                              else "default").astype("string")

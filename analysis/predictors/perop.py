@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
@@ -13,6 +12,7 @@ from analysis.models import perop
 from analysis.platforms import TAU_COLS
 from analysis.predictors.peapaw import predict_sa
 from analysis.registry import Model
+from analysis.runs import params_doc
 from sims.sa.counts import PHASE_COUNTS, PHASE_OPERATIONS
 
 PEROP_MODEL = "per-operation (Kannan)"
@@ -30,7 +30,7 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     have = runs.dropna(subset=TAU_COLS) if set(TAU_COLS) <= set(runs.columns) else runs.iloc[:0]
     out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
     have = have.loc[out.index] if len(have) else have  # the rows predict_sa kept, in its order
-    descs = [json.loads(p) if isinstance(p, str) else {} for p in have["params"]] if len(have) else []
+    descs = [params_doc(p) for p in have["params"]] if len(have) else []
     parts = {}
     for role in ("host", "accel"):
         n = np.array([float((d.get("elements") or {}).get(role, 0) or 0) for d in descs], dtype=np.float64)

@@ -9,7 +9,7 @@ the FMA ceiling beats its "bound". Characterisation therefore measures, per
 processor and precision:
 
 * ``vector`` - independent element-wise FMA chains (:func:`sims.bench.kernels.fma_peak`),
-  what element-wise array code attains; float32 *is* the platform's classic ``t_f`` (the same samples);
+  what element-wise array code attains; float32 *is* the platform's classic ``t_f`` (not stored twice);
 * ``gemm`` - the backend's matrix product ``C = A B`` (NumPy -> OpenBLAS on the
   CPU backends, CuPy -> cuBLAS on a GPU), ``2 n^3`` flops, over a few square
   sizes; the ceiling is the size with the highest median rate (the best this
@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from sims.bench import kernels
+from sims.bench.parameters import parameter
 from sims.vocab import CEILING_CLASSES, CEILING_DTYPES
 
 CLASSES = CEILING_CLASSES
@@ -69,20 +70,11 @@ def summarize(rates_by_size: dict[int, list[float]], unit: str, method: str, war
         raise ValueError("no samples to summarize")
     medians = {n: statistics.median(r) for n, r in rates_by_size.items()}
     best = max(medians, key=lambda n: medians[n])
-    rates = rates_by_size[best]
-    lo, hi = min(rates), max(rates)
-    if len(rates) >= 2:
-        q = statistics.quantiles(rates, n=4, method="inclusive")
-        iqr = q[2] - q[0]
-    else:
-        iqr = 0.0
-    return {
-        "value": 1.0 / medians[best], "unit": unit, "obtained": "measured", "method": method,
-        "rate_median": medians[best], "rate_spread": {"min": lo, "max": hi, "iqr": iqr},
-        "samples": list(rates), "repetitions": len(rates), "warmup": warmup,
-        **({"size": int(best), "by_size": {int(n): {"rate_median": medians[n], "samples": list(r)}
-                                           for n, r in sorted(rates_by_size.items())}} if best else {}),
-    }
+    out = parameter(list(rates_by_size[best]), unit, method, warmup)
+    if best:  # a size-swept class: which size gave the ceiling, and every size's rates
+        out.update(size=int(best), by_size={int(n): {"rate_median": medians[n], "samples": list(r)}
+                                            for n, r in sorted(rates_by_size.items())})
+    return out
 
 
 def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callable[[], int] | None], list[float] | None],
@@ -91,7 +83,7 @@ def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callab
     and returns the rates on the target. Returns ``{"<class>/<dtype>": {size: rates}}`` on the target."""
     out: dict[str, dict[int, list[float]]] = {}
     for dt in DTYPES:
-        if dt != "float32":  # vector float32 is the platform's t_f, measured once (the caller adds its samples)
+        if dt != "float32":  # vector float32 is the platform's t_f, measured once
             state = vector_setup(backend, dt, seed) if role == target else None
             rates = run((lambda s=state: kernels.fma_peak(backend, s)) if state is not None else None)
             if rates is not None:

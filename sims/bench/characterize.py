@@ -26,35 +26,10 @@ from sims import record as rec
 from sims._threads import pin_cores
 from sims.atomic import atomic_write_text
 from sims.bench.energy import energy_fit, energy_parameters, idle_summary
+from sims.bench.parameters import parameter
 from sims.fingerprint import machine_facts
 from sims.timing import measure, mpi_op
 from sims.vocab import ROLES, UNITS
-
-
-def spread(samples: list[float]) -> dict[str, float]:
-    """min, max and inter-quartile range of ``samples`` (IQR 0 for fewer than 2 samples)."""
-    if len(samples) >= 2:
-        q = statistics.quantiles(samples, n=4, method="inclusive")
-        iqr = q[2] - q[0]
-    else:
-        iqr = 0.0
-    return {"min": min(samples), "max": max(samples), "iqr": iqr}
-
-
-def _parameter(rates: list[float], unit: str, method: str, warmup: int) -> dict[str, Any]:
-    median = statistics.median(rates)
-    return {
-        "value": 1.0 / median,
-        "unit": unit,
-        "obtained": "measured",
-        "method": method,
-        "rate_median": median,
-        "rate_spread": spread(rates),
-        "samples": rates,
-        "repetitions": len(rates),
-        "warmup": warmup,
-        "r2": None,
-    }
 
 
 def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
@@ -190,7 +165,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                   f"GEMM n = {', '.join(map(str, gemm_sizes))}, {' and '.join(ceilings.DTYPES)}", flush=True)
         got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank)
         if role == target:
-            mine["ceilings"] = {"vector/float32": {0: mine["t_f"]}, **got}
+            mine["ceilings"] = got
     from sims.bench import pingpong
 
     if rank == 0:
@@ -213,8 +188,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             "backend": p["backend"],
             **({"cores": list(p["cores"])} if p.get("cores") else {}),
             **({"device": p["device"]} if p.get("device") is not None else {}),
-            "t_f": _parameter(data["t_f"], UNITS["t_f"], "independent FMA chains, float32, in-cache, FMA = 2 flops", warmup),
-            "t_b": _parameter(
+            "t_f": parameter(data["t_f"], UNITS["t_f"], "independent FMA chains, float32, in-cache, FMA = 2 flops", warmup),
+            "t_b": parameter(
                 data["t_b"], UNITS["t_b"],
                 f"STREAM triad a=b+s*c, float32, 12 B/element counted, {n_triad} elements, other processor idle",
                 warmup,
@@ -222,7 +197,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             "ceilings": ceilings.document(data["ceilings"], UNITS["t_f"], warmup),
             "roofline_fit": _roofline_fit(data["sweep"], n_triad),
             "operations": _operations(data["operations"], p["backend"]),
-            "t_b_shared": _parameter(
+            "t_b_shared": parameter(
                 data["t_b_shared"], UNITS["t_b"],
                 "STREAM triad as t_b, both processors streaming at the same time (informational)", warmup,
             ),

@@ -7,6 +7,7 @@ layers.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -238,6 +239,15 @@ def _as_int(value: Any) -> Any:
         return int(value) if not isinstance(value, bool) and int(value) == value else value
     except (TypeError, ValueError, OverflowError):
         return value
+
+
+def grid_label(grid: Any) -> str:
+    """``96x96x96`` for a record's ``grid`` (JSON text ``{"shape": [...], "spacing": ...}``); the text itself when
+    it is not one."""
+    try:
+        return "x".join(str(n) for n in json.loads(grid)["shape"])
+    except (ValueError, KeyError, TypeError):
+        return str(grid)
 
 
 def run_identity(doc: dict) -> dict[str, Any]:

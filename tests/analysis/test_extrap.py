@@ -87,4 +87,4 @@ def test_fdm_series_use_the_fastest_decomposition_and_hold_out_the_largest_scale
     assert row["heldout_empirical_error"] < 0.05  # fitted on 1, 2, 4 (c0 + c1 / p), it predicts 8
     assert row["heldout_analytical_error"] == pytest.approx(abs(0.05 - 0.2125) / 0.2125)
     assert "ranks 16" in row["extrapolated"] and not row["poor_fit"]
-    assert str(row["series"]).startswith("grid [96, 96, 96], order 2")
+    assert str(row["series"]).startswith("grid 96x96x96, order 2")

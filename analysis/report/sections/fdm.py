@@ -3,7 +3,6 @@ and the ranking-fidelity tables."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from analysis.report.common import (
@@ -18,19 +17,13 @@ from analysis.report.common import (
     save_figure,
 )
 from analysis.report.section import Section, SectionOutput
+from sims.fdm.spec import grid_label
 from sims.vocab import FDM_MODEL_PARTS, FDM_PHASES
 
 #: Lines (grid x design) one scaling figure draws, and runs one phase figure draws: past them the figure says
 #: how many it left out (every run is in the table and in fdm_runs.parquet).
 SERIES = 10
 PHASE_BARS = 40
-
-
-def _shape(grid: str) -> str:
-    try:
-        return "x".join(str(n) for n in json.loads(grid)["shape"])
-    except (ValueError, KeyError, TypeError):
-        return str(grid)
 
 
 def scaling_figure(runs, order: int, boundary: str):
@@ -51,7 +44,7 @@ def scaling_figure(runs, order: int, boundary: str):
         best = g.loc[g.groupby("ranks")["time_median_s"].idxmin()].sort_values("ranks")
         steps = best["steps"].to_numpy(dtype=float)
         color = cmap(n % 10)
-        label = f"{_shape(grid)} {design}"
+        label = f"{grid_label(grid)} {design}"
         y = best["time_median_s"].to_numpy() / steps
         err = [y - best["time_min_s"].to_numpy() / steps, best["time_max_s"].to_numpy() / steps - y]
         axes[0].errorbar(best["ranks"], y, yerr=err, marker="o", color=color, label=label, capsize=3)
@@ -98,7 +91,7 @@ def phase_figure(runs, order: int, boundary: str):
         v = np.nan_to_num(sub[f"{p}_pred_s"].to_numpy(dtype=float)) / steps
         ax.bar(x + 0.2, v, 0.38, bottom=bottom, color=colors[p], hatch="//", alpha=0.6, label=f"model {p}")
         bottom += v
-    labels = [f"{_shape(r.grid)}\n{r.ranks}r {r.decomposition}\n{r.marshaling}" for r in sub.itertuples()]
+    labels = [f"{grid_label(r.grid)}\n{r.ranks}r {r.decomposition}\n{r.marshaling}" for r in sub.itertuples()]
     ax.set_xticks(x, labels, fontsize=6, rotation=90)
     shown = f" - the first {len(sub)} of {total} runs" if total > len(sub) else ""
     ax.set(ylabel="seconds per step",
@@ -145,7 +138,7 @@ class FDMSection(Section):
         out.heading("FDM runs", 3)
         out.table(["grid", "ranks", "decomposition", "design", "order", "boundary", "measured s (median [min–max])",
                    "predicted s", "tightness", "MLUP/s measured", "MLUP/s predicted", "reps"],
-                  [[_shape(r.grid), str(r.ranks), r.decomposition, r.marshaling, str(r.order), r.boundary,
+                  [[grid_label(r.grid), str(r.ranks), r.decomposition, r.marshaling, str(r.order), r.boundary,
                     f"{fmt_sig(r.time_median_s)} [{fmt_sig(r.time_min_s)}–{fmt_sig(r.time_max_s)}]",
                     fmt_sig(r.time_predicted_s), fmt_sig(r.tightness), fmt_sig(r.mlups_measured, 4),
                     fmt_sig(r.mlups_predicted, 4), str(r.n_reps)] for r in runs.head(TABLE_ROWS).itertuples()],
@@ -163,7 +156,7 @@ class FDMSection(Section):
         out.table(["grid", "ranks", "order", "boundary", "axis", "fixed", "n", "kendall tau", "pairwise", "top-1",
                    "top-1 noise-aware", "selection penalty", "tightness median", "best measured",
                    "best within noise", "best predicted"],
-                  [[_shape(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.n_alternatives),
+                  [[grid_label(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.n_alternatives),
                     *(degenerate(r) or fmt_interval(r, m) for m in ("kendall_tau", "pairwise_agreement",
                                                                   "top1_agreement")),
                     degenerate(r) or fmt_sig(getattr(r, "top1_noise_aware", None)),
@@ -181,7 +174,7 @@ class FDMSection(Section):
         if len(fid) > TABLE_ROWS:
             out.lines.append(f"  (the first {TABLE_ROWS} of {len(fid)} rows; all in fdm_fidelity.parquet)")
         for r in fid.head(TABLE_ROWS).itertuples():
-            out.lines.append(f"  {_shape(r.grid)} {r.ranks} ranks order {r.order} | axis {r.axis} ({r.fixed}): "
+            out.lines.append(f"  {grid_label(r.grid)} {r.ranks} ranks order {r.order} | axis {r.axis} ({r.fixed}): "
                              f"kendall tau {fmt_interval(r, 'kendall_tau')}, top-1 {fmt_interval(r, 'top1_agreement')},"
                              f" selection penalty {fmt_interval(r, 'selection_penalty')}, best measured "
                              f"{r.best_measured} vs predicted {r.best_predicted}"

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 INTENSITY_RANGE = (2.0**-6, 2.0**8)  # flop/byte
 HEADER = ["platform", "processor", "backend / placement", "peak 1/t_f (min–max)", "bandwidth 1/t_b (min–max)",
-          "compute ceilings per kernel class (min–max)", "balance t_b/t_f", "how obtained", "n samples (t_f / t_b)", "e_f", "e_b", "p_s",
+          "other compute ceilings (min–max)", "balance t_b/t_f", "how obtained", "n samples (t_f / t_b)", "e_f", "e_b", "p_s",
           "intensity-sweep roofline fit"]
 
 
@@ -157,8 +157,7 @@ def _draw_ceiling(ax: Axes, t_f: float, t_b: float, proc: dict[str, Any]) -> Non
     ceiling = np.minimum(1.0 / t_f, intensity / t_b) / GIGA
     ax.plot(intensity, ceiling, color="black", lw=2, label="ceiling min(1/t_f, I/t_b) (vector float32)")
     styles = ["--", "-.", ":", (0, (5, 1, 1, 1))]
-    others = [(label, param) for label, param in _ceilings(proc) if label != "vector float32"]
-    for k, (label, param) in enumerate(others):  # the other kernel classes' ceilings under the same bandwidth
+    for k, (label, param) in enumerate(_ceilings(proc)):  # the other kernel classes' ceilings under the same bandwidth
         rate = 1.0 / param_value(param)
         ax.plot(intensity, np.minimum(rate, intensity / t_b) / GIGA, color="0.3", lw=1.2, ls=styles[k % len(styles)],
                 label=f"{label} ceiling {rate / GIGA:.3g} GFLOP/s")
