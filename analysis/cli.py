@@ -118,9 +118,9 @@ def cmd_gather(args: argparse.Namespace) -> int:
 
 def _published_dir(arg: str | None):
     if arg is None:
-        from analysis.published import PUBLISHED_DIR
+        from analysis.resources import PUBLISHED_MACHINES
 
-        return PUBLISHED_DIR
+        return PUBLISHED_MACHINES
     return _existing(arg, "--published", directory=True) if arg else None
 
 

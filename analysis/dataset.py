@@ -206,11 +206,13 @@ def partition_files(runs_dir: str | Path, studies: Iterable[str] | None = None,
     return out
 
 
-def check_layout(path: str | Path) -> None:
-    """Raise :class:`DatasetSchemaError` when a data file was written in another layout of the dataset."""
+def check_layout(path: str | Path, schema: pa.Schema | None = None) -> None:
+    """Raise :class:`DatasetSchemaError` when a data file was written in another layout of the dataset
+    (``schema``: the file's, when the caller has it open already)."""
     import pyarrow.parquet as pq
 
-    layout = (pq.read_schema(path).metadata or {}).get(b"hetval.dataset_schema", b"1").decode()
+    schema = pq.read_schema(path) if schema is None else schema
+    layout = (schema.metadata or {}).get(b"hetval.dataset_schema", b"1").decode()
     if layout != str(DATASET_SCHEMA):
         raise DatasetSchemaError(f"{path} holds dataset layout {layout}, this hetval reads layout {DATASET_SCHEMA}: "
                                  "gather again (snakemake does it by itself) to rebuild it from the raw records")
@@ -221,8 +223,9 @@ def read_file(study: str, case: str, path: str | Path, columns: list[str] | None
     import pyarrow.parquet as pq
 
     names = [c for c in (columns or FILE_SCHEMA.names) if c not in PARTITION_KEYS]
-    check_layout(path)
-    table = pq.read_table(path, columns=names, schema=FILE_SCHEMA)
+    with pq.ParquetFile(path) as f:  # one open: the layout from its footer, then the columns
+        check_layout(path, f.schema_arrow)
+        table = f.read(columns=names).cast(pa.schema([FILE_SCHEMA.field(c) for c in names]))
     n = table.num_rows
     table = table.append_column("study", pa.array([study] * n, pa.string()))
     table = table.append_column("case", pa.array([case] * n, pa.string()))
@@ -262,9 +265,13 @@ BUCKET_FILES = frozenset(f"part-{b}.parquet" for b in BUCKETS)
 
 
 def _read_ids(path: Path) -> set[str]:
+    """The run ids a data file holds; a file of another layout raises, so gather rebuilds it even when it gets no
+    new rows (the manifest then says the layout truly)."""
     import pyarrow.parquet as pq
 
-    return set(pq.read_table(path, columns=["run_id"])["run_id"].to_pylist())
+    with pq.ParquetFile(path) as f:
+        check_layout(path, f.schema_arrow)
+        return set(f.read(columns=["run_id"])["run_id"].to_pylist())
 
 
 def _set_aside(path: Path, quarantine_dir: Path, study: str, case: str, why: str) -> Path:

@@ -24,7 +24,6 @@ from analysis.models import hetero, peach
 from analysis.resources import PUBLISHED_MACHINES
 from sims.yamlfile import load_mapping
 
-PUBLISHED_DIR = PUBLISHED_MACHINES
 PERDOME, PEAPAW, PEACH = "perdome-2015", "peapaw-2017", "peach-2014"
 
 # Essential WP parameters (I, I_C, I_G): PerDome Table 2 and PeaPaw §6.3.
@@ -46,7 +45,7 @@ def load_yaml(path: Path, what: str, keys: tuple[str, ...]) -> dict[str, Any]:
     return doc
 
 
-def load_catalog(name: str, directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
+def load_catalog(name: str, directory: Path = PUBLISHED_MACHINES) -> dict[str, Any]:
     """A published platform catalog: processors (with provenance) and the paper's platforms."""
     return load_yaml(Path(directory) / f"{name}.yaml", "published platform catalog", ("paper", "table"))
 
@@ -338,7 +337,7 @@ def _number(x: Any) -> float | None:
     return float(x) if math.isfinite(float(x)) else None
 
 
-def evaluate(directory: Path = PUBLISHED_DIR) -> list[dict[str, Any]]:
+def evaluate(directory: Path = PUBLISHED_MACHINES) -> list[dict[str, Any]]:
     """Recompute every claim: rows of paper, where, platform, quantity, unit, published and ours (as text and, for
     numbers, as numbers), the tolerance, their difference on its scale, reproduced, and - when not - the reason,
     inputs, note."""

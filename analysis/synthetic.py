@@ -116,7 +116,7 @@ def write_raw_files(tables: Iterator[pa.Table], raw_dir: str | Path) -> list[Pat
             r["started_at"] = r["started_at"].isoformat().replace("+00:00", "Z") if r["started_at"] else None
             for name in maps:  # an Arrow map comes back as (key, value) pairs; a raw record holds an object
                 if r.get(name) is not None:
-                    r[name] = json.dumps(dict(r[name]), sort_keys=True)
+                    r[name] = dict(r[name])
             by_run.setdefault(r["run_id"], []).append(r)
         for run_id, recs in by_run.items():
             path = Path(raw_dir) / f"{run_id}.json"

@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis.metrics import TIGHTNESS
+from sims.vocab import FDM_MODEL_PARTS, FDM_PHASES, ROLES
 
 _RANKING = {
     "kendall_tau": ("", "Kendall tau-b between the measured and the predicted order of the alternatives (1: same order)"),
@@ -64,9 +65,6 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "axis_alpha": ("", "the run is a DP(alpha) split (ranked along the alpha axis)"),
     "flops": ("flop", "static flop count of the run (the paper's counting rules)"),
     "bytes": ("byte", "static byte count of the run (the paper's counting rules)"),
-    "flops_host": ("flop", "flops of the part on the host"), "bytes_host": ("byte", "bytes of the part on the host"),
-    "flops_accel": ("flop", "flops of the part on the accelerator"),
-    "bytes_accel": ("byte", "bytes of the part on the accelerator"),
     "series": ("", "one configuration measured at several scales (FDM: grid, order, boundary, design, backend over "
                    "ranks, the fastest decomposition at each; WP cases: a variant over size)"),
     "parameter": ("", "the scale parameter p of the empirical fit (ranks or size)"),
@@ -93,17 +91,9 @@ COLUMNS: dict[str, tuple[str, str]] = {
                                              "how far the run stays from it)"),
     "traffic": ("byte", "memory traffic the bound counts: per phase, the compulsory traffic of its kernel class "
                         "(a BLAS product: A, B and C once; element-wise code: its counted bytes)"),
-    "traffic_host": ("byte", "memory traffic the bound counts on the host"),
-    "traffic_accel": ("byte", "memory traffic the bound counts on the accelerator"),
-    "ceiling_host": ("", "the compute ceiling(s) the host's phases run against (kernel class and precision)"),
-    "ceiling_accel": ("", "the compute ceiling(s) the accelerator's phases run against (kernel class and precision)"),
     "intensity": ("flop/byte", "operational intensity the bound uses: flops / traffic"),
-    "intensity_host": ("flop/byte", "intensity of the host's part, flops / traffic (NaN when it is idle)"),
-    "intensity_accel": ("flop/byte", "intensity of the accelerator's part, flops / traffic (NaN when it is idle)"),
     "perf_measured": ("flop/s", "measured performance: flops / median time"),
     "perf_predicted": ("flop/s", "the model's bound on performance"),
-    "perf_host_measured": ("flop/s", "the host part's flops / its median time"),
-    "perf_accel_measured": ("flop/s", "the accelerator part's flops / its median time"),
     "energy_source": ("", "where the energy came from (rapl, nvml, trace, published; none = not measured)"),
     "efficiency_measured": ("flop/J", "measured energy efficiency: flops / median energy"),
     "efficiency_predicted": ("flop/J", "the model's bound on energy efficiency"),
@@ -131,8 +121,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "frequency": ("", "the (f_C, f_G) pair the run was set to, or default"),
     "workload": ("", "PEACH's workload (MatrixMultiply, MatrixTranspose)"),
     "processor": ("", "host, accel, or node (both)"),
-    "bl_host": ("flop/byte", "the host's machine balance t_b / t_f (PeaPaw eq. 27)"),
-    "bl_accel": ("flop/byte", "the accelerator's machine balance t_b / t_f"),
+    "bl": ("flop/byte", "machine balance t_b / t_f (PeaPaw eq. 27)"),
+    "ceiling": ("", "the compute ceiling(s) its phases run against (kernel class and precision)"),
     "p_category": ("", "PeaPaw's P-Paw category of the platform"), "p_guideline": ("", "its guideline"),
     "e_category": ("", "PeaPaw's E-Paw category (needs e_f, e_b, p_s from a meter)"),
     "guideline_wps": ("", "the run WPs the guideline prescribes"),
@@ -153,8 +143,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "note": ("", "how the paper rounds or what it leaves out"),
     "published": ("", "the paper's number, as printed"), "ours": ("", "the number recomputed from the paper's inputs"),
     "reproduced": ("", "whether ours equals the paper's within the claim's tolerance"),
-    "published_value": ("see column unit", "the paper's number (null when it is not a number: an ordering, a category)"),
-    "ours_value": ("see column unit", "our number recomputed from the paper's inputs (null when not a number)"),
+    "published_value": ("unit", "the paper's number, in the row's unit (null when it is not a number: an ordering, a category)"),
+    "ours_value": ("unit", "our number recomputed from the paper's inputs, in the row's unit (null when not a number)"),
     "tolerance": ("", "how close ours must come: relative, absolute (same sign) or exact"),
     "difference": ("", "ours against the paper's on the tolerance's scale: ours / published - 1 (relative) or "
                        "ours - published"),
@@ -172,14 +162,20 @@ def describe(column: str) -> tuple[str, str] | None:
         if column.endswith(end) and describe(column[: -len(end)]):
             unit, what = describe(column[: -len(end)])  # type: ignore[misc]
             return unit, f"{which} end of the bootstrap interval (uncertainty.level) of: {what}"
-    if column.endswith("_median_s") and column.startswith(("velocity", "stress", "pack", "unpack", "halo", "h2d")):
+    if column.endswith("_median_s") and column[:-len("_median_s")] in FDM_PHASES:
         return "s", _PHASE + " (median over the repetitions)"
-    if column.endswith("_pred_s"):
+    if column.endswith("_pred_s") and column[:-len("_pred_s")] in FDM_MODEL_PARTS:
         return "s", f"the FDM model's {column[:-len('_pred_s')]} term for the run"
+    for role, whose in (("host", "on the host"), ("accel", "on the accelerator")):
+        base = column.replace(f"_{role}", "", 1)  # a per-processor column: the run-level one, of that part
+        if f"_{role}" in column and not column.startswith(("time", "energy")) and base in COLUMNS:
+            unit, what = COLUMNS[base]
+            return unit, f"{what} - {whose} (NaN when it is idle)" if base.startswith(("intensity", "perf")) \
+                else f"{what} - {whose}"
     for prefix, unit in (("time", "s"), ("energy", "J")):
         if column.startswith(prefix) and column.endswith(("_s", "_j")):
             stat = next((w for w in ("median", "min", "max", "iqr", "predicted", "measured") if w in column), "value")
-            who = next((w for w in ("host", "accel") if f"_{w}_" in column), "")
+            who = next((w for w in ROLES if f"_{w}_" in column), "")
             reps = column.endswith(("reps_s", "reps_j"))
             what = (f"every ok repetition's {prefix}, in rep order" if reps else
                     f"{stat} {prefix}" + (f" of the {who}'s part" if who else "") + " over the repetitions")
@@ -189,18 +185,21 @@ def describe(column: str) -> tuple[str, str] | None:
 
 def _struct(values: pd.Series) -> pa.Array | None:
     """JSON objects (text) as one Arrow struct array, or None when they are not all objects."""
+    parsed: dict[str, dict] = {}  # a study's runs share a few params texts: parse each once
     docs = []
     for v in values.tolist():
         if v is None or (isinstance(v, float) and v != v):
             docs.append(None)
             continue
-        try:
-            doc = json.loads(v)
-        except (TypeError, ValueError):
-            return None
-        if not isinstance(doc, dict):
-            return None
-        docs.append(doc)
+        if v not in parsed:
+            try:
+                doc = json.loads(v)
+            except (TypeError, ValueError):
+                return None
+            if not isinstance(doc, dict):
+                return None
+            parsed[v] = doc
+        docs.append(parsed[v])
     try:
         arr = pa.array(docs)
     except (pa.ArrowInvalid, pa.ArrowTypeError):

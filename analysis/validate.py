@@ -282,7 +282,7 @@ def _combine(parts: list[dict[str, Any]], empty: dict[str, Any]) -> dict[str, An
 
     return {
         "records": sum(p["records"] for p in parts), "reduced": sum(p["reduced"] for p in parts),
-        "window": [p["window"] for p in parts] or [empty["window"]],
+        "window": [p["window"] for p in parts],
         "joined": sum(p["joined"] for p in parts),
         "failed": cat([p["failed"] for p in parts], empty["failed"]),
         "frame": cat([p["frame"] for p in parts], empty["frame"]),

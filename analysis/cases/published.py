@@ -29,11 +29,10 @@ from analysis.registry import Case, Model
 from analysis.resources import PUBLISHED_MEASUREMENTS
 from sims import record as rec
 
-PUBLISHED_RUNS_DIR = PUBLISHED_MEASUREMENTS
 CASE = "published"
 
 
-def load_table(name: str, directory: Path = PUBLISHED_RUNS_DIR) -> dict[str, Any]:
+def load_table(name: str, directory: Path = PUBLISHED_MEASUREMENTS) -> dict[str, Any]:
     """A published-measurements table (``analysis/resources/published/measurements/<name>.yaml``)."""
     return load_yaml(Path(directory) / f"{name}.yaml", "published measurements",
                      ("paper", "table", "platform", "applications", "rows"))
@@ -52,7 +51,7 @@ def _params(doc: dict[str, Any], row: dict[str, Any], name: str) -> dict[str, An
     }
 
 
-def _identities(name: str, study: str, directory: Path = PUBLISHED_RUNS_DIR):
+def _identities(name: str, study: str, directory: Path = PUBLISHED_MEASUREMENTS):
     doc = load_table(name, directory)
     for row in doc["rows"]:
         params = _params(doc, row, name)
@@ -62,7 +61,7 @@ def _identities(name: str, study: str, directory: Path = PUBLISHED_RUNS_DIR):
         yield rec.run_id_of(ident), variant, params, doc
 
 
-def records(name: str, study: str, config_hash: str = "unknown", directory: Path = PUBLISHED_RUNS_DIR) -> dict[str, list[dict[str, Any]]]:
+def records(name: str, study: str, config_hash: str = "unknown", directory: Path = PUBLISHED_MEASUREMENTS) -> dict[str, list[dict[str, Any]]]:
     """``{run_id: [record]}``: one ``ok`` record per measured row of the table, ``energy_source: published``."""
     out: dict[str, list[dict[str, Any]]] = {}
     prov = rec.provenance()
@@ -119,7 +118,7 @@ def write_raw_record(name: str, study: str, run_id: str, out: Path, config_hash:
     return Path(out)
 
 
-def run_ids(name: str, study: str, directory: Path = PUBLISHED_RUNS_DIR) -> list[str]:
+def run_ids(name: str, study: str, directory: Path = PUBLISHED_MEASUREMENTS) -> list[str]:
     """The run ids of a table's records for ``study`` (what the workflow plans; no provenance lookups)."""
     return sorted(run_id for run_id, *_ in _identities(name, study, directory))
 

@@ -282,12 +282,14 @@ def first_groups(frame: pd.DataFrame, keys: Sequence[str],
     return itertools.islice(groupby(frame, keys), cap), total
 
 
-def capped_note(what: str, total: int, cap: int = FIGURE_CAP) -> str | None:
-    """The note a capped figure list carries (None when nothing was left out)."""
+def capped_note(what: str, total: int, cap: int = FIGURE_CAP, overview: bool = False) -> str | None:
+    """The note a capped figure list carries (None when nothing was left out); ``overview`` when the section also
+    draws one figure of every group."""
     if total <= cap:
         return None
-    return (f"{what}: {total} groups; the first {cap} are drawn one by one, and the figure of every group "
-            "after them shows them all (each group's numbers are in the tables and their Parquet files).")
+    return (f"{what}: {total} groups; the first {cap} are drawn one by one"
+            + (", and the figure of every group after them shows them all" if overview else "")
+            + " (each group's numbers are in the tables and their Parquet files).")
 
 
 def read_parquet(path: Path) -> Loaded:

@@ -21,13 +21,11 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from tests.conftest import BIN, REPO, tool_env
 
 MICRO = """\
 study: micro
@@ -57,8 +55,6 @@ STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def env() -> dict[str, str]:
-    from tests.conftest import tool_env
-
     return tool_env()
 
 

@@ -292,6 +292,9 @@ def test_a_data_file_of_an_older_layout_is_rebuilt_and_refused_by_validation_in_
               str(REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml"), "--published", "", "--workers", "1",
               "--out", str(root / "val"), cwd=root)
     one_line_refusal(out, "dataset layout 1", "gather again")
-    res, lines = run_gather(root, files)
+    # the workflow's gather (every raw record of the study, and its matrix) rebuilds it
+    res, lines = run_gather(root, files, matrix=Matrix("s", {"a" * 16: "sa", "a" + "c" * 15: "sa"}))
     assert len(res.rebuilt) == 1 and "layout 1" in res.rebuilt[0]["reason"]
     assert dataset.read_runs(root / "results" / "runs").num_rows == 4
+    assert all(pq.read_schema(p).metadata[b"hetval.dataset_schema"] == str(dataset.DATASET_SCHEMA).encode()
+               for p in (root / "results" / "runs").rglob("*.parquet"))

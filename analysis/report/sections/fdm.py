@@ -4,6 +4,7 @@ and the ranking-fidelity tables."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from analysis.report.common import (
     TABLE_ROWS,
@@ -24,6 +25,17 @@ from sims.vocab import FDM_MODEL_PARTS, FDM_PHASES
 #: how many it left out (every run is in the table and in fdm_runs.parquet).
 SERIES = 10
 PHASE_BARS = 40
+
+
+def _fidelity_row(r: Any) -> list[str]:
+    """One FDM fidelity table row: a degenerate ranking's label in place of every ranking score."""
+    label = degenerate(r)
+    scores = [label or fmt_interval(r, m) for m in ("kendall_tau", "pairwise_agreement", "top1_agreement")]
+    return [grid_label(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.n_alternatives),
+            *scores, label or fmt_sig(getattr(r, "top1_noise_aware", None)),
+            label or fmt_interval(r, "selection_penalty"), fmt_interval(r, "tightness_median"), r.best_measured,
+            ("not distinguishable: " if not_distinguishable(r) else "") + str(getattr(r, "best_measured_noise_aware", "")),
+            r.best_predicted]
 
 
 def scaling_figure(runs, order: int, boundary: str):
@@ -156,14 +168,7 @@ class FDMSection(Section):
         out.table(["grid", "ranks", "order", "boundary", "axis", "fixed", "n", "kendall tau", "pairwise", "top-1",
                    "top-1 noise-aware", "selection penalty", "tightness median", "best measured",
                    "best within noise", "best predicted"],
-                  [[grid_label(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.n_alternatives),
-                    *(degenerate(r) or fmt_interval(r, m) for m in ("kendall_tau", "pairwise_agreement",
-                                                                  "top1_agreement")),
-                    degenerate(r) or fmt_sig(getattr(r, "top1_noise_aware", None)),
-                    degenerate(r) or fmt_interval(r, "selection_penalty"), fmt_interval(r, "tightness_median"),
-                    r.best_measured, ("not distinguishable: " if not_distinguishable(r) else "")
-                    + str(getattr(r, "best_measured_noise_aware", "")), r.best_predicted]
-                   for r in fid.head(TABLE_ROWS).itertuples()],
+                  [_fidelity_row(r) for r in fid.head(TABLE_ROWS).itertuples()],
                   "FDM ranking fidelity; intervals: 95 % bootstrap over the repetitions", total=len(fid),
                   source="fdm_fidelity.parquet")
         out.para("What this shows: at each scale, how well the model orders the marshaling designs (at a fixed "

@@ -94,7 +94,7 @@ class PEACHSection(Section):
             return out
         entries = []
         curves, total = first_groups(peach_runs, CURVE_KEYS)
-        note = capped_note("PEACH curves", total)
+        note = capped_note("PEACH curves", total, overview=True)
         if note:
             out.notes.append(note)
             fig = error_overview(peach_fid)

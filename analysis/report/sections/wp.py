@@ -261,7 +261,7 @@ def _tightness_figures(
         notes.append(f"runs.parquet lacks {', '.join(missing)}: no tightness figures.")
         return
     groups, total = first_groups(runs, GROUP_KEYS)
-    _note(notes, capped_note("tightness figures", total))
+    _note(notes, capped_note("tightness figures", total, overview=True))
     if total > FIGURE_CAP:
         _emit(tightness_overview(runs), out_dir, "tightness-every-group.png", f"every group ({total})",
               "Tightness of every run of every group, per model: how many runs reach which fraction of their "
