@@ -3,7 +3,8 @@
 A *series* is one configuration measured at several scales: for the FDM code one grid, order,
 boundary, marshaling design and backend over the rank count (strong scaling; at each rank count
 the fastest decomposition's repetitions, the one a user would run); for a two-processor case one
-variant over the problem size. Each series gets:
+variant over the problem size. Only series measured at three or more scales are fitted (a one-term
+hypothesis needs two scales to fit and one to leave out); each gets:
 
 * the fit over every scale (hypothesis, adjusted R², SMAPE, cross-validated SMAPE, flagged when poor),
   and its extrapolation to twice and four times the largest scale with a 95 % prediction interval;
@@ -83,17 +84,30 @@ def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return out.astype(types)
 
 
+#: a series needs this many scales: a one-term hypothesis needs two to fit and one to leave out
+MIN_SCALES = 3
+
+
+def _series(frame: pd.DataFrame, keys: list[str], scale: str) -> pd.DataFrame:
+    """The rows of the series (``keys``) measured at :data:`MIN_SCALES` or more distinct ``scale`` values, found
+    with one vectorised count (a large study has many short series; only the long ones are fitted)."""
+    if not len(frame):
+        return frame
+    distinct = frame.groupby(keys, sort=False, dropna=False)[scale].transform("nunique").to_numpy()
+    return frame[distinct >= MIN_SCALES]
+
+
 def fdm_fits(runs: pd.DataFrame, model: str) -> pd.DataFrame:
-    """Strong-scaling series of FDM runs over ranks (the fastest decomposition at each rank count)."""
+    """Strong-scaling series of FDM runs over ranks (the fastest decomposition at each rank count), measured at
+    :data:`MIN_SCALES` or more rank counts."""
     keys = ["study", "platform", "grid", "order", "boundary", "marshaling", "backend"]
     rows: list[dict[str, Any]] = []
+    runs = _series(runs, keys, "ranks")
     if not len(runs):
         return frame(rows)
     have = runs.sort_values([*keys, "ranks", "time_median_s"], kind="stable")
     best = have.drop_duplicates([*keys, "ranks"], keep="first")
     for vals, g in best.groupby(keys, sort=True, dropna=False):
-        if g["ranks"].nunique() < 2:
-            continue
         k = dict(zip(keys, vals, strict=True))
         series = f"grid {grid_label(k['grid'])}, order {k['order']}, {k['boundary']}, {k['marshaling']}, {k['backend']}"
         pts = g.assign(scale=g["ranks"].astype("float64"))[["scale", "time_median_s", "time_reps_s", "time_predicted_s"]]
@@ -103,15 +117,14 @@ def fdm_fits(runs: pd.DataFrame, model: str) -> pd.DataFrame:
 
 
 def size_fits(runs: pd.DataFrame) -> pd.DataFrame:
-    """Series of a two-processor case's runs over the problem size, one per (platform, variant, model)."""
+    """Series of a two-processor case's runs over the problem size, one per (platform, variant, model), measured at
+    :data:`MIN_SCALES` or more sizes."""
     keys = ["study", "case", "platform", "variant", "model"]
     rows: list[dict[str, Any]] = []
     if not len(runs) or "size" not in runs:
         return frame(rows)
     time_only = runs[runs["quantity"].astype(str) == "time"] if "quantity" in runs else runs
-    for vals, g in time_only.groupby(keys, sort=True, dropna=False):
-        if g["size"].nunique() < 2:
-            continue
+    for vals, g in _series(time_only, keys, "size").groupby(keys, sort=True, dropna=False):
         k = dict(zip(keys, vals, strict=True))
         g = g.sort_values("size").drop_duplicates("size")
         pts = g.assign(scale=g["size"].astype("float64"))[["scale", "time_median_s", "time_reps_s", "time_predicted_s"]]

@@ -88,3 +88,15 @@ def test_fdm_series_use_the_fastest_decomposition_and_hold_out_the_largest_scale
     assert row["heldout_analytical_error"] == pytest.approx(abs(0.05 - 0.2125) / 0.2125)
     assert "ranks 16" in row["extrapolated"] and not row["poor_fit"]
     assert str(row["series"]).startswith("grid 96x96x96, order 2")
+
+
+def test_only_series_of_three_or_more_scales_are_fitted():
+    def run(variant: str, size: int) -> dict:
+        t = 1e-8 * size
+        return {"study": "s", "case": "sa", "platform": "p", "variant": variant, "model": "m", "quantity": "time",
+                "size": size, "time_median_s": t, "time_reps_s": [t, t * 1.01, t * 0.99], "time_predicted_s": t / 2}
+
+    runs = pd.DataFrame([run("CO", n) for n in (10**5, 10**6, 10**7)] + [run("GO", n) for n in (10**5, 10**6)])
+    f = scaling.size_fits(runs)
+    assert f["series"].tolist() == ["CO"] and f.iloc[0]["scales"] == "100000, 1000000, 10000000"
+    assert f.iloc[0]["heldout_analytical_error"] == pytest.approx(0.5)

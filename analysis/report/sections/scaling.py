@@ -18,8 +18,8 @@ class ScalingSection(Section):
         out.heading("Empirical scaling models beside the analytical ones", anchor="scaling-fits")
         loaded = inputs.table("scaling_fits")
         if not loaded.usable:
-            out.para("No series measured at two or more scales (scaling_fits.parquet is "
-                     f"{loaded.status}).", "missing")
+            out.para("No series measured at three or more scales (scaling_fits.parquet is "
+                     f"{loaded.status}): a one-term fit needs two scales to fit and one to leave out.", "missing")
             return out
         f = loaded.frame
         out.para("What this shows: each series (one configuration at several scales: the FDM code over ranks, a "
@@ -27,8 +27,9 @@ class ScalingSection(Section):
                  "hypothesis chosen by leave-one-scale-out cross-validation (SMAPE); its extrapolation to 2x and 4x "
                  "the largest scale with a 95 % prediction interval; and the held-out test - fitted on the smaller "
                  "scales, predicting the largest - beside the analytical model's error on the same run (for a bound "
-                 "that error is how far the run stays from it). A one-term fit needs three scales: with fewer the "
-                 "fit is the constant and flagged.", "what")
+                 "that error is how far the run stays from it). Only series measured at three or more scales are "
+                 "fitted (two to fit, one to leave out); the held-out fit has one scale fewer, so with three it is the "
+                 "constant and flagged.", "what")
         poor = int(f["poor_fit"].fillna(True).sum())
         if poor:
             out.para(f"{poor} of {len(f)} fits are flagged (fewer than 3 scales, or adjusted R² < 0.9): their "
