@@ -247,7 +247,11 @@ def fit(p: np.ndarray, y: np.ndarray) -> Fit:
     scales = np.unique(p)
     if len(scales) < 1:
         raise ValueError("no finite samples at a positive scale to fit")
-    medians = np.array([np.median(y[p == s]) for s in scales])
+    order = np.lexsort((y, p))  # by scale, then value: every scale's median by index (one sort, not a scan per scale)
+    start = np.searchsorted(p[order], scales)
+    count = np.diff(np.append(start, len(p)))
+    ys = y[order]
+    medians = 0.5 * (ys[start + (count - 1) // 2] + ys[start + count // 2])
     term, cv = _select(p, y, scales, medians)
     got = _lstsq(p, y, term)
     assert got is not None  # the constant always fits
