@@ -239,7 +239,27 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
         **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor", "gemm_sizes")},
         "min_region_factor": config["runs"]["min_region_factor"],
         "energy": config["energy"],
+        "fdm": _fdm_calibration_spec(config),
     }
+
+
+def _fdm_calibration_spec(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the FDM kernels' calibration measures: the FDM case's backend and orders (None: no FDM runs)."""
+    from analysis.registry import enabled_cases
+
+    if "fdm" not in {c.name for c in enabled_cases(config)}:
+        return None
+    from sims.fdm import cost
+
+    fdm = config["cases"]["fdm"]
+    char = config["characterize"]
+    try:
+        cost.check_blocks(char.get("fdm_blocks") or cost.BLOCKS, char.get("fdm_widths") or cost.WIDTHS)
+    except ValueError as exc:
+        raise ConfigError(f"characterize.fdm_blocks / characterize.fdm_widths: {exc}") from None
+    return {"backend": fdm.get("backend", "numba"), "orders": list(fdm.get("orders") or [2, 4]),
+            **({"blocks": char["fdm_blocks"]} if char.get("fdm_blocks") else {}),
+            **({"widths": char["fdm_widths"]} if char.get("fdm_widths") else {})}
 
 
 def study_matrix(config: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ and ``backends``, one row per (platform, backend) with the FDM model's inputs.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,9 @@ PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *E
 #: why a role's fitted energy parameters are not used ("" when they are, or when there are none)
 PROBLEM_COLS = ["energy_problem_host", "energy_problem_accel"]
 BACKEND_COLS = ["t_f", "t_b", "t_b_shared", "latency", "t_net", "latency_inter", "t_net_inter", "cores"]
+#: the FDM kernels' calibration of a backend (JSON text of the platform file's ``fdm_calibration.<backend>``;
+#: null when the platform was characterised without FDM runs in its study)
+FDM_CALIBRATION_COL = "fdm_calibration"
 
 
 @dataclass(frozen=True)
@@ -134,11 +138,16 @@ def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -
                     "latency_inter": float(inter["latency"]["value"]) if inter else np.nan,
                     "t_net_inter": float(inter["t_net"]["value"]) if inter else np.nan,
                     "cores": float(len(procs)),
+                    FDM_CALIBRATION_COL: (json.dumps(calib[proc["backend"]], sort_keys=True)
+                                          if isinstance(calib := doc.get("fdm_calibration"), dict)
+                                          and isinstance(calib.get(proc["backend"]), dict) else None),
                 })
             except (KeyError, TypeError, ValueError) as exc:
                 raise PlatformFileError(f"{path}: bad processor entry ({exc})") from exc
     cols = ["platform", "backend", *BACKEND_COLS]
-    out = pd.DataFrame(rows, columns=cols).drop_duplicates(["platform", "backend"], keep="first")
-    return out.astype({"platform": "string", "backend": "string", **{c: "float64" for c in cols[2:]}})
+    out = pd.DataFrame(rows, columns=[*cols, FDM_CALIBRATION_COL]).drop_duplicates(["platform", "backend"],
+                                                                                  keep="first")
+    return out.astype({"platform": "string", "backend": "string", **{c: "float64" for c in cols[2:]},
+                       FDM_CALIBRATION_COL: "string"})
 
 

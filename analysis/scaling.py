@@ -32,6 +32,13 @@ COLUMNS = ["study", "case", "platform", "series", "parameter", "n_scales", "scal
            "heldout_empirical_hypothesis", "analytical_model", "heldout_analytical_s", "heldout_analytical_error"]
 STRINGS = ("study", "case", "platform", "series", "parameter", "scales", "hypothesis", "fit_note", "extrapolated",
            "heldout_empirical_hypothesis", "analytical_model")
+#: per series, lists: the scales with their measured medians, the analytical model's prediction and the full fit's
+#: relative residual at each; and the fit drawn from the smallest scale to 4x the largest with its 95 % interval
+LISTS = ("scale_values", "measured_medians_s", "analytical_s", "fit_residuals", "curve_p", "curve_s", "curve_lo_s",
+         "curve_hi_s")
+COLUMNS += list(LISTS)
+#: points of the drawn curve
+CURVE_POINTS = 40
 
 
 def _reps(value: Any) -> list[float]:
@@ -56,6 +63,14 @@ def series_row(key: dict[str, Any], parameter: str, points: pd.DataFrame, model:
     top = float(max(scales))
     ahead = np.array([2 * top, 4 * top])
     mid, (lo, hi) = full.predict(ahead), full.interval(ahead)
+    at = points["scale"].to_numpy(dtype="float64")
+    medians = points["time_median_s"].to_numpy(dtype="float64")
+    curve = np.geomspace(min(at), 4 * top, CURVE_POINTS) if min(at) > 0 else np.linspace(min(at), 4 * top, CURVE_POINTS)
+    c_lo, c_hi = full.interval(curve)
+    row.update(scale_values=at.tolist(), measured_medians_s=medians.tolist(),
+               analytical_s=points["time_predicted_s"].to_numpy(dtype="float64").tolist(),
+               fit_residuals=((medians - full.predict(at)) / medians).tolist(), curve_p=curve.tolist(),
+               curve_s=full.predict(curve).tolist(), curve_lo_s=c_lo.tolist(), curve_hi_s=c_hi.tolist())
     row.update(hypothesis=full.formula(), adj_r2=full.adj_r2, smape=full.smape, cv_smape=full.cv_smape,
                poor_fit=full.poor, fit_note=full.reason,
                extrapolated="; ".join(f"{parameter} {a:g}: {m:.4g} s" + (f" [{lo_:.4g}, {hi_:.4g}]"
@@ -79,7 +94,7 @@ def series_row(key: dict[str, Any], parameter: str, points: pd.DataFrame, model:
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=COLUMNS)
-    types = {c: ("string" if c in STRINGS else "float64") for c in COLUMNS}
+    types = {c: ("string" if c in STRINGS else "float64") for c in COLUMNS if c not in LISTS}
     types.update(n_scales="int64", poor_fit="boolean")
     return out.astype(types)
 

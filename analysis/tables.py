@@ -79,6 +79,14 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "fit_note": ("", "why the fit is flagged"),
     "extrapolated": ("", "the fit at 2x and 4x the largest scale with its 95 % prediction interval"),
     "heldout_scale": ("", "the largest scale, left out of the held-out fit"),
+    "scale_values": ("", "the series' scales (ranks or size), ascending"),
+    "measured_medians_s": ("s", "measured median time at each scale"),
+    "analytical_s": ("s", "the analytical model's time at each scale"),
+    "fit_residuals": ("fraction", "(measured median - fit) / measured median at each scale, of the fit over every scale"),
+    "curve_p": ("", "scales the fit is drawn at, from the smallest to 4x the largest"),
+    "curve_s": ("s", "the fit over every scale at curve_p"),
+    "curve_lo_s": ("s", "its 95 % prediction interval at curve_p, lower end (NaN without a degree of freedom)"),
+    "curve_hi_s": ("s", "its 95 % prediction interval at curve_p, upper end"),
     "heldout_measured_s": ("s", "measured median time at the held-out scale"),
     "heldout_empirical_s": ("s", "the fit over the smaller scales, predicting the held-out scale"),
     "heldout_empirical_lo_s": ("s", "its 95 % prediction interval, lower end (null without a degree of freedom)"),
@@ -136,6 +144,9 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "fixed": ("", "what the group holds fixed while ranking along its axis"),
     "mlups_measured": ("MLUP/s", "million lattice-point updates per second, measured"),
     "mlups_predicted": ("MLUP/s", "million lattice-point updates per second, the FDM model"),
+    "worst_phase": ("", "the phase whose prediction is furthest (in seconds) from its measured median: which term "
+                        "is wrong when the total is"),
+    "worst_phase_error_s": ("s", "that phase's predicted minus measured seconds (slowest rank, whole run)"),
     "error": ("", "why the run failed"), "status": ("", "ok, failed or skipped"),
     "started_at": ("", "when the run's newest record started (UTC)"),
     "paper": ("", "the source paper"), "where": ("", "the table or section of the claim"),
@@ -164,8 +175,9 @@ def describe(column: str) -> tuple[str, str] | None:
             return unit, f"{which} end of the bootstrap interval (uncertainty.level) of: {what}"
     if column.endswith("_median_s") and column[:-len("_median_s")] in FDM_PHASES:
         return "s", _PHASE + " (median over the repetitions)"
-    if column.endswith("_pred_s") and column[:-len("_pred_s")] in FDM_MODEL_PARTS:
-        return "s", f"the FDM model's {column[:-len('_pred_s')]} term for the run"
+    if column.endswith("_pred_s") and column[:-len("_pred_s")] in (*FDM_MODEL_PARTS, *FDM_PHASES):
+        return "s", (f"the FDM model's {column[:-len('_pred_s')]} term for the run (a phase: its slowest rank, as "
+                     "measured; the analytical model gives compute, not velocity and stress)")
     for role, whose in (("host", "on the host"), ("accel", "on the accelerator")):
         base = column.replace(f"_{role}", "", 1)  # a per-processor column: the run-level one, of that part
         if f"_{role}" in column and not column.startswith(("time", "energy")) and base in COLUMNS:

@@ -229,7 +229,7 @@ def score_fdm(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFr
     for rank, (axis, other) in enumerate((("marshaling", "decomposition"), ("decomposition", "marshaling"))):
         if not len(have):
             break
-        keys = [*SCALE_KEYS, other]
+        keys = [*SCALE_KEYS, "model", other]
         sub = have.sort_values([*keys, axis], kind="stable")
         gid = sub.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
         distinct = sub.groupby(keys, sort=False, dropna=False)[axis].transform("nunique").to_numpy()
@@ -244,11 +244,11 @@ def score_fdm(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFr
         keyed = pd.DataFrame({k: head[k].to_numpy() for k in SCALE_KEYS})
         keyed["axis"] = axis
         keyed["fixed"] = [f"{other}={v}" for v in head[other].astype(str)]
-        keyed["model"] = MODEL
+        keyed["model"] = head["model"].astype(str).to_numpy() if "model" in head else MODEL
         keyed["_rank"] = rank
         frames.append(pd.concat([keyed, scored], axis=1))
     if frames:
-        out = pd.concat(frames, ignore_index=True).sort_values([*SCALE_KEYS, "_rank", "fixed"], kind="stable")
+        out = pd.concat(frames, ignore_index=True).sort_values([*SCALE_KEYS, "_rank", "fixed", "model"], kind="stable")
         out = out[FDM_FIDELITY_COLUMNS].reset_index(drop=True)
     else:
         out = pd.DataFrame(columns=FDM_FIDELITY_COLUMNS)
@@ -301,15 +301,18 @@ class FDMCase(Case):
         return platforms.backends, ["platform", "backend"]
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
-        runs = predictions.get(MODEL)
-        if runs is None:
+        frames = [predictions[m] for m in sorted(predictions) if predictions[m] is not None]
+        if not frames:
             return {"fdm_runs": pd.DataFrame(), "fdm_fidelity": score_fdm(pd.DataFrame(columns=["time_predicted_s"])),
                     "scaling_fits": scaling.frame([])}
         settings = getattr(context, "uncertainty", None) or Settings()
-        runs = runs.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling"]
+        runs = pd.concat(frames, ignore_index=True)
+        runs = runs.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling", "model"]
                                 ).reset_index(drop=True)
         runs = tightness_intervals(runs, settings)
-        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings), "scaling_fits": scaling.fdm_fits(runs, MODEL)}
+        fits = [scaling.fdm_fits(runs[runs["model"] == m], m) for m in runs["model"].astype(str).unique()]
+        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings),
+                "scaling_fits": pd.concat(fits, ignore_index=True) if fits else scaling.frame([])}
 
 
 CASE = FDMCase()

@@ -166,3 +166,95 @@ def run_time(shape, dims, order: int, steps: int, marshaling: str, pml_width: in
     parts = step_time(rank_geometry(shape, dims, pml_width, free_surface, nodes), order, marshaling, **params)
     slowest = int(np.argmax(parts["total"]))
     return {k: float(v[slowest]) * steps for k, v in parts.items()}
+
+
+# --------------------------------------------------------------------------- calibrated model
+
+#: the calibrated model's predicted phases, as the solver times them
+CALIBRATED_PHASES = ("velocity", "stress", "pack", "unpack", "halo", "h2d")
+
+
+def rank_blocks(shape, dims) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
+    """Every rank's owned block ``(start, stop)``, ranks in the Cartesian communicator's order (last axis fastest)."""
+    parts = [split(int(shape[a]), int(dims[a])) for a in range(3)]
+    return [((px[0], py[0], pz[0]), (px[1], py[1], pz[1]))
+            for px in parts[0] for py in parts[1] for pz in parts[2]]
+
+
+def marshal_impl(backend: str, marshaling: str) -> str:
+    """Which copy the solver marshals halos with: the Numba pack kernel, or the array module's slicing."""
+    return "numba" if backend == "numba" and marshaling != "host-staging" else "xp"
+
+
+def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: dict, *, backend: str,
+                         latency: float, t_net: float, pml_width: int = 0, free_surface: bool = False,
+                         cores: int | None = None, nodes: int = 1, latency_inter: float | None = None,
+                         t_net_inter: float | None = None) -> dict[str, np.ndarray]:
+    """Seconds per step of every rank and phase (:data:`CALIBRATED_PHASES` and ``total``) from the FDM kernels'
+    calibration (:mod:`sims.bench.fdm_calib`, one mode's ``half_steps`` and ``marshal`` fits).
+
+    Per rank ``r`` and step, with the features ``x(r)`` of :func:`sims.fdm.cost.block_features`::
+
+        velocity(r) = c_velocity . x(r)            stress(r) = c_stress . x(r)
+        pack(r)     = sum over the two exchanges (3 and 6 fields) and the axes with neighbours of
+                      neighbours x fields x (per_call_axis + per_element_axis x face elements)
+        unpack(r)   = the same with the unpack fits
+        busy(r)     = velocity + stress + pack + unpack
+        message(r)  = the analytical model's halo term (ping-pong latency + bytes x t_net per exchange and axis)
+
+    The ranks of a step wait for each other in the halo exchange, so a step lasts ``max_r (busy + message)``
+    and a rank's measured halo phase is that step minus its own busy time. When a node holds more ranks than
+    cores, the ranks time-share them: a step lasts at least the node's busy time divided by its cores
+    (work-conserving time sharing; not measured by the calibration, which runs one rank per core).
+    """
+    if order not in counts.FLOPS_VELOCITY:
+        raise ValueError(f"order must be 2 or 4, got {order!r}")
+    if marshaling not in MARSHALING:
+        raise ValueError(f"marshaling must be one of {', '.join(MARSHALING)}, got {marshaling!r}")
+    from sims.fdm import cost
+
+    half = calibration["half_steps"].get(str(order))
+    if not half or any(p not in half for p in ("velocity", "stress")):
+        raise KeyError(f"no half-step calibration for order {order}")
+    impl = calibration["marshal"].get(marshal_impl(backend, marshaling)) or {}
+    geometry = rank_geometry(shape, dims, pml_width, free_surface, nodes)
+    blocks = rank_blocks(shape, dims)
+    feats = np.array([[cost.block_features(shape, s, e, pml_width, free_surface)[f] for f in cost.FEATURES]
+                      for s, e in blocks], dtype=float)
+    out = {p: feats @ np.array([half[p]["coefficients"][f] for f in cost.FEATURES]) for p in ("velocity", "stress")}
+    w = order // 2
+    sizes = np.array([[e[a] - s[a] for a in range(3)] for s, e in blocks], dtype=float)
+    for direction in ("pack", "unpack"):
+        fits = impl.get(direction) or {}
+        t = np.zeros(len(blocks))
+        for a in range(3):
+            if not np.any(geometry.neighbours[:, a] > 0):
+                continue
+            fit = fits.get("xyz"[a])
+            if fit is None:
+                raise KeyError(f"no {direction} calibration for {marshal_impl(backend, marshaling)} on axis {'xyz'[a]}")
+            elements = np.prod(np.where(np.arange(3) == a, w, sizes), axis=1)
+            per_field = fit["per_call_s"] + fit["per_element_s"] * elements
+            t += geometry.neighbours[:, a] * sum(EXCHANGED_FIELDS) * per_field
+        out[direction] = t
+    message = step_time(geometry, order, marshaling, t_f=0.0, t_b=0.0, latency=latency, t_net=t_net,
+                        latency_inter=latency_inter, t_net_inter=t_net_inter)["halo"]
+    busy = out["velocity"] + out["stress"] + out["pack"] + out["unpack"]
+    step = float(np.max(busy + message))
+    per_node = -(-len(blocks) // geometry.nodes)
+    if cores and per_node > cores:
+        node = np.arange(len(blocks)) // per_node
+        shared = np.array([busy[node == k].sum() / cores for k in node]) + message
+        step = max(step, float(np.max(shared)))
+    out["halo"] = np.where(np.sum(geometry.neighbours, axis=1) > 0, step - busy, 0.0)
+    out["h2d"] = np.zeros(len(blocks))
+    out["total"] = busy + out["halo"]
+    return out
+
+
+def calibrated_run_time(shape, dims, order: int, steps: int, marshaling: str, calibration: dict,
+                        **params) -> dict[str, float]:
+    """Predicted run time (s): ``steps x`` the slowest rank's step, and per phase ``steps x`` the phase's slowest
+    rank (as the runs record each phase: its maximum over the ranks)."""
+    parts = calibrated_step_time(shape, dims, order, marshaling, calibration, **params)
+    return {k: float(np.max(v)) * steps for k, v in parts.items()}

@@ -16,10 +16,11 @@ import pandas as pd
 
 from analysis import metrics
 from analysis.models import fdm
-from analysis.platforms import BACKEND_COLS
+from analysis.platforms import BACKEND_COLS, FDM_CALIBRATION_COL
 from analysis.registry import Model
 
 MODEL = "FDM"
+CALIBRATED = "FDM-calibrated"
 
 
 def _pml_width(boundary: str) -> int:
@@ -28,6 +29,11 @@ def _pml_width(boundary: str) -> int:
 
 
 PARTS = ("compute_pred_s", "pack_pred_s", "unpack_pred_s", "halo_pred_s", "h2d_pred_s")
+#: the calibrated model splits compute into the two half-steps the runs time separately
+HALF_PARTS = ("velocity_pred_s", "stress_pred_s")
+#: measured phase -> the predicted part it is compared with (compute covers velocity + stress)
+PHASE_PAIRS = (("velocity", "velocity_pred_s"), ("stress", "stress_pred_s"), ("pack", "pack_pred_s"),
+               ("unpack", "unpack_pred_s"), ("halo", "halo_pred_s"), ("h2d", "h2d_pred_s"))
 
 
 def _shape(grid: str) -> tuple[int, ...]:
@@ -45,6 +51,43 @@ def _run_time(shape: tuple[int, ...], decomposition: str, order: int, steps: int
                         t_f=t_f, t_b=t_b, latency=latency, t_net=t_net, on_device=on_device, t_pcie=None,
                         cores=cores, latency_inter=latency_inter, t_net_inter=t_net_inter)
     return (float(pred["total"]), *(float(pred[k]) for k in ("compute", "pack", "unpack", "halo", "h2d")))
+
+
+def _finish(out: pd.DataFrame, model: str) -> pd.DataFrame:
+    """Model name, throughput, tightness and the phase that misses most, for either FDM model's rows."""
+    out["model"] = pd.Series([model] * len(out), index=out.index, dtype="string")
+    out["mlups_measured"] = out["points"] * out["steps"] / out["time_median_s"] / 1e6
+    out["mlups_predicted"] = out["points"] * out["steps"] / out["time_predicted_s"] / 1e6
+    valid = np.isfinite(out["time_predicted_s"].to_numpy())
+    tight = np.full(len(out), np.nan)
+    if valid.any():
+        tight[valid] = metrics.tightness(out.loc[valid, "time_predicted_s"].to_numpy(),
+                                         out.loc[valid, "time_median_s"].to_numpy())
+    out["tightness"] = tight
+    # which term is wrong when the total is: the phase whose prediction is furthest (in seconds) from its
+    # measured median (the analytical model's compute is compared with velocity + stress)
+    errors = {}
+    for phase, part in PHASE_PAIRS:
+        measured = out[f"{phase}_median_s"].to_numpy(dtype="float64") if f"{phase}_median_s" in out else None
+        predicted = out[part].to_numpy(dtype="float64") if part in out else None
+        if measured is not None and predicted is not None and np.isfinite(predicted).any():
+            errors[phase] = predicted - measured
+    if "velocity" not in errors and {"compute_pred_s", "velocity_median_s", "stress_median_s"} <= set(out.columns):
+        measured = (out["velocity_median_s"].to_numpy(dtype="float64") + out["stress_median_s"].to_numpy(dtype="float64"))
+        errors = {"compute": out["compute_pred_s"].to_numpy(dtype="float64") - measured, **errors}
+    names = list(errors)
+    worst_phase = np.array([None] * len(out), dtype=object)
+    worst_err = np.full(len(out), np.nan)
+    if names:
+        stack = np.vstack([errors[n] for n in names])
+        filled = np.where(np.isfinite(stack), np.abs(stack), -1.0)
+        k = np.argmax(filled, axis=0)
+        ok = filled[k, np.arange(len(out))] >= 0
+        worst_phase[ok] = np.array(names, dtype=object)[k[ok]]
+        worst_err[ok] = stack[k[ok], np.arange(len(out))[ok]]
+    out["worst_phase"] = pd.array(worst_phase, dtype="string")
+    out["worst_phase_error_s"] = worst_err
+    return out.drop(columns=[*BACKEND_COLS, FDM_CALIBRATION_COL], errors="ignore")
 
 
 def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
@@ -66,18 +109,70 @@ def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
                          float(lat_inter) if spans else None, float(t_net_inter) if spans else None)
         for k, v in zip(("time_predicted_s", *PARTS), pred, strict=True):
             cols[k][i] = v
+    for k in HALF_PARTS:
+        cols[k] = np.full(len(out), np.nan)
     for k, v in cols.items():
         out[k] = v
-    out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
-    out["mlups_measured"] = out["points"] * out["steps"] / out["time_median_s"] / 1e6
-    out["mlups_predicted"] = out["points"] * out["steps"] / out["time_predicted_s"] / 1e6
-    valid = np.isfinite(out["time_predicted_s"].to_numpy())
-    tight = np.full(len(out), np.nan)
-    if valid.any():
-        tight[valid] = metrics.tightness(out.loc[valid, "time_predicted_s"].to_numpy(),
-                                         out.loc[valid, "time_median_s"].to_numpy())
-    out["tightness"] = tight
-    return out.drop(columns=BACKEND_COLS, errors="ignore")
+    return _finish(out, MODEL)
+
+
+@lru_cache(maxsize=64)
+def _calibration(text: str, mode: str) -> dict | None:
+    """One mode of a backend's FDM calibration (JSON text of the platform column); None when it has none."""
+    modes = json.loads(text).get("modes") or {}
+    return modes.get(mode) or modes.get("alone")
+
+
+@lru_cache(maxsize=1 << 16)
+def _calibrated_time(shape: tuple[int, ...], decomposition: str, order: int, steps: int, marshaling: str,
+                     boundary: str, text: str, mode: str, backend: str, latency: float, t_net: float, cores: int,
+                     nodes: int, latency_inter: float | None, t_net_inter: float | None) -> tuple[float, ...] | None:
+    """:func:`analysis.models.fdm.calibrated_run_time` of one run: total, velocity, stress, pack, unpack, halo,
+    h2d; None when the calibration does not cover the run (another order, a marshaling copy not measured)."""
+    calib = _calibration(text, mode)
+    if calib is None:
+        return None
+    try:
+        pred = fdm.calibrated_run_time(list(shape), json.loads(decomposition), order, steps, marshaling, calib,
+                                       backend=backend, latency=latency, t_net=t_net, pml_width=_pml_width(boundary),
+                                       free_surface=boundary.endswith("+free-surface"), cores=cores, nodes=nodes,
+                                       latency_inter=latency_inter, t_net_inter=t_net_inter)
+    except KeyError:
+        return None
+    return tuple(float(pred[k]) for k in ("total", "velocity", "stress", "pack", "unpack", "halo", "h2d"))
+
+
+def predict_calibrated(runs: pd.DataFrame) -> pd.DataFrame:
+    """The calibrated FDM model's predicted time and phases; rows carry the platform columns of
+    ``Platforms.backends``, the calibration among them. No calibration (a platform characterised without FDM
+    runs, or a GPU run, whose host<->device copies are not calibrated): no prediction."""
+    out = runs.copy()
+    names = ("time_predicted_s", *HALF_PARTS, "pack_pred_s", "unpack_pred_s", "halo_pred_s", "h2d_pred_s")
+    cols = {k: np.full(len(out), np.nan) for k in names}
+    nodes = out["nodes"].to_numpy() if "nodes" in out else np.ones(len(out), dtype=int)
+    texts = out[FDM_CALIBRATION_COL] if FDM_CALIBRATION_COL in out else pd.Series([None] * len(out), index=out.index)
+    for i, (r, text) in enumerate(zip(out.itertuples(index=False), texts, strict=True)):
+        if text is None or pd.isna(text) or not np.isfinite(r.latency) or not np.isfinite(r.t_net):
+            continue
+        if str(r.backend) == "cupy":
+            continue
+        spans = int(nodes[i]) > 1
+        lat_inter, t_net_inter = getattr(r, "latency_inter", np.nan), getattr(r, "t_net_inter", np.nan)
+        if spans and not (np.isfinite(lat_inter) and np.isfinite(t_net_inter)):
+            continue
+        per_node = -(-int(r.ranks) // int(nodes[i]))
+        pred = _calibrated_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps),
+                                str(r.marshaling), str(r.boundary), str(text), "shared" if per_node > 1 else "alone",
+                                str(r.backend), float(r.latency), float(r.t_net), int(r.cores), int(nodes[i]),
+                                float(lat_inter) if spans else None, float(t_net_inter) if spans else None)
+        if pred is None:
+            continue
+        for k, v in zip(names, pred, strict=True):
+            cols[k][i] = v
+    for k, v in cols.items():
+        out[k] = v
+    out["compute_pred_s"] = out["velocity_pred_s"] + out["stress_pred_s"]
+    return _finish(out, CALIBRATED)
 
 
 class FDMModel(Model):
@@ -90,3 +185,15 @@ class FDMModel(Model):
 
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
         return predict_fdm(runs)
+
+
+class FDMCalibratedModel(Model):
+    """Per-rank, per-phase cost of the solver's own kernels, calibrated by characterisation microbenchmarks."""
+
+    name = CALIBRATED
+    cases = ("fdm",)
+    needs = (*BACKEND_COLS, FDM_CALIBRATION_COL)
+    table = "fdm_runs"
+
+    def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        return predict_calibrated(runs)

@@ -166,6 +166,9 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank)
         if role == target:
             mine["ceilings"] = got
+    fdm = spec.get("fdm") or None
+    if fdm:
+        mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor)
     from sims.bench import pingpong
 
     if rank == 0:
@@ -227,7 +230,46 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         },
         "processors": processors,
         "network": _network(pp),
+        **({"fdm_calibration": {fdm["backend"]: gathered[0]["fdm_calibration"]}} if fdm else {}),
     }
+
+
+def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmup: int, reps: int,
+                     factor: float) -> dict[str, Any] | None:
+    """The FDM kernels' calibration (:mod:`sims.bench.fdm_calib`) for the study's FDM backend and orders.
+
+    Alone on the first processor driving that backend (the host for a CPU backend no processor drives), then,
+    on a CPU backend, shared: every rank running the same kernels at once. Rank 0 returns the document.
+    """
+    from sims.bench import fdm_calib
+
+    backend = str(fdm["backend"])
+    orders = [int(o) for o in fdm.get("orders") or (2, 4)]
+    blocks = [tuple(int(n) for n in b) for b in fdm.get("blocks") or fdm_calib.BLOCKS]
+    widths = [int(w) for w in fdm.get("widths") or fdm_calib.WIDTHS]
+    fdm_calib.check_blocks(blocks, widths)
+    rank = comm.Get_rank()
+    drivers = [i for i, r in enumerate(ROLES) if spec["layout"][r]["backend"] == backend]
+    alone_rank = drivers[0] if drivers else 0
+
+    def seconds(work: Any) -> list[float] | None:
+        m = measure(comm, work if work is not None else (lambda: None), lambda: None, warmup, reps, factor)
+        return [r.own_s for r in m.repetitions] if work is not None else None
+
+    def say(what: str) -> Any:
+        def progress(step: str) -> None:
+            if rank == alone_rank:
+                print(f"[hetval characterize] {spec['platform']}: FDM kernels ({backend}, {what}): {step}", flush=True)
+        return progress
+
+    modes = {"alone": fdm_calib.measure(rank == alone_rank, backend, orders, blocks, widths, seconds, say("alone"))}
+    if backend != "cupy":
+        modes["shared"] = fdm_calib.measure(True, backend, orders, blocks, widths, seconds, say("shared"))
+    gathered = comm.gather(modes, root=0)
+    if rank != 0:
+        return None
+    merged = {"alone": gathered[alone_rank]["alone"], **({"shared": gathered[0]["shared"]} if "shared" in modes else {})}
+    return fdm_calib.document(merged, blocks, widths)
 
 
 def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[str, Any],

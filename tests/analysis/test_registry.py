@@ -36,7 +36,7 @@ def test_builtins_are_registered_in_order():
     assert list(registry.cases()) == ["sa", "la", "peach", "fdm", "published"]
     assert {m.name for m in registry.models_for("sa")} == {
         "PerDome/PeaPaw", "per-operation (Kannan)", "PeaPaw energy (eq. 25)", "energy roofline (Choi)"}
-    assert [m.name for m in registry.models_for("fdm")] == ["FDM"]
+    assert [m.name for m in registry.models_for("fdm")] == ["FDM", "FDM-calibrated"]
 
 
 def test_a_plugin_that_does_not_load_is_named(monkeypatch):
@@ -81,12 +81,12 @@ def test_unknown_case_lists_the_registered_ones():
 def test_every_built_in_model_finds_what_it_needs_and_a_missing_column_is_named():
     import pandas as pd
 
-    from analysis.platforms import BACKEND_COLS, PLATFORM_COLS, Platforms
+    from analysis.platforms import BACKEND_COLS, FDM_CALIBRATION_COL, PLATFORM_COLS, Platforms
     from analysis.schema import RUN_SCHEMA
     from analysis.validate import check_needs
 
     empty = Platforms(pd.DataFrame(columns=["platform", *PLATFORM_COLS]),
-                      pd.DataFrame(columns=["platform", "backend", *BACKEND_COLS]))
+                      pd.DataFrame(columns=["platform", "backend", *BACKEND_COLS, FDM_CALIBRATION_COL]))
     records = RUN_SCHEMA.empty_table().to_pandas()
     for case in registry.cases().values():
         frame, _ = case.platform_frame(empty)

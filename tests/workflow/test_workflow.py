@@ -118,8 +118,18 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert set(table["status"].to_pylist()) == {"ok"}
     study = results / "tiny"
     fdm = pq.read_table(study / "validation" / "fdm_runs.parquet").to_pandas()
-    assert len(fdm) == 4 and sorted(fdm["ranks"]) == [1, 1, 2, 2]
+    # one row per run and model: the analytical model and the one calibrated by the characterisation's FDM kernels
+    assert sorted(fdm["model"].unique()) == ["FDM", "FDM-calibrated"]
+    assert len(fdm) == 8 and sorted(fdm["ranks"]) == [1, 1, 1, 1, 2, 2, 2, 2]
     assert fdm["time_predicted_s"].notna().all() and (fdm["tightness"] > 0).all()
+    calibrated = fdm[fdm["model"] == "FDM-calibrated"]
+    assert calibrated["velocity_pred_s"].notna().all() and calibrated["worst_phase"].notna().all()
+    import yaml
+
+    plat = yaml.safe_load(next((study / "platforms").glob("*.yaml")).read_text())
+    calib = plat["fdm_calibration"]["numba"]["modes"]
+    assert set(calib) == {"alone", "shared"} and set(calib["alone"]["half_steps"]) == {"2"}
+    assert calib["alone"]["half_steps"]["2"]["velocity"]["samples"] and "numba" in calib["alone"]["marshal"]
     assert (tmp_path / "results" / "fdm" / "tiny").is_dir()
     published = pq.read_table(study / "validation" / "published_runs.parquet").to_pandas()
     assert len(published) == 12 and published["rate_error"].notna().all()

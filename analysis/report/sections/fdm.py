@@ -31,7 +31,7 @@ def _fidelity_row(r: Any) -> list[str]:
     """One FDM fidelity table row: a degenerate ranking's label in place of every ranking score."""
     label = degenerate(r)
     scores = [label or fmt_interval(r, m) for m in ("kendall_tau", "pairwise_agreement", "top1_agreement")]
-    return [grid_label(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.n_alternatives),
+    return [grid_label(r.grid), str(r.ranks), str(r.order), r.boundary, r.axis, r.fixed, str(r.model), str(r.n_alternatives),
             *scores, label or fmt_sig(getattr(r, "top1_noise_aware", None)),
             label or fmt_interval(r, "selection_penalty"), fmt_interval(r, "tightness_median"), r.best_measured,
             ("not distinguishable: " if not_distinguishable(r) else "") + str(getattr(r, "best_measured_noise_aware", "")),
@@ -48,11 +48,14 @@ def scaling_figure(runs, order: int, boundary: str):
     fig = new_figure(11, 4.2)
     axes = fig.subplots(1, 2)
     cmap = colormaps["tab10"]
-    series = sub.groupby(["grid", "marshaling"], sort=True)
+    models = sorted(sub["model"].astype(str).unique())
+    styles = dict(zip(models, ("--", ":", "-."), strict=False))
+    first = sub[sub["model"].astype(str) == models[0]]
+    series = first.groupby(["grid", "marshaling"], sort=True)
     for n, ((grid, design), g) in enumerate(series):
         if n >= SERIES:
             break
-        # at each rank count the fastest decomposition measured, and the model's value for that same run
+        # at each rank count the fastest decomposition measured, and each model's value for that same run
         best = g.loc[g.groupby("ranks")["time_median_s"].idxmin()].sort_values("ranks")
         steps = best["steps"].to_numpy(dtype=float)
         color = cmap(n % 10)
@@ -60,9 +63,12 @@ def scaling_figure(runs, order: int, boundary: str):
         y = best["time_median_s"].to_numpy() / steps
         err = [y - best["time_min_s"].to_numpy() / steps, best["time_max_s"].to_numpy() / steps - y]
         axes[0].errorbar(best["ranks"], y, yerr=err, marker="o", color=color, label=label, capsize=3)
-        axes[0].plot(best["ranks"], best["time_predicted_s"] / steps, "--", color=color, marker="x")
         axes[1].plot(best["ranks"], best["mlups_measured"], marker="o", color=color, label=label)
-        axes[1].plot(best["ranks"], best["mlups_predicted"], "--", marker="x", color=color)
+        for model in models:
+            pred = sub[sub["model"].astype(str) == model].set_index("run_id").reindex(best["run_id"])
+            axes[0].plot(best["ranks"], pred["time_predicted_s"].to_numpy() / steps, styles[model], color=color,
+                         marker="x")
+            axes[1].plot(best["ranks"], pred["mlups_predicted"].to_numpy(), styles[model], marker="x", color=color)
     axes[0].set(xlabel="MPI ranks", ylabel="seconds per step (slowest rank)", yscale="log",
                 title=f"order {order}, {boundary}: time per step")
     axes[1].set(xlabel="MPI ranks", ylabel="MLUP/s (whole grid)", title="throughput")
@@ -71,7 +77,8 @@ def scaling_figure(runs, order: int, boundary: str):
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     more = f"; the first {SERIES} of {series.ngroups} grid x design lines" if series.ngroups > SERIES else ""
-    fig.text(0.5, -0.02, f"solid: measured (median, bars: min-max over repetitions); dashed: FDM model{more}",
+    lines = "; ".join(f"{ {'--': 'dashed', ':': 'dotted', '-.': 'dash-dotted'}[styles[m]]}: {m}" for m in models)
+    fig.text(0.5, -0.02, f"solid: measured (median, bars: min-max over repetitions); {lines}{more}",
              ha="center", fontsize=8)
     return fig
 
@@ -81,8 +88,9 @@ def phase_figure(runs, order: int, boundary: str):
     import numpy as np
     from matplotlib import colormaps
 
-    sub = runs[(runs["order"] == order) & (runs["boundary"] == boundary)].sort_values(
-        ["grid", "ranks", "decomposition", "marshaling"])
+    sub = runs[(runs["order"] == order) & (runs["boundary"] == boundary)]
+    model = phase_model(sub)
+    sub = sub[sub["model"].astype(str) == model].sort_values(["grid", "ranks", "decomposition", "marshaling"])
     if sub.empty:
         return None
     total = len(sub)
@@ -97,20 +105,37 @@ def phase_figure(runs, order: int, boundary: str):
         v = np.nan_to_num(sub[f"{p}_median_s"].to_numpy(dtype=float)) / steps
         ax.bar(x - 0.2, v, 0.38, bottom=bottom, color=cmap(n), label=f"measured {p}")
         bottom += v
+    top = bottom.copy()
     bottom = np.zeros(len(sub))
-    colors = {"compute": "0.35", "pack": cmap(2), "unpack": cmap(3), "halo": cmap(4), "h2d": cmap(5)}
-    for p in FDM_MODEL_PARTS:
+    colors = {"compute": "0.35", **{p: cmap(n) for n, p in enumerate(FDM_PHASES)}}
+    split = "velocity_pred_s" in sub and np.isfinite(sub["velocity_pred_s"].to_numpy(dtype=float)).any()
+    parts = FDM_PHASES if split else FDM_MODEL_PARTS
+    for p in parts:
         v = np.nan_to_num(sub[f"{p}_pred_s"].to_numpy(dtype=float)) / steps
-        ax.bar(x + 0.2, v, 0.38, bottom=bottom, color=colors[p], hatch="//", alpha=0.6, label=f"model {p}")
+        ax.bar(x + 0.2, v, 0.38, bottom=bottom, color=colors[p], hatch="//", alpha=0.6, label=f"{model} {p}")
         bottom += v
+    ax.set_ylim(0, 1.08 * max(float(np.max(top)), float(np.max(bottom)), 1e-12))
     labels = [f"{grid_label(r.grid)}\n{r.ranks}r {r.decomposition}\n{r.marshaling}" for r in sub.itertuples()]
     ax.set_xticks(x, labels, fontsize=6, rotation=90)
     shown = f" - the first {len(sub)} of {total} runs" if total > len(sub) else ""
     ax.set(ylabel="seconds per step",
-           title=f"order {order}, {boundary}: phases (left: measured, right: model){shown}")
+           title=f"order {order}, {boundary}: phases (left: measured, right: {model}){shown}")
     ax.legend(fontsize=6, ncol=2)
     ax.grid(axis="y", alpha=0.3)
     return fig
+
+
+def phase_model(runs) -> str:
+    """The model whose parts the phase figure and table show: the one predicting every measured phase (the
+    calibrated model) when it predicted anything, else the first."""
+    import numpy as np
+
+    models = sorted(runs["model"].astype(str).unique())
+    for m in models:
+        rows = runs[runs["model"].astype(str) == m]
+        if "velocity_pred_s" in rows and np.isfinite(rows["velocity_pred_s"].to_numpy(dtype=float)).any():
+            return m
+    return models[0] if models else ""
 
 
 FIGURES = (
@@ -118,7 +143,8 @@ FIGURES = (
      "with the ranks): measured time per step and throughput against the FDM model; at each rank count the fastest "
      "decomposition is shown."),
     ("phases", phase_figure, "per-phase time", "Where each run's time goes: measured per-phase seconds per step (each "
-     "phase on its slowest rank) next to the model's compute, pack/unpack, halo and host-device terms."),
+     "phase on its slowest rank) next to the calibrated model's phases (or the analytical model's compute, "
+     "pack/unpack, halo and host-device terms when no calibration exists)."),
 )
 
 
@@ -148,24 +174,29 @@ class FDMSection(Section):
                 entries.append(FigureEntry(name, f"order {order}, {boundary}: {title}", caption, wide=True))
         out.figures_block(entries, "No FDM figures.")
         out.heading("FDM runs", 3)
-        out.table(["grid", "ranks", "decomposition", "design", "order", "boundary", "measured s (median [min–max])",
-                   "predicted s", "tightness", "MLUP/s measured", "MLUP/s predicted", "reps"],
-                  [[grid_label(r.grid), str(r.ranks), r.decomposition, r.marshaling, str(r.order), r.boundary,
+        out.table(["grid", "ranks", "decomposition", "design", "order", "boundary", "model",
+                   "measured s (median [min–max])", "predicted s", "tightness", "MLUP/s measured", "MLUP/s predicted",
+                   "worst phase (pred − meas s)", "reps"],
+                  [[grid_label(r.grid), str(r.ranks), r.decomposition, r.marshaling, str(r.order), r.boundary, r.model,
                     f"{fmt_sig(r.time_median_s)} [{fmt_sig(r.time_min_s)}–{fmt_sig(r.time_max_s)}]",
                     fmt_sig(r.time_predicted_s), fmt_sig(r.tightness), fmt_sig(r.mlups_measured, 4),
-                    fmt_sig(r.mlups_predicted, 4), str(r.n_reps)] for r in runs.head(TABLE_ROWS).itertuples()],
+                    fmt_sig(r.mlups_predicted, 4), _worst(r), str(r.n_reps)]
+                   for r in runs.head(TABLE_ROWS).itertuples()],
                   "FDM runs", total=len(runs), source="fdm_runs.parquet")
-        out.para("What this shows: every FDM run with its measured loop time (slowest rank) and the model's "
-                 "prediction; tightness is the fraction of the model's time reached: predicted / measured time (below 1: the "
-                 "run was slower than the model says).", "what")
-        t = runs["tightness"]
-        out.lines += ["", f"FDM: {len(runs)} ok runs; tightness (fraction of the bound reached) median {fmt_sig(t.median())} "
-                          f"[{fmt_sig(t.min())}–{fmt_sig(t.max())}]"]
+        out.para("What this shows: every FDM run with its measured loop time (slowest rank) and each model's "
+                 "prediction; tightness is predicted / measured time (below 1: the run was slower than the model says; "
+                 "above 1: faster). The worst phase is the one whose prediction is furthest from its measured time: "
+                 "the term to look at when the total is off.", "what")
+        for model, g in runs.groupby("model", sort=True):
+            t = g["tightness"]
+            out.lines += ["", f"FDM ({model}): {len(g)} ok runs; tightness (predicted / measured time) median "
+                              f"{fmt_sig(t.median())} [{fmt_sig(t.min())}–{fmt_sig(t.max())}]"]
+        self._phase_table(out, runs)
         if fid is None or not len(fid):
             out.para(f"fdm_fidelity.parquet is {fid_in.status}: no FDM fidelity table.", "missing")
             return out
         out.heading("FDM ranking fidelity", 3)
-        out.table(["grid", "ranks", "order", "boundary", "axis", "fixed", "n", "kendall tau", "pairwise", "top-1",
+        out.table(["grid", "ranks", "order", "boundary", "axis", "fixed", "model", "n", "kendall tau", "pairwise", "top-1",
                    "top-1 noise-aware", "selection penalty", "tightness median", "best measured",
                    "best within noise", "best predicted"],
                   [_fidelity_row(r) for r in fid.head(TABLE_ROWS).itertuples()],
@@ -179,9 +210,43 @@ class FDMSection(Section):
         if len(fid) > TABLE_ROWS:
             out.lines.append(f"  (the first {TABLE_ROWS} of {len(fid)} rows; all in fdm_fidelity.parquet)")
         for r in fid.head(TABLE_ROWS).itertuples():
-            out.lines.append(f"  {grid_label(r.grid)} {r.ranks} ranks order {r.order} | axis {r.axis} ({r.fixed}): "
+            out.lines.append(f"  {grid_label(r.grid)} {r.ranks} ranks order {r.order} | {r.model} | axis {r.axis} ({r.fixed}): "
                              f"kendall tau {fmt_interval(r, 'kendall_tau')}, top-1 {fmt_interval(r, 'top1_agreement')},"
                              f" selection penalty {fmt_interval(r, 'selection_penalty')}, best measured "
                              f"{r.best_measured} vs predicted {r.best_predicted}"
                              + (" (not distinguishable)" if not_distinguishable(r) else ""))
         return out
+
+    @staticmethod
+    def _phase_table(out: SectionOutput, runs: Any) -> None:
+        """Per run, each measured phase beside the calibrated model's (ms per step, slowest rank)."""
+        import numpy as np
+
+        model = phase_model(runs)
+        sub = runs[runs["model"].astype(str) == model]
+        if "velocity_pred_s" not in sub or not np.isfinite(sub["velocity_pred_s"].to_numpy(dtype=float)).any():
+            return
+        out.heading("FDM phases: measured beside the calibrated model", 3)
+
+        def cell(r: Any, p: str) -> str:
+            m, q = getattr(r, f"{p}_median_s") / r.steps * 1e3, getattr(r, f"{p}_pred_s") / r.steps * 1e3
+            return f"{fmt_sig(m)} / {fmt_sig(q)}"
+
+        out.table(["grid", "ranks", "decomposition", "design", "order", *(f"{p} ms (meas / pred)" for p in FDM_PHASES),
+                   "worst phase"],
+                  [[grid_label(r.grid), str(r.ranks), r.decomposition, r.marshaling, str(r.order),
+                    *(cell(r, p) for p in FDM_PHASES), _worst(r)] for r in sub.head(TABLE_ROWS).itertuples()],
+                  f"FDM phases per step, measured / {model}", total=len(sub), source="fdm_runs.parquet")
+        out.para("What this shows: each phase's measured milliseconds per step (median over the repetitions, slowest "
+                 "rank) beside the calibrated model's. The model's halo phase is the time a rank waits for the "
+                 "others (its messages, the imbalance, and on an oversubscribed node the cores' time sharing), as "
+                 "the run's halo timer measures it.", "what")
+
+
+def _worst(r: Any) -> str:
+    import pandas as pd
+
+    phase = getattr(r, "worst_phase", None)
+    if phase is None or pd.isna(phase):
+        return ""
+    return f"{phase} ({fmt_sig(r.worst_phase_error_s)})"

@@ -6,8 +6,52 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.report.common import TABLE_ROWS, Inputs, cell_text, fmt_fraction, fmt_sig
+from analysis.report.common import (
+    TABLE_ROWS,
+    FigureEntry,
+    Inputs,
+    cell_text,
+    fmt_fraction,
+    fmt_sig,
+    new_figure,
+    save_figure,
+)
 from analysis.report.section import Section, SectionOutput
+
+#: series one figure draws (every series is in the table and in scaling_fits.parquet)
+PANELS = 6
+
+
+def fits_figure(fits: pd.DataFrame):
+    """One panel per series (the first :data:`PANELS`): measured medians, the fit with its interval, the
+    analytical models' predictions; one line style per analytical model."""
+    import numpy as np
+
+    have = fits[[isinstance(c, (list, np.ndarray)) and len(c) > 0 for c in fits["curve_p"]]] \
+        if "curve_p" in fits else fits.iloc[:0]
+    if have.empty:
+        return None
+    series = list(dict.fromkeys(have["series"].astype(str)))[:PANELS]
+    cols = min(3, len(series))
+    rows = -(-len(series) // cols)
+    fig = new_figure(4.2 * cols, 3.4 * rows)
+    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    for ax, name in zip(axes, series, strict=False):
+        g = have[have["series"].astype(str) == name]
+        first = g.iloc[0]
+        ax.fill_between(first["curve_p"], first["curve_lo_s"], first["curve_hi_s"], color="C0", alpha=0.2,
+                        label="fit 95 % PI")
+        ax.plot(first["curve_p"], first["curve_s"], color="C0", label=f"fit {first['hypothesis']}")
+        ax.plot(first["scale_values"], first["measured_medians_s"], "o", color="k", label="measured median")
+        for k, r in enumerate(g.itertuples(index=False)):
+            ax.plot(r.scale_values, r.analytical_s, "x--", color=f"C{k + 1}", label=str(r.analytical_model))
+        ax.set(xscale="log", xlabel=str(first["parameter"]), ylabel="seconds", title=name[:60])
+        ax.title.set_fontsize(7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    for ax in axes[len(series):]:
+        ax.set_visible(False)
+    return fig
 
 
 class ScalingSection(Section):
@@ -48,5 +92,18 @@ class ScalingSection(Section):
                          fmt_sig(d["heldout_measured_s"]), fmt_sig(d["heldout_empirical_s"]) + pi,
                          fmt_fraction(d["heldout_empirical_error"]), fmt_fraction(d["heldout_analytical_error"])])
         out.table(header, rows, "empirical fits and held-out errors", total=len(f), source="scaling_fits.parquet")
+        entries = []
+        for n, (case, g) in enumerate(f.groupby("case", sort=True)):
+            fig = fits_figure(g)
+            if fig is None:
+                continue
+            name = f"scaling-fits-{n}.png"
+            save_figure(fig, out_dir, name)
+            entries.append(FigureEntry(name, f"{case}: empirical fits beside the analytical models",
+                                       "Per series: measured medians (points), the Extra-P fit over every scale "
+                                       "extrapolated to 4x the largest scale (line) with its 95 % prediction interval "
+                                       "(band), and each analytical model's time at the measured scales (crosses).",
+                                       wide=True))
+        out.figures_block(entries, "No fit to draw.")
         out.lines.append(f"empirical scaling fits: {len(f)} series, {poor} flagged")
         return out

@@ -1,0 +1,195 @@
+"""Calibration microbenchmarks of the FDM code's own kernels, for the calibrated FDM model.
+
+Characterisation runs these when its study has FDM runs (for the FDM case's
+backend and orders), never from the validation runs themselves:
+
+* **half-steps** - the solver's own velocity and stress half-steps
+  (:class:`sims.fdm.solver.Simulation` on one rank, its kernels and boxes as a
+  run calls them) on blocks of several shapes (row lengths 24..192 at a few
+  block sizes: the row-length and block-size effect) and absorbing-layer widths
+  (0 = bulk kernel only; two widths separate the C-PML cost per row from its
+  cost per layer point). Each is fitted, per order and half-step, to the linear
+  cost of :mod:`sims.fdm.cost` by relative non-negative least squares.
+* **pack / unpack** - the halo marshaling copies (:meth:`sims.fdm.solver.Halo._marshal`:
+  the Numba pack kernel and the array module's slicing) of one ghost face per
+  orientation (x and y faces are runs of whole rows, z faces single elements
+  with a row-long stride), over several face sizes, each copy timed alone from
+  cold caches: cost per field call plus cost per element, per orientation.
+
+Both are measured **alone** (one rank busy, the others waiting) and **shared**
+(every characterisation rank running the same kernels at once, as the ranks of
+a multi-rank run on one node do; CPU backends only). The message latency and
+bandwidth come from the ping-pong (:mod:`sims.bench.pingpong`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from sims.fdm import cost
+from sims.fdm.cost import BLOCKS, WIDTHS, check_blocks  # noqa: F401 - the calibration's defaults
+from sims.fit import POOR_R2, relative_nonnegative_fit
+
+HALF_STEPS = ("velocity", "stress")
+#: a relative residual beyond this flags the fit as poor, whatever its R²
+POOR_RESIDUAL = 0.25
+#: marshaled fields per timed call (the velocity exchange's three)
+MARSHAL_FIELDS = 3
+
+
+def run_doc(shape: Sequence[int], order: int, width: int, backend: str) -> dict[str, Any]:
+    """A one-step run spec of a homogeneous block (the calibration's setup; nothing of it is timed)."""
+    ext = [float(n) * 10.0 for n in shape]
+    return {"grid": {"shape": [int(n) for n in shape], "spacing": 10.0}, "time": {"steps": 1}, "order": int(order),
+            "backend": backend, "medium": {"homogeneous": {"vp": 2500.0, "vs": 1450.0, "rho": 2300.0}},
+            "source": {"kind": "explosive", "f0": 4.0, "moment": 1.0e15, "position": [e / 2 for e in ext]},
+            "boundary": {"kind": "cpml", "width": int(width)} if width else {"kind": "none"}}
+
+
+def measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[Sequence[int]],
+            widths: Sequence[int], timed: Callable[[Callable[[], None] | None], list[float] | None],
+            progress: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+    """Half-step and marshaling samples of ``backend`` on this rank when ``active``.
+
+    ``timed(work)`` is called the same number of times on every rank (``work`` None on an idle rank) and
+    returns the seconds of each timed repetition of ``work`` (None when idle). Returns the samples on an
+    active rank, None elsewhere.
+    """
+    from mpi4py import MPI
+
+    from sims.fdm.solver import Halo, Simulation
+    from sims.fdm.spec import parse
+
+    half: list[dict[str, Any]] = []
+    marshal: list[dict[str, Any]] = []
+    for order in orders:
+        for shape in blocks:
+            for width in widths:
+                sim = Simulation(parse(run_doc(shape, order, width, backend)), MPI.COMM_SELF) if active else None
+                if sim is not None:
+                    sim.warm_up()
+                feats = cost.block_features(shape, (0, 0, 0), shape, width)
+                for phase in HALF_STEPS:
+                    def work(sim=sim, phase=phase) -> None:
+                        sim._half_step(phase)
+                        if sim.xp is not np:
+                            sim.xp.cuda.Stream.null.synchronize()
+
+                    times = timed(work if active else None)
+                    if active:
+                        half.append({"order": int(order), "phase": phase, "shape": [int(n) for n in shape],
+                                     "width": int(width), **feats, "times_s": times})
+                if width == 0:
+                    marshal += _marshal_samples(sim, backend, order, shape, timed, Halo)
+                del sim
+            if progress:
+                progress(f"order {order} block {list(shape)}")
+    return {"half_steps": half, "marshal": marshal} if active else None
+
+
+def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], timed: Callable,
+                     Halo: Any) -> list[dict[str, Any]]:
+    """Pack and unpack of one ghost face per orientation with every implementation the backend uses (the same
+    calls on every rank; ``sim`` is None on an idle one).
+
+    A run marshals a face once per exchange, after a half-step has streamed the whole block through the
+    caches, so each timed copy here starts cold: a buffer twice the last-level cache is written first (not
+    timed) and only the copy itself is timed.
+    """
+    width = int(order) // 2
+    impls = ("numba", "xp") if backend == "numba" else ("xp",)
+    rows = []
+    flush = None
+    if sim is not None:
+        from sims.bench.kernels import llc_bytes
+
+        flush = np.zeros(2 * llc_bytes() // 4, dtype=np.float32)
+    for axis in range(3):
+        elements = cost.face_elements(shape, axis, width)
+        for impl in impls:
+            for pack in (True, False):
+                work = None
+                copies: list[float] = []
+                if sim is not None:
+                    fields = [sim.fields[n] for n in ("vx", "vy", "vz")]
+                    sl = [slice(2, 2 + m) for m in sim.block.n]
+                    sl[axis] = slice(2, 2 + width)
+                    buf = sim.xp.empty(MARSHAL_FIELDS * elements, dtype=np.float32)
+
+                    def work(fields=fields, sl=tuple(sl), buf=buf, elements=elements, impl=impl, pack=pack,
+                             copies=copies) -> None:
+                        flush[:] += 1.0
+                        t0 = time.perf_counter()
+                        Halo._marshal(fields, sl, buf, elements, impl == "numba", pack)
+                        if sim.xp is not np:
+                            sim.xp.cuda.Stream.null.synchronize()
+                        copies.append(time.perf_counter() - t0)
+
+                times = timed(work)
+                if sim is not None:
+                    rows.append({"impl": impl, "direction": "pack" if pack else "unpack", "axis": axis,
+                                 "elements": elements, "fields": MARSHAL_FIELDS,
+                                 "times_s": copies[-len(times):]})
+    return rows
+
+
+def _poor(fit: Any) -> bool:
+    return fit.r2 is None or fit.r2 < POOR_R2 or max(abs(r) for r in fit.residuals) > POOR_RESIDUAL
+
+
+def fit_half_steps(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per order and half-step: the cost coefficients (s per unit of each feature), R², residuals, samples."""
+    out: dict[str, Any] = {}
+    for order in sorted({r["order"] for r in rows}):
+        for phase in HALF_STEPS:
+            sel = [r for r in rows if r["order"] == order and r["phase"] == phase]
+            if not sel:
+                continue
+            y = [statistics.median(r["times_s"]) for r in sel]
+            fit = relative_nonnegative_fit([[r[f] for r in sel] for f in cost.FEATURES], y)
+            out.setdefault(str(order), {})[phase] = {
+                "coefficients": dict(zip(cost.FEATURES, fit.coef, strict=True)),
+                "unit": "s per point, row or layer point",
+                "r2": fit.r2, "poor_fit": _poor(fit),
+                "samples": [{"shape": r["shape"], "width": r["width"], **{f: r[f] for f in cost.FEATURES},
+                             "time_median_s": t, "times_s": r["times_s"], "relative_residual": res}
+                            for r, t, res in zip(sel, y, fit.residuals, strict=True)],
+            }
+    return out
+
+
+def fit_marshal(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per implementation, direction and face orientation: seconds per field call and per element."""
+    out: dict[str, Any] = {}
+    for impl in sorted({r["impl"] for r in rows}):
+        for direction in ("pack", "unpack"):
+            for axis in range(3):
+                sel = [r for r in rows if r["impl"] == impl and r["direction"] == direction and r["axis"] == axis]
+                if len(sel) < 2:
+                    continue
+                y = [statistics.median(r["times_s"]) / r["fields"] for r in sel]
+                fit = relative_nonnegative_fit([[1.0] * len(sel), [r["elements"] for r in sel]], y)
+                out.setdefault(impl, {}).setdefault(direction, {})["xyz"[axis]] = {
+                    "per_call_s": fit.coef[0], "per_element_s": fit.coef[1], "r2": fit.r2, "poor_fit": _poor(fit),
+                    "samples": [{"elements": r["elements"], "time_per_field_s": t, "times_s": r["times_s"],
+                                 "relative_residual": res} for r, t, res in zip(sel, y, fit.residuals, strict=True)],
+                }
+    return out
+
+
+def document(samples: dict[str, dict[str, Any]], blocks: Sequence[Sequence[int]], widths: Sequence[int]) -> dict:
+    """The platform file's ``fdm_calibration`` entry of one backend from its samples per mode."""
+    return {
+        "method": (f"the solver's velocity and stress half-steps on one rank, blocks {[list(b) for b in blocks]}, "
+                   f"C-PML widths {list(widths)}, fitted to the linear cost of sims.fdm.cost by relative "
+                   "non-negative least squares; pack/unpack of one ghost face per orientation, 3 fields, fitted "
+                   "as per-call + per-element cost; alone = one rank busy, shared = every characterisation rank "
+                   "running the same kernels at once"),
+        "modes": {mode: {"half_steps": fit_half_steps(s["half_steps"]), "marshal": fit_marshal(s["marshal"])}
+                  for mode, s in samples.items() if s is not None},
+    }

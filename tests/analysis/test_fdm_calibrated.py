@@ -1,0 +1,177 @@
+"""The calibrated FDM model: the solver's cost features, the calibration's fits, per-phase predictions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.cases.fdm import score_fdm
+from analysis.models import fdm
+from analysis.predictors.fdm import CALIBRATED, predict_calibrated
+from sims.bench import fdm_calib
+from sims.fdm import cost
+from sims.fit import relative_nonnegative_fit
+
+COEF = {"bulk_points": 1e-9, "bulk_rows": 2e-7, "pml_points": 2e-9, "pml_rows": 3e-7, "pml_layer_xy": 1e-9,
+        "pml_layer_z": 1e-8}
+
+
+def _calibration(coef=COEF, per_call=1e-6, per_element=(5e-10, 6e-10, 2e-9)) -> dict:
+    half = {p: {"coefficients": dict(coef)} for p in ("velocity", "stress")}
+    marshal = {impl: {d: {a: {"per_call_s": per_call, "per_element_s": e} for a, e in zip("xyz", per_element, strict=True)}
+                      for d in ("pack", "unpack")} for impl in ("numba", "xp")}
+    return {"half_steps": {"2": half, "4": half}, "marshal": marshal}
+
+
+def _solver_features(shape, width, backend="numba"):
+    """The features of a real one-rank Simulation's plan: points and rows of each box, by kernel kind."""
+    from mpi4py import MPI
+
+    from sims.fdm.solver import Simulation
+    from sims.fdm.spec import parse
+
+    sim = Simulation(parse(fdm_calib.run_doc(shape, 2, width, backend)), MPI.COMM_SELF)
+    out = dict.fromkeys(cost.FEATURES, 0)
+    for lo, hi, sides in sim.boxes:
+        n = [h - low for low, h in zip(lo, hi, strict=True)]
+        kind = "bulk" if sides == (None, None, False) else "pml"
+        out[f"{kind}_points"] += n[0] * n[1] * n[2]
+        out[f"{kind}_rows"] += n[0] * n[1]
+    return out
+
+
+@pytest.mark.parametrize("shape,width", [((24, 20, 16), 0), ((24, 20, 16), 4), ((16, 32, 24), 5)])
+def test_features_match_the_solver_boxes(shape, width):
+    got = cost.block_features(shape, (0, 0, 0), shape, width)
+    solver = _solver_features(shape, width)
+    for k in ("bulk_points", "bulk_rows", "pml_points", "pml_rows"):
+        assert got[k] == solver[k], k
+    assert got["bulk_points"] + got["pml_points"] == np.prod(shape)
+    if width:
+        nx, ny, nz = shape
+        assert got["pml_layer_z"] == 2 * width * nx * ny
+        assert got["pml_layer_xy"] == 2 * width * ny * nz + 2 * width * nx * nz
+
+
+def test_a_block_off_the_z_layers_runs_its_interior_with_the_bulk_kernel():
+    # rank block in the middle of z (no z layer), touching the x layer only on its low side
+    f = cost.block_features((40, 40, 40), (0, 10, 12), (20, 30, 28), 6)
+    # x cuts: [0,6) layer, [6,20) interior; y [10,30) interior entirely
+    assert f["bulk_points"] == 14 * 20 * 16 and f["bulk_rows"] == 14 * 20
+    assert f["pml_points"] == 6 * 20 * 16 and f["pml_layer_xy"] == 6 * 20 * 16 and f["pml_layer_z"] == 0
+
+
+def test_relative_nonnegative_fit_recovers_costs_and_never_goes_negative():
+    rng = np.random.default_rng(3)
+    A = rng.uniform(1e3, 1e6, (40, 3))
+    truth = np.array([2e-9, 0.0, 5e-8])
+    y = A @ truth * (1 + 0.002 * rng.standard_normal(40))
+    fit = relative_nonnegative_fit(list(A.T), y)
+    assert fit.coef[0] == pytest.approx(2e-9, rel=0.05) and fit.coef[2] == pytest.approx(5e-8, rel=0.05)
+    assert min(fit.coef) >= 0 and fit.r2 > 0.999
+    # a target that a negative coefficient would fit best: clipped at zero, never negative
+    fit = relative_nonnegative_fit([A[:, 0], A[:, 1]], A[:, 0] * 1e-9 - A[:, 1] * 1e-10 + 1.0)
+    assert min(fit.coef) >= 0
+    with pytest.raises(ValueError, match="positive"):
+        relative_nonnegative_fit([A[:, 0]], -A[:, 0])
+
+
+def test_calibration_fits_recover_the_half_step_costs_and_flag_a_bad_fit():
+    rows = []
+    for order in (2,):
+        for shape in fdm_calib.BLOCKS:
+            for width in fdm_calib.WIDTHS:
+                feats = cost.block_features(shape, (0, 0, 0), shape, width)
+                t = sum(COEF[k] * feats[k] for k in cost.FEATURES)
+                for phase in fdm_calib.HALF_STEPS:
+                    rows.append({"order": order, "phase": phase, "shape": list(shape), "width": width, **feats,
+                                 "times_s": [t * 0.99, t, t * 1.01]})
+    fits = fdm_calib.fit_half_steps(rows)
+    got = fits["2"]["velocity"]
+    for k, v in COEF.items():
+        assert got["coefficients"][k] == pytest.approx(v, rel=0.02), k
+    assert got["r2"] > 0.999 and not got["poor_fit"]
+    assert len(got["samples"]) == len(fdm_calib.BLOCKS) * len(fdm_calib.WIDTHS)
+    # one sample 3x off: the fit says so
+    rows[0]["times_s"] = [x * 3 for x in rows[0]["times_s"]]
+    assert fdm_calib.fit_half_steps(rows)["2"]["velocity"]["poor_fit"]
+
+
+def test_calibration_blocks_are_checked():
+    with pytest.raises(ValueError, match="two positive widths"):
+        fdm_calib.check_blocks(fdm_calib.BLOCKS, [0, 5])
+    with pytest.raises(ValueError, match="no interior"):
+        fdm_calib.check_blocks([(16, 16, 16), (16, 16, 32), (32, 16, 16)], [0, 4, 8])
+    with pytest.raises(ValueError, match="row lengths"):
+        fdm_calib.check_blocks([(32, 32, 32)] * 3, [0, 4, 6])
+
+
+def test_one_rank_is_the_sum_of_its_half_steps():
+    calib = _calibration()
+    shape = (64, 64, 64)
+    got = fdm.calibrated_run_time(shape, (1, 1, 1), 2, 10, "device-pack", calib, backend="numba", latency=1e-6,
+                                  t_net=1e-10, pml_width=8)
+    feats = cost.block_features(shape, (0, 0, 0), shape, 8)
+    one = sum(COEF[k] * feats[k] for k in cost.FEATURES)
+    assert got["velocity"] == pytest.approx(10 * one) and got["stress"] == pytest.approx(10 * one)
+    assert got["pack"] == got["unpack"] == got["halo"] == 0.0
+    assert got["total"] == pytest.approx(20 * one)
+
+
+def test_short_rows_and_strided_faces_make_a_z_split_slower():
+    calib = _calibration()
+    kw = dict(backend="numba", latency=1e-6, t_net=1e-10, pml_width=8, cores=2)
+    x_split = fdm.calibrated_run_time((96, 96, 96), (2, 1, 1), 2, 10, "device-pack", calib, **kw)
+    z_split = fdm.calibrated_run_time((96, 96, 96), (1, 1, 2), 2, 10, "device-pack", calib, **kw)
+    assert z_split["velocity"] > x_split["velocity"]  # twice the rows of half the length
+    assert z_split["pack"] > x_split["pack"]  # the z face costs more per element here
+    # the host-staging design marshals with the array module's slicing, the others with the Numba kernel
+    assert fdm.marshal_impl("numba", "host-staging") == "xp" and fdm.marshal_impl("numba", "gpu-aware") == "numba"
+    assert fdm.marshal_impl("numpy", "device-pack") == "xp"
+
+
+def test_an_oversubscribed_node_time_shares_its_cores_and_the_wait_shows_in_the_halo():
+    calib = _calibration()
+    kw = dict(backend="numba", latency=1e-6, t_net=1e-10, pml_width=8)
+    four = fdm.calibrated_step_time((96, 96, 96), (2, 2, 1), 2, "device-pack", calib, cores=2, **kw)
+    busy = four["velocity"] + four["stress"] + four["pack"] + four["unpack"]
+    step = float(np.max(four["total"]))
+    assert step >= busy.sum() / 2 > float(np.max(busy))  # two ranks per core: the cores' time sharing sets it
+    assert np.allclose(four["halo"], step - busy)  # every rank waits out the rest of the step in the exchange
+    enough = fdm.calibrated_step_time((96, 96, 96), (2, 2, 1), 2, "device-pack", calib, cores=4, **kw)
+    assert float(np.max(enough["total"])) < step
+    with pytest.raises(KeyError, match="order 4"):
+        fdm.calibrated_step_time((32, 32, 32), (1, 1, 1), 4, "device-pack", {"half_steps": {}, "marshal": {}},
+                                 backend="numba", latency=0.0, t_net=0.0)
+
+
+def _runs(calibration: str | None) -> pd.DataFrame:
+    rows = []
+    for n, (dec, design, t) in enumerate([("[2,1,1]", "device-pack", 1.0), ("[1,1,2]", "device-pack", 1.6),
+                                         ("[2,1,1]", "host-staging", 0.9)]):
+        rows.append({"run_id": f"r{n}", "study": "s", "variant": "v", "platform": "p", "ranks": 2,
+                     "grid": json.dumps({"shape": [96, 96, 96], "spacing": 10.0}, separators=(",", ":")),
+                     "order": 2, "boundary": "cpml(8)", "decomposition": dec, "marshaling": design, "steps": 20,
+                     "points": 96**3, "n_reps": 3, "time_median_s": t, "time_min_s": t, "time_max_s": t,
+                     "time_iqr_s": 0.0, "time_reps_s": [t, t, t], "backend": "numba", "nodes": 1,
+                     **{f"{p}_median_s": t / 6 for p in ("velocity", "stress", "pack", "unpack", "halo", "h2d")},
+                     "t_f": 1e-11, "t_b": 1e-10, "t_b_shared": 2e-10, "latency": 1e-6, "t_net": 1e-10,
+                     "latency_inter": np.nan, "t_net_inter": np.nan, "cores": 2.0, "fdm_calibration": calibration})
+    return pd.DataFrame(rows).astype({"fdm_calibration": "string"})
+
+
+def test_predictor_gives_phases_and_the_worst_one_and_nothing_without_a_calibration():
+    text = json.dumps({"modes": {"alone": _calibration(), "shared": _calibration()}})
+    pred = predict_calibrated(_runs(text))
+    assert (pred["model"] == CALIBRATED).all() and pred["time_predicted_s"].notna().all()
+    assert np.allclose(pred["compute_pred_s"], pred["velocity_pred_s"] + pred["stress_pred_s"])
+    assert pred["worst_phase"].notna().all() and "fdm_calibration" not in pred
+    # the z split is predicted slower, as measured: the decomposition ranking is right
+    fid = score_fdm(pred)
+    dec = fid[(fid["axis"] == "decomposition") & (fid["fixed"] == "marshaling=device-pack")].iloc[0]
+    assert dec["best_predicted"] == "[2,1,1]" and dec["model"] == CALIBRATED
+    none = predict_calibrated(_runs(None))
+    assert none["time_predicted_s"].isna().all()
