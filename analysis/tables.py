@@ -144,6 +144,10 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "fixed": ("", "what the group holds fixed while ranking along its axis"),
     "mlups_measured": ("MLUP/s", "million lattice-point updates per second, measured"),
     "mlups_predicted": ("MLUP/s", "million lattice-point updates per second, the FDM model"),
+    "noise_floor": ("fraction", "the study's run-to-run drift: a high quantile (0.9) of the relative differences between "
+                                "runs of identical code (FDM designs that differ only in name); an alternative within it "
+                                "of the fastest counts as tied with it"),
+    "noise_floor_pairs": ("", "how many pairs of identical-code runs the drift was measured from"),
     "worst_phase": ("", "the phase whose prediction is furthest (in seconds) from its measured median: which term "
                         "is wrong when the total is"),
     "worst_phase_error_s": ("s", "that phase's predicted minus measured seconds (slowest rank, whole run)"),

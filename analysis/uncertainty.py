@@ -63,10 +63,14 @@ class Settings:
     seed: int = 0
     level: float = 0.95
     noise_alpha: float = 0.05
+    #: relative difference from the fastest below which an alternative counts as tied with it, whatever the test
+    #: on the repetitions says: the run-to-run drift of the machine, which repetitions of one run do not see
+    #: (the FDM case measures it from runs of identical code, :func:`analysis.cases.fdm.drift_floor`); 0 = none
+    noise_floor: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {"resamples": self.resamples, "seed": self.seed, "level": self.level,
-                "noise_alpha": self.noise_alpha}
+                "noise_alpha": self.noise_alpha, "noise_floor": self.noise_floor}
 
 
 def _clean(values: Any) -> NDArray[np.float64]:
@@ -404,6 +408,8 @@ def uncertainty_rows(m: NDArray[np.float64], p: NDArray[np.float64], t: NDArray[
     judged = np.flatnonzero((n >= 1).all(axis=1))
     if len(judged):
         best[judged] = noise_aware_best_rows(XS[judged], n[judged], settings.noise_alpha)
+    if settings.noise_floor > 0:
+        best |= m <= m.min(axis=1, keepdims=True) * (1.0 + settings.noise_floor)
     pick = p == p.min(axis=1, keepdims=True)
     out["distinguishable"] = ~best.all(axis=1)
     out["best_measured_noise_aware"] = [", ".join(nm for nm, b in zip(row, bs, strict=True) if b)

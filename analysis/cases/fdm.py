@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -188,7 +189,43 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
 SCALE_KEYS = ["study", "platform", "grid", "order", "boundary", "ranks"]
 
 
-FDM_FIDELITY_COLUMNS = [*SCALE_KEYS, "axis", "fixed", "model", *FIDELITY_TAIL]
+FDM_FIDELITY_COLUMNS = [*SCALE_KEYS, "axis", "fixed", "model", *FIDELITY_TAIL, "noise_floor", "noise_floor_pairs"]
+#: the quantile of the identical-code runs' relative differences taken as the study's run-to-run drift
+DRIFT_QUANTILE = 0.9
+
+
+def code_path(backend: str, ranks: int, marshaling: str) -> str:
+    """What a run of a marshaling design actually executes: one rank exchanges nothing, and on a CPU backend
+    device-pack and gpu-aware are the same Numba copies (:func:`analysis.models.fdm.marshal_impl`)."""
+    from analysis.models.fdm import marshal_impl
+
+    if backend == "cupy":
+        return marshaling
+    return "no exchange" if int(ranks) == 1 else marshal_impl(backend, marshaling)
+
+
+def drift_floor(runs: pd.DataFrame) -> tuple[float, int]:
+    """The study's run-to-run drift, measured: the :data:`DRIFT_QUANTILE` quantile of the relative differences
+    ``|a - b| / min(a, b)`` of median times between runs that execute identical code at the same scale and
+    decomposition (designs that differ only in name: :func:`code_path`), and how many such pairs there were.
+    Runs of one study execute one after another; a machine whose bandwidth moves between them makes identical
+    code differ by more than the repetitions of one run show. (0, 0) without such pairs."""
+    if not len(runs):
+        return 0.0, 0
+    one = runs[runs["model"].astype(str) == str(runs["model"].iloc[0])] if "model" in runs else runs
+    keys = [*SCALE_KEYS, "decomposition", "backend"]
+    path = [code_path(str(b), int(r), str(m)) for b, r, m in zip(one["backend"], one["ranks"], one["marshaling"],
+                                                                  strict=True)]
+    diffs: list[float] = []
+    for _, g in one.assign(_path=path).groupby([*keys, "_path"], sort=False, dropna=False):
+        t = g["time_median_s"].to_numpy(dtype="float64")
+        t = t[np.isfinite(t) & (t > 0)]
+        for i in range(len(t)):
+            for j in range(i + 1, len(t)):
+                diffs.append(abs(t[i] - t[j]) / min(t[i], t[j]))
+    if not diffs:
+        return 0.0, 0
+    return float(np.quantile(diffs, DRIFT_QUANTILE)), len(diffs)
 
 
 def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
@@ -225,6 +262,8 @@ def score_fdm(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFr
     group scored at once (:func:`analysis.runs.score_batch`); rows ordered by scale, then axis, then the
     fixed design."""
     frames = []
+    floor, pairs = drift_floor(runs) if {"backend", "marshaling"} <= set(runs.columns) else (0.0, 0)
+    settings = replace(settings or Settings(), noise_floor=floor)
     have = runs[np.isfinite(runs["time_predicted_s"].to_numpy(dtype="float64"))]
     for rank, (axis, other) in enumerate((("marshaling", "decomposition"), ("decomposition", "marshaling"))):
         if not len(have):
@@ -249,11 +288,13 @@ def score_fdm(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFr
         frames.append(pd.concat([keyed, scored], axis=1))
     if frames:
         out = pd.concat(frames, ignore_index=True).sort_values([*SCALE_KEYS, "_rank", "fixed", "model"], kind="stable")
+        out["noise_floor"] = floor
+        out["noise_floor_pairs"] = pairs
         out = out[FDM_FIDELITY_COLUMNS].reset_index(drop=True)
     else:
         out = pd.DataFrame(columns=FDM_FIDELITY_COLUMNS)
     types = fidelity_types(FDM_FIDELITY_COLUMNS, ("study", "platform", "grid", "boundary", "axis", "fixed", "model"))
-    types.update(order="int64", ranks="int64")
+    types.update(order="int64", ranks="int64", noise_floor="float64", noise_floor_pairs="int64")
     return out.astype(types)
 
 

@@ -175,3 +175,33 @@ def test_predictor_gives_phases_and_the_worst_one_and_nothing_without_a_calibrat
     assert dec["best_predicted"] == "[2,1,1]" and dec["model"] == CALIBRATED
     none = predict_calibrated(_runs(None))
     assert none["time_predicted_s"].isna().all()
+
+
+def test_identical_code_measures_the_drift_and_a_difference_within_it_is_not_a_ranking():
+    from analysis.cases.fdm import code_path, drift_floor
+    from analysis.uncertainty import Settings
+
+    assert code_path("numba", 1, "host-staging") == code_path("numba", 1, "device-pack") == "no exchange"
+    assert code_path("numba", 2, "device-pack") == code_path("numba", 2, "gpu-aware") != code_path("numba", 2, "host-staging")
+    assert code_path("cupy", 2, "device-pack") != code_path("cupy", 2, "gpu-aware")
+    text = json.dumps({"modes": {"alone": _calibration(), "shared": _calibration()}})
+    runs = _runs(text)
+    runs.loc[2, ["time_median_s", "time_min_s", "time_max_s"]] = 1.02  # host-staging, [2,1,1]
+    runs.at[2, "time_reps_s"] = [1.02, 1.02, 1.02]
+    # a gpu-aware run of the same code as r0 (device-pack, [2,1,1]) measured 5 % slower: drift, not design
+    twin = runs.iloc[[0]].assign(run_id="r3", marshaling="gpu-aware", time_median_s=1.05, time_min_s=1.05,
+                                 time_max_s=1.05, time_reps_s=[[1.05, 1.05, 1.05]])
+    runs = pd.concat([runs, twin], ignore_index=True)
+    floor, pairs = drift_floor(runs.assign(model="FDM"))
+    assert pairs == 1 and floor == pytest.approx(0.05)
+    pred = predict_calibrated(runs)
+    fid = score_fdm(pred, Settings(resamples=50))
+    assert np.allclose(fid["noise_floor"], 0.05) and (fid["noise_floor_pairs"] == 1).all()
+    marsh = fid[(fid["axis"] == "marshaling") & (fid["fixed"] == "decomposition=[2,1,1]")].iloc[0]
+    # 1.00, 1.02 and 1.05: all within the 5 % drift of the fastest -> tied, not distinguishable, whatever the
+    # repetitions (identical within each run) say
+    assert not marsh["distinguishable"]
+    assert set(marsh["best_measured_noise_aware"].split(", ")) == {"host-staging", "device-pack", "gpu-aware"}
+    assert score_fdm(pred.assign(backend="cupy"), Settings(resamples=50))["noise_floor"].eq(0).all()
+    dec = fid[(fid["axis"] == "decomposition") & (fid["fixed"] == "marshaling=device-pack")].iloc[0]
+    assert dec["distinguishable"]  # 1.0 vs 1.6: far beyond the drift
