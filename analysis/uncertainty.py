@@ -70,7 +70,7 @@ class Settings:
 
     def as_dict(self) -> dict[str, Any]:
         return {"resamples": self.resamples, "seed": self.seed, "level": self.level,
-                "noise_alpha": self.noise_alpha, "noise_floor": self.noise_floor}
+                "noise_alpha": self.noise_alpha}
 
 
 def _clean(values: Any) -> NDArray[np.float64]:

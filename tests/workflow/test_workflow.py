@@ -124,8 +124,6 @@ def test_tiny_study_end_to_end(env, tmp_path):
     assert fdm["time_predicted_s"].notna().all() and (fdm["tightness"] > 0).all()
     calibrated = fdm[fdm["model"] == "FDM-calibrated"]
     assert calibrated["velocity_pred_s"].notna().all() and calibrated["worst_phase"].notna().all()
-    import yaml
-
     plat = yaml.safe_load(next((study / "platforms").glob("*.yaml")).read_text())
     calib = plat["fdm_calibration"]["numba"]["modes"]
     assert set(calib) == {"alone", "shared"} and set(calib["alone"]["half_steps"]) == {"2"}

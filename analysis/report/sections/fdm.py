@@ -207,6 +207,16 @@ class FDMSection(Section):
                  "alternatives are not distinguishable beyond noise, or where the model gives them all the same time "
                  "(on a CPU backend it gives the three designs the same time: nothing lives on a device).",
                  "what")
+        if "noise_floor" in fid and len(fid):
+            floor, pairs = float(fid["noise_floor"].iloc[0]), int(fid["noise_floor_pairs"].iloc[0])
+            text = (f"Run-to-run drift of this study: {fmt_sig(100 * floor)} % (0.9 quantile of the relative "
+                    f"differences between {pairs} pairs of runs executing identical code: one rank, or device-pack "
+                    "and gpu-aware on a CPU). Alternatives within it of the fastest count as tied: a group whose "
+                    "alternatives all lie within it is not distinguishable." if pairs else
+                    "No pairs of identical-code runs in this study: rankings are judged on each run's repetitions "
+                    "only, which do not see the machine's drift between runs.")
+            out.para(text, "what")
+            out.lines.append(f"FDM run-to-run drift floor: {fmt_sig(100 * floor)} % from {pairs} identical-code pairs")
         if len(fid) > TABLE_ROWS:
             out.lines.append(f"  (the first {TABLE_ROWS} of {len(fid)} rows; all in fdm_fidelity.parquet)")
         for r in fid.head(TABLE_ROWS).itertuples():
