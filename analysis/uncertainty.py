@@ -63,9 +63,7 @@ class Settings:
     seed: int = 0
     level: float = 0.95
     noise_alpha: float = 0.05
-    #: relative difference from the fastest below which an alternative counts as tied with it, whatever the test
-    #: on the repetitions says: the run-to-run drift of the machine, which repetitions of one run do not see
-    #: (the FDM case measures it from runs of identical code, :func:`analysis.cases.fdm.drift_floor`); 0 = none
+    #: relative gap to the fastest below which an alternative ties with it (run-to-run drift; 0 = none)
     noise_floor: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
