@@ -239,12 +239,14 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
         **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor", "gemm_sizes")},
         "min_region_factor": config["runs"]["min_region_factor"],
         "energy": config["energy"],
-        "fdm": _fdm_calibration_spec(config),
+        "fdm": _fdm_calibration_spec(config, platform),
     }
 
 
-def _fdm_calibration_spec(config: Mapping[str, Any]) -> dict[str, Any] | None:
-    """What the FDM kernels' calibration measures: the FDM case's backend and orders (None: no FDM runs)."""
+def _fdm_calibration_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any] | None:
+    """What the FDM kernels' calibration measures on ``platform``: the FDM case's backend and orders. None when
+    the study has no FDM runs, they run on another platform, or on a GPU (the calibrated model does not cover
+    the host<->device copies yet, so a calibration there would cost time and predict nothing)."""
     from analysis.registry import enabled_cases
 
     if "fdm" not in {c.name for c in enabled_cases(config)}:
@@ -252,6 +254,8 @@ def _fdm_calibration_spec(config: Mapping[str, Any]) -> dict[str, Any] | None:
     from sims.fdm import cost
 
     fdm = config["cases"]["fdm"]
+    if (fdm.get("platform") or config["platforms"][0]["name"]) != platform or fdm.get("backend") == "cupy":
+        return None
     char = config["characterize"]
     try:
         cost.check_blocks(char.get("fdm_blocks") or cost.BLOCKS, char.get("fdm_widths") or cost.WIDTHS)

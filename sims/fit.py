@@ -118,7 +118,8 @@ def relative_nonnegative_fit(columns: list[ArrayLike], y: ArrayLike) -> LinearFi
                 x = z
                 break
             neg = passive & (z <= 0)
-            step = np.min(x[neg] / (x[neg] - z[neg]))
+            gap = x[neg] - z[neg]
+            step = float(np.min(np.where(gap > 0, x[neg] / np.where(gap > 0, gap, 1.0), 0.0)))
             x = x + step * (z - x)
             passive &= x > 1e-15
             x[~passive] = 0.0

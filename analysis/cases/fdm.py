@@ -199,9 +199,9 @@ def code_path(backend: str, ranks: int, marshaling: str) -> str:
     device-pack and gpu-aware are the same Numba copies (:func:`analysis.models.fdm.marshal_impl`)."""
     from analysis.models.fdm import marshal_impl
 
-    if backend == "cupy":
-        return marshaling
-    return "no exchange" if int(ranks) == 1 else marshal_impl(backend, marshaling)
+    if int(ranks) == 1:
+        return "no exchange"
+    return marshaling if backend == "cupy" else marshal_impl(backend, marshaling)
 
 
 def drift_floor(runs: pd.DataFrame) -> tuple[float, int]:
@@ -213,7 +213,7 @@ def drift_floor(runs: pd.DataFrame) -> tuple[float, int]:
     if not len(runs):
         return 0.0, 0
     one = runs[runs["model"].astype(str) == str(runs["model"].iloc[0])] if "model" in runs else runs
-    keys = [*SCALE_KEYS, "decomposition", "backend"]
+    keys = [*SCALE_KEYS, "decomposition", "backend", *(["nodes"] if "nodes" in one else [])]
     path = [code_path(str(b), int(r), str(m)) for b, r, m in zip(one["backend"], one["ranks"], one["marshaling"],
                                                                   strict=True)]
     diffs: list[float] = []

@@ -211,12 +211,15 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
         raise ValueError(f"order must be 2 or 4, got {order!r}")
     if marshaling not in MARSHALING:
         raise ValueError(f"marshaling must be one of {', '.join(MARSHALING)}, got {marshaling!r}")
+    if backend == "cupy":
+        raise ValueError("the calibrated FDM model does not cover GPU runs: their host<->device copies and kernel "
+                         "launches are not calibrated")
     from sims.fdm import cost
 
     half = calibration["half_steps"].get(str(order))
     if not half or any(p not in half for p in ("velocity", "stress")):
         raise KeyError(f"no half-step calibration for order {order}")
-    impl = calibration["marshal"].get(marshal_impl(backend, marshaling)) or {}
+    impl = (calibration["marshal"].get(str(order)) or {}).get(marshal_impl(backend, marshaling)) or {}
     geometry = rank_geometry(shape, dims, pml_width, free_surface, nodes)
     blocks = rank_blocks(shape, dims)
     feats = np.array([[cost.block_features(shape, s, e, pml_width, free_surface)[f] for f in cost.FEATURES]

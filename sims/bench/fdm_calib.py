@@ -132,7 +132,7 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
 
                 times = timed(work)
                 if sim is not None:
-                    rows.append({"impl": impl, "direction": "pack" if pack else "unpack", "axis": axis,
+                    rows.append({"order": int(order), "impl": impl, "direction": "pack" if pack else "unpack", "axis": axis,
                                  "elements": elements, "fields": MARSHAL_FIELDS,
                                  "times_s": copies[-len(times):]})
     return rows
@@ -164,22 +164,30 @@ def fit_half_steps(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def fit_marshal(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per implementation, direction and face orientation: seconds per field call and per element."""
+    """Per order (the halo width: a z face of width 2 reads two neighbouring elements per row, of width 1 one),
+    implementation, direction and face orientation: seconds per field call and per element."""
     out: dict[str, Any] = {}
-    for impl in sorted({r["impl"] for r in rows}):
-        for direction in ("pack", "unpack"):
-            for axis in range(3):
-                sel = [r for r in rows if r["impl"] == impl and r["direction"] == direction and r["axis"] == axis]
-                if len(sel) < 2:
-                    continue
-                y = [statistics.median(r["times_s"]) / r["fields"] for r in sel]
-                fit = relative_nonnegative_fit([[1.0] * len(sel), [r["elements"] for r in sel]], y)
-                out.setdefault(impl, {}).setdefault(direction, {})["xyz"[axis]] = {
-                    "per_call_s": fit.coef[0], "per_element_s": fit.coef[1], "r2": fit.r2, "poor_fit": _poor(fit),
-                    "samples": [{"elements": r["elements"], "time_per_field_s": t, "times_s": r["times_s"],
-                                 "relative_residual": res} for r, t, res in zip(sel, y, fit.residuals, strict=True)],
-                }
+    for order in sorted({r["order"] for r in rows}):
+        for impl in sorted({r["impl"] for r in rows}):
+            for direction in ("pack", "unpack"):
+                for axis in range(3):
+                    _fit_marshal_one(rows, out, order, impl, direction, axis)
     return out
+
+
+def _fit_marshal_one(rows: list[dict[str, Any]], out: dict[str, Any], order: int, impl: str, direction: str,
+                     axis: int) -> None:
+    sel = [r for r in rows if r["order"] == order and r["impl"] == impl and r["direction"] == direction
+           and r["axis"] == axis]
+    if len(sel) < 2:
+        return
+    y = [statistics.median(r["times_s"]) / r["fields"] for r in sel]
+    fit = relative_nonnegative_fit([[1.0] * len(sel), [r["elements"] for r in sel]], y)
+    out.setdefault(str(order), {}).setdefault(impl, {}).setdefault(direction, {})["xyz"[axis]] = {
+        "per_call_s": fit.coef[0], "per_element_s": fit.coef[1], "r2": fit.r2, "poor_fit": _poor(fit),
+        "samples": [{"elements": r["elements"], "time_per_field_s": t, "times_s": r["times_s"],
+                     "relative_residual": res} for r, t, res in zip(sel, y, fit.residuals, strict=True)],
+    }
 
 
 def document(samples: dict[str, dict[str, Any]], blocks: Sequence[Sequence[int]], widths: Sequence[int]) -> dict:

@@ -23,7 +23,7 @@ def _calibration(coef=COEF, per_call=1e-6, per_element=(5e-10, 6e-10, 2e-9)) -> 
     half = {p: {"coefficients": dict(coef)} for p in ("velocity", "stress")}
     marshal = {impl: {d: {a: {"per_call_s": per_call, "per_element_s": e} for a, e in zip("xyz", per_element, strict=True)}
                       for d in ("pack", "unpack")} for impl in ("numba", "xp")}
-    return {"half_steps": {"2": half, "4": half}, "marshal": marshal}
+    return {"half_steps": {"2": half, "4": half}, "marshal": {"2": marshal, "4": marshal}}
 
 
 def _solver_features(shape, width, backend="numba"):
@@ -205,3 +205,26 @@ def test_identical_code_measures_the_drift_and_a_difference_within_it_is_not_a_r
     assert score_fdm(pred.assign(backend="cupy"), Settings(resamples=50))["noise_floor"].eq(0).all()
     dec = fid[(fid["axis"] == "decomposition") & (fid["fixed"] == "marshaling=device-pack")].iloc[0]
     assert dec["distinguishable"]  # 1.0 vs 1.6: far beyond the drift
+
+
+def test_characterisation_calibrates_the_fdm_backend_of_the_fdm_platform_only(tmp_path):
+    import yaml
+
+    from analysis.config import REPO, ConfigError, characterize_spec, load_config
+
+    tiny = REPO / "config" / "studies" / "tiny.yaml"
+    config = load_config(tiny)
+    name = config["platforms"][0]["name"]
+    spec = characterize_spec(config, name)["fdm"]
+    assert spec["backend"] == "numba" and spec["orders"] == [2] and spec["widths"] == [0, 3, 5]
+    doc = yaml.safe_load(tiny.read_text())
+    doc["cases"]["fdm"]["enabled"] = False
+    off = tmp_path / "off.yaml"
+    off.write_text(yaml.safe_dump(doc))
+    assert characterize_spec(load_config(off), name)["fdm"] is None
+    doc["cases"]["fdm"]["enabled"] = True
+    doc["characterize"]["fdm_widths"] = [0, 3, 12]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="characterize.fdm_blocks / characterize.fdm_widths: layer width 12"):
+        characterize_spec(load_config(bad), name)

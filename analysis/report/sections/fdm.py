@@ -49,7 +49,7 @@ def scaling_figure(runs, order: int, boundary: str):
     axes = fig.subplots(1, 2)
     cmap = colormaps["tab10"]
     models = sorted(sub["model"].astype(str).unique())
-    styles = dict(zip(models, ("--", ":", "-."), strict=False))
+    styles = {m: ("--", ":", "-.")[k % 3] for k, m in enumerate(models)}
     first = sub[sub["model"].astype(str) == models[0]]
     series = first.groupby(["grid", "marshaling"], sort=True)
     for n, ((grid, design), g) in enumerate(series):
@@ -245,14 +245,14 @@ class FDMSection(Section):
                                          f"{fmt_sig(c['pml_layer_xy'] * 1e9)} / {fmt_sig(c['pml_layer_z'] * 1e9)}",
                                          fmt_sig(f["r2"]), fmt_sig(worst), str(len(f["samples"])),
                                          "poor fit" if f["poor_fit"] else ""])
-                    for impl, by_dir in (fits.get("marshal") or {}).items():
-                        for direction, axes in by_dir.items():
-                            for axis, f in axes.items():
-                                worst = max((abs(x["relative_residual"]) for x in f["samples"]), default=float("nan"))
-                                rows.append([plat.name, backend, mode, f"{direction} {axis} face ({impl})",
-                                             f"{fmt_sig(f['per_call_s'] * 1e9)} per call",
-                                             f"{fmt_sig(f['per_element_s'] * 1e9)} per element", fmt_sig(f["r2"]),
-                                             fmt_sig(worst), str(len(f["samples"])), "poor fit" if f["poor_fit"] else ""])
+                    marshal = [(o, impl, d, a, f) for o, by_impl in sorted((fits.get("marshal") or {}).items())
+                               for impl, by_dir in by_impl.items() for d, axes in by_dir.items() for a, f in axes.items()]
+                    for order, impl, direction, axis, f in marshal:
+                        worst = max((abs(x["relative_residual"]) for x in f["samples"]), default=float("nan"))
+                        rows.append([plat.name, backend, mode, f"order {order} {direction} {axis} face ({impl})",
+                                     f"{fmt_sig(f['per_call_s'] * 1e9)} per call",
+                                     f"{fmt_sig(f['per_element_s'] * 1e9)} per element", fmt_sig(f["r2"]),
+                                     fmt_sig(worst), str(len(f["samples"])), "poor fit" if f["poor_fit"] else ""])
         if not rows:
             return
         out.heading("FDM kernel calibration", 3)
