@@ -127,7 +127,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     plat = yaml.safe_load(next((study / "platforms").glob("*.yaml")).read_text())
     calib = plat["fdm_calibration"]["numba"]["modes"]
     assert set(calib) == {"alone", "shared"} and set(calib["alone"]["half_steps"]) == {"2"}
-    assert calib["alone"]["half_steps"]["2"]["velocity"]["samples"] and "numba" in calib["alone"]["marshal"]
+    assert calib["alone"]["half_steps"]["2"]["velocity"]["samples"] and "numba" in calib["alone"]["marshal"]["2"]
     assert (tmp_path / "results" / "fdm" / "tiny").is_dir()
     published = pq.read_table(study / "validation" / "published_runs.parquet").to_pandas()
     assert len(published) == 12 and published["rate_error"].notna().all()
