@@ -108,6 +108,14 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
         {**{c: "float64" for c in cols[1:]}, **{c: "string" for c in PROBLEM_COLS}})
 
 
+def _without_samples(doc: Any) -> Any:
+    """A calibration document with its ``samples`` left out: the model needs the fits, and the column is
+    joined to every FDM run (the samples stay in the platform file and its report table)."""
+    if isinstance(doc, dict):
+        return {k: _without_samples(v) for k, v in doc.items() if k != "samples"}
+    return doc
+
+
 def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.DataFrame:
     """Per platform and backend: ``t_f``, ``t_b``, ``t_b_shared``, ping-pong ``latency``/``t_net`` (within a
     node; ``latency_inter``/``t_net_inter`` between nodes, null unless measured) and ``cores``.
@@ -138,7 +146,7 @@ def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -
                     "latency_inter": float(inter["latency"]["value"]) if inter else np.nan,
                     "t_net_inter": float(inter["t_net"]["value"]) if inter else np.nan,
                     "cores": float(len(procs)),
-                    FDM_CALIBRATION_COL: (json.dumps(calib[proc["backend"]], sort_keys=True)
+                    FDM_CALIBRATION_COL: (json.dumps(_without_samples(calib[proc["backend"]]), sort_keys=True)
                                           if isinstance(calib := doc.get("fdm_calibration"), dict)
                                           and isinstance(calib.get(proc["backend"]), dict) else None),
                 })

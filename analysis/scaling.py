@@ -47,18 +47,22 @@ def _reps(value: Any) -> list[float]:
     return [float(v) for v in list(value) if v is not None and np.isfinite(v)]
 
 
-def series_row(key: dict[str, Any], parameter: str, points: pd.DataFrame, model: str) -> dict[str, Any]:
-    """One series' row: ``points`` has one row per scale (``scale``, ``time_median_s``, ``time_reps_s``,
-    ``time_predicted_s``), the analytical ``model``'s prediction in the last."""
-    points = points.sort_values("scale")
+def series_rows(key: dict[str, Any], parameter: str, points: pd.DataFrame,
+                predicted: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """A series' rows, one per analytical model: ``points`` has one row per scale (``scale``, ``time_median_s``,
+    ``time_reps_s``), ``predicted`` each model's time at those scales in the same order. The empirical fits are
+    the same for every model and computed once."""
+    order = np.argsort(points["scale"].to_numpy(dtype="float64"), kind="stable")
+    points = points.iloc[order]
+    predicted = {m: np.asarray(v, dtype="float64")[order] for m, v in predicted.items()}
     p = np.concatenate([np.full(len(_reps(r)), s, dtype="float64") for s, r in
                         zip(points["scale"], points["time_reps_s"], strict=True)]) if len(points) else np.zeros(0)
     y = np.concatenate([_reps(r) for r in points["time_reps_s"]]) if len(points) else np.zeros(0)
     scales = [int(s) for s in points["scale"]]
     row: dict[str, Any] = {**key, "parameter": parameter, "n_scales": len(scales),
-                           "scales": ", ".join(map(str, scales)), "analytical_model": model}
+                           "scales": ", ".join(map(str, scales))}
     if not len(y):
-        return {**row, "fit_note": "no repetitions"}
+        return [{**row, "analytical_model": m, "fit_note": "no repetitions"} for m in predicted]
     full = extrap.fit(p, y)
     top = float(max(scales))
     ahead = np.array([2 * top, 4 * top])
@@ -68,7 +72,6 @@ def series_row(key: dict[str, Any], parameter: str, points: pd.DataFrame, model:
     curve = np.geomspace(min(at), 4 * top, CURVE_POINTS) if min(at) > 0 else np.linspace(min(at), 4 * top, CURVE_POINTS)
     c_lo, c_hi = full.interval(curve)
     row.update(scale_values=at.tolist(), measured_medians_s=medians.tolist(),
-               analytical_s=points["time_predicted_s"].to_numpy(dtype="float64").tolist(),
                fit_residuals=((medians - full.predict(at)) / medians).tolist(), curve_p=curve.tolist(),
                curve_s=full.predict(curve).tolist(), curve_lo_s=c_lo.tolist(), curve_hi_s=c_hi.tolist())
     row.update(hypothesis=full.formula(), adj_r2=full.adj_r2, smape=full.smape, cv_smape=full.cv_smape,
@@ -76,20 +79,33 @@ def series_row(key: dict[str, Any], parameter: str, points: pd.DataFrame, model:
                extrapolated="; ".join(f"{parameter} {a:g}: {m:.4g} s" + (f" [{lo_:.4g}, {hi_:.4g}]"
                                                                         if np.isfinite(lo_) else " (no interval)")
                                       for a, m, lo_, hi_ in zip(ahead, mid, lo, hi, strict=True)))
+    measured = float(medians[-1])
     if len(scales) >= 2:
         train = p < top
         held = extrap.fit(p[train], y[train])
-        measured = float(points["time_median_s"].iloc[-1])
         pred = float(held.predict(top)[0])
         h_lo, h_hi = held.interval(top)
-        analytical = float(points["time_predicted_s"].iloc[-1])
         row.update(heldout_scale=top, heldout_measured_s=measured, heldout_empirical_s=pred,
                    heldout_empirical_lo_s=float(h_lo[0]), heldout_empirical_hi_s=float(h_hi[0]),
                    heldout_empirical_error=abs(pred - measured) / measured,
-                   heldout_empirical_hypothesis=held.formula() + (f" ({held.reason})" if held.reason else ""),
-                   heldout_analytical_s=analytical,
-                   heldout_analytical_error=abs(analytical - measured) / measured if np.isfinite(analytical) else np.nan)
-    return row
+                   heldout_empirical_hypothesis=held.formula() + (f" ({held.reason})" if held.reason else ""))
+    rows = []
+    for model, values in predicted.items():
+        out = {**row, "analytical_model": model, "analytical_s": values.tolist()}
+        if len(scales) >= 2:
+            analytical = float(values[-1])
+            out.update(heldout_analytical_s=analytical,
+                       heldout_analytical_error=abs(analytical - measured) / measured if np.isfinite(analytical)
+                       else np.nan)
+        rows.append(out)
+    return rows
+
+
+def _aligned(group: pd.DataFrame, chosen: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Each model's predicted time of the ``chosen`` runs (one model's rows of ``group``), by run id."""
+    return {str(m): g.drop_duplicates("run_id").set_index("run_id")["time_predicted_s"]
+            .reindex(chosen["run_id"]).to_numpy(dtype="float64")
+            for m, g in group.groupby("model", sort=True)}
 
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -112,37 +128,38 @@ def _series(frame: pd.DataFrame, keys: list[str], scale: str) -> pd.DataFrame:
     return frame[distinct >= MIN_SCALES]
 
 
-def fdm_fits(runs: pd.DataFrame, model: str) -> pd.DataFrame:
+def fdm_fits(runs: pd.DataFrame) -> pd.DataFrame:
     """Strong-scaling series of FDM runs over ranks (the fastest decomposition at each rank count), measured at
-    :data:`MIN_SCALES` or more rank counts."""
+    :data:`MIN_SCALES` or more rank counts; one row per series and FDM model (the runs carry ``model``)."""
     keys = ["study", "platform", "grid", "order", "boundary", "marshaling", "backend"]
     rows: list[dict[str, Any]] = []
     runs = _series(runs, keys, "ranks")
     if not len(runs):
         return frame(rows)
     have = runs.sort_values([*keys, "ranks", "time_median_s"], kind="stable")
-    best = have.drop_duplicates([*keys, "ranks"], keep="first")
-    for vals, g in best.groupby(keys, sort=True, dropna=False):
+    for vals, g in have.groupby(keys, sort=True, dropna=False):
         k = dict(zip(keys, vals, strict=True))
+        first = g[g["model"] == g["model"].min()]  # the measurements are every model's: take them from one
+        best = first.drop_duplicates("ranks", keep="first")
         series = f"grid {grid_label(k['grid'])}, order {k['order']}, {k['boundary']}, {k['marshaling']}, {k['backend']}"
-        pts = g.assign(scale=g["ranks"].astype("float64"))[["scale", "time_median_s", "time_reps_s", "time_predicted_s"]]
-        rows.append(series_row({"study": k["study"], "case": "fdm", "platform": k["platform"], "series": series},
-                               "ranks", pts, model))
+        pts = best.assign(scale=best["ranks"].astype("float64"))[["scale", "time_median_s", "time_reps_s"]]
+        rows += series_rows({"study": k["study"], "case": "fdm", "platform": k["platform"], "series": series},
+                            "ranks", pts, _aligned(g, best))
     return frame(rows)
 
 
 def size_fits(runs: pd.DataFrame) -> pd.DataFrame:
-    """Series of a two-processor case's runs over the problem size, one per (platform, variant, model), measured at
-    :data:`MIN_SCALES` or more sizes."""
-    keys = ["study", "case", "platform", "variant", "model"]
+    """Series of a two-processor case's runs over the problem size, one per (platform, variant), measured at
+    :data:`MIN_SCALES` or more sizes; one row per series and analytical model."""
+    keys = ["study", "case", "platform", "variant"]
     rows: list[dict[str, Any]] = []
     if not len(runs) or "size" not in runs:
         return frame(rows)
     time_only = runs[runs["quantity"].astype(str) == "time"] if "quantity" in runs else runs
     for vals, g in _series(time_only, keys, "size").groupby(keys, sort=True, dropna=False):
         k = dict(zip(keys, vals, strict=True))
-        g = g.sort_values("size").drop_duplicates("size")
-        pts = g.assign(scale=g["size"].astype("float64"))[["scale", "time_median_s", "time_reps_s", "time_predicted_s"]]
-        rows.append(series_row({"study": k["study"], "case": k["case"], "platform": k["platform"],
-                                "series": f"{k['variant']}"}, "size", pts, str(k["model"])))
+        first = g[g["model"] == g["model"].min()].sort_values("size", kind="stable").drop_duplicates("size")
+        pts = first.assign(scale=first["size"].astype("float64"))[["scale", "time_median_s", "time_reps_s"]]
+        rows += series_rows({"study": k["study"], "case": k["case"], "platform": k["platform"],
+                             "series": f"{k['variant']}"}, "size", pts, _aligned(g, first))
     return frame(rows)

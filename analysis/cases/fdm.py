@@ -355,9 +355,7 @@ class FDMCase(Case):
         runs = runs.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling", "model"]
                                 ).reset_index(drop=True)
         runs = tightness_intervals(runs, settings)
-        fits = [scaling.fdm_fits(runs[runs["model"] == m], m) for m in runs["model"].astype(str).unique()]
-        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings),
-                "scaling_fits": pd.concat(fits, ignore_index=True) if fits else scaling.frame([])}
+        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings), "scaling_fits": scaling.fdm_fits(runs)}
 
 
 CASE = FDMCase()

@@ -52,6 +52,13 @@ class RankGeometry:
     nodes: int = 1  # nodes the ranks are placed on, in consecutive blocks
 
 
+def rank_blocks(shape, dims) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
+    """Every rank's owned block ``(start, stop)``, ranks in the Cartesian communicator's order (last axis fastest)."""
+    parts = [split(int(shape[a]), int(dims[a])) for a in range(3)]
+    return [((px[0], py[0], pz[0]), (px[1], py[1], pz[1]))
+            for px in parts[0] for py in parts[1] for pz in parts[2]]
+
+
 def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False, nodes: int = 1) -> RankGeometry:
     """The blocks of a ``dims`` decomposition of ``shape`` (as :mod:`sims.fdm.decomp` cuts them).
 
@@ -65,30 +72,27 @@ def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False, n
     if len(shape) != 3 or len(dims) != 3 or min(dims) < 1 or any(d > n for d, n in zip(dims, shape, strict=True)):
         raise ValueError(f"cannot decompose grid {shape} over process grid {dims}")
 
-    parts = [split(shape[a], dims[a]) for a in range(3)]
     pts, padded, pml, faces, nbrs = [], [], [], [], []
-    for cx in range(dims[0]):
-        for cy in range(dims[1]):
-            for cz in range(dims[2]):
-                rng = (parts[0][cx], parts[1][cy], parts[2][cz])
-                n = [e - s for s, e in rng]
-                pts.append(n[0] * n[1] * n[2])
-                padded.append(math.prod(m + 4 for m in n))
-                inside = 0
-                if pml_width:
-                    for a in range(3):
-                        s, e = rng[a]
-                        low = 0 if (a == 2 and free_surface) else max(0, min(e, pml_width) - s)
-                        layer = low + max(0, e - max(s, shape[a] - pml_width))
-                        inside += min(layer, n[a]) * math.prod(n[b] for b in range(3) if b != a)
-                pml.append(inside)
-                faces.append([n[1] * n[2], n[0] * n[2], n[0] * n[1]])
-                c = (cx, cy, cz)
-                nbrs.append([(c[a] > 0) + (c[a] < dims[a] - 1) for a in range(3)])
+    coords = [(cx, cy, cz) for cx in range(dims[0]) for cy in range(dims[1]) for cz in range(dims[2])]
+    for c, (start, stop) in zip(coords, rank_blocks(shape, dims), strict=True):
+        rng = tuple(zip(start, stop, strict=True))
+        n = [e - s for s, e in rng]
+        pts.append(n[0] * n[1] * n[2])
+        padded.append(math.prod(m + 4 for m in n))
+        inside = 0
+        if pml_width:
+            for a in range(3):
+                s, e = rng[a]
+                low = 0 if (a == 2 and free_surface) else max(0, min(e, pml_width) - s)
+                layer = low + max(0, e - max(s, shape[a] - pml_width))
+                inside += min(layer, n[a]) * math.prod(n[b] for b in range(3) if b != a)
+        pml.append(inside)
+        faces.append([n[1] * n[2], n[0] * n[2], n[0] * n[1]])
+        nbrs.append([(c[a] > 0) + (c[a] < dims[a] - 1) for a in range(3)])
     off_node = None
     if nodes > 1:
         per_node = -(-math.prod(dims) // int(nodes))
-        coords = np.array([(cx, cy, cz) for cx in range(dims[0]) for cy in range(dims[1]) for cz in range(dims[2])])
+        coords = np.array(coords)
         rank_of = lambda c: (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]  # noqa: E731
         here = rank_of(coords) // per_node
         off = np.zeros((len(coords), 3))
@@ -101,6 +105,22 @@ def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False, n
         off_node = off
     return RankGeometry(np.array(pts, float), np.array(padded, float), np.array(pml, float),
                         np.array(faces, float), np.array(nbrs, float), off_node, max(1, int(nodes)))
+
+
+def messages(g: RankGeometry, order: int, latency: float, t_net: float, latency_inter: float | None = None,
+             t_net_inter: float | None = None) -> np.ndarray:
+    """Seconds per step every rank spends in its halo messages: per exchange and split axis with a neighbour,
+    ``latency + h t_net`` (``latency_inter + h t_net_inter`` when the neighbour is on another node; the two
+    directions of an axis overlap, so an axis costs the dearer of its messages)."""
+    w = order // 2
+    out = np.zeros(len(g.points))
+    for nf in EXCHANGED_FIELDS:
+        per_axis = 4.0 * w * nf * g.face_points  # one direction; both directions overlap
+        cost = latency + per_axis * t_net
+        if g.off_node is not None and bool(np.any(g.off_node > 0)):
+            cost = np.where(g.off_node > 0, np.maximum(cost, latency_inter + per_axis * t_net_inter), cost)
+        out += np.sum(np.where(g.neighbours > 0, cost, 0.0), axis=1)
+    return out
 
 
 def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float, t_b: float, latency: float,
@@ -140,13 +160,7 @@ def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float
     sent = 4.0 * w * fields * np.sum(g.face_points * g.neighbours, axis=1)  # bytes sent per step
     pack = 2.0 * sent * t_b * over
     unpack = pack.copy()
-    halo = np.zeros(ranks)
-    for nf in EXCHANGED_FIELDS:
-        per_axis = 4.0 * w * nf * g.face_points  # one direction; both directions overlap
-        cost = latency + per_axis * t_net
-        if spans:
-            cost = np.where(g.off_node > 0, np.maximum(cost, latency_inter + per_axis * t_net_inter), cost)
-        halo += np.sum(np.where(g.neighbours > 0, cost, 0.0), axis=1)
+    halo = messages(g, order, latency, t_net, latency_inter, t_net_inter)
     h2d = np.zeros(ranks)
     if on_device:
         if t_pcie is None:
@@ -170,17 +184,6 @@ def run_time(shape, dims, order: int, steps: int, marshaling: str, pml_width: in
 
 # --------------------------------------------------------------------------- calibrated model
 
-#: the calibrated model's predicted phases, as the solver times them
-CALIBRATED_PHASES = ("velocity", "stress", "pack", "unpack", "halo", "h2d")
-
-
-def rank_blocks(shape, dims) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
-    """Every rank's owned block ``(start, stop)``, ranks in the Cartesian communicator's order (last axis fastest)."""
-    parts = [split(int(shape[a]), int(dims[a])) for a in range(3)]
-    return [((px[0], py[0], pz[0]), (px[1], py[1], pz[1]))
-            for px in parts[0] for py in parts[1] for pz in parts[2]]
-
-
 def marshal_impl(backend: str, marshaling: str) -> str:
     """Which copy the solver marshals halos with: the Numba pack kernel, or the array module's slicing."""
     return "numba" if backend == "numba" and marshaling != "host-staging" else "xp"
@@ -190,8 +193,8 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
                          latency: float, t_net: float, pml_width: int = 0, free_surface: bool = False,
                          cores: int | None = None, nodes: int = 1, latency_inter: float | None = None,
                          t_net_inter: float | None = None) -> dict[str, np.ndarray]:
-    """Seconds per step of every rank and phase (:data:`CALIBRATED_PHASES` and ``total``) from the FDM kernels'
-    calibration (:mod:`sims.bench.fdm_calib`, one mode's ``half_steps`` and ``marshal`` fits).
+    """Seconds per step of every rank and phase (the solver's phases, :data:`sims.vocab.FDM_PHASES`, and
+    ``total``) from the FDM kernels' calibration (:mod:`sims.bench.fdm_calib`, one mode's ``half_steps`` and ``marshal`` fits).
 
     Per rank ``r`` and step, with the features ``x(r)`` of :func:`sims.fdm.cost.block_features`::
 
@@ -226,7 +229,6 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
                       for s, e in blocks], dtype=float)
     out = {p: feats @ np.array([half[p]["coefficients"][f] for f in cost.FEATURES]) for p in ("velocity", "stress")}
     w = order // 2
-    sizes = np.array([[e[a] - s[a] for a in range(3)] for s, e in blocks], dtype=float)
     for direction in ("pack", "unpack"):
         fits = impl.get(direction) or {}
         t = np.zeros(len(blocks))
@@ -236,19 +238,16 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
             fit = fits.get("xyz"[a])
             if fit is None:
                 raise KeyError(f"no {direction} calibration for {marshal_impl(backend, marshaling)} on axis {'xyz'[a]}")
-            elements = np.prod(np.where(np.arange(3) == a, w, sizes), axis=1)
-            per_field = fit["per_call_s"] + fit["per_element_s"] * elements
+            per_field = fit["per_call_s"] + fit["per_element_s"] * w * geometry.face_points[:, a]
             t += geometry.neighbours[:, a] * sum(EXCHANGED_FIELDS) * per_field
         out[direction] = t
-    message = step_time(geometry, order, marshaling, t_f=0.0, t_b=0.0, latency=latency, t_net=t_net,
-                        latency_inter=latency_inter, t_net_inter=t_net_inter)["halo"]
+    message = messages(geometry, order, latency, t_net, latency_inter, t_net_inter)
     busy = out["velocity"] + out["stress"] + out["pack"] + out["unpack"]
     step = float(np.max(busy + message))
     per_node = -(-len(blocks) // geometry.nodes)
     if cores and per_node > cores:
         node = np.arange(len(blocks)) // per_node
-        shared = np.array([busy[node == k].sum() / cores for k in node]) + message
-        step = max(step, float(np.max(shared)))
+        step = max(step, float(np.max(np.bincount(node, busy)[node] / cores + message)))
     out["halo"] = np.where(np.sum(geometry.neighbours, axis=1) > 0, step - busy, 0.0)
     out["h2d"] = np.zeros(len(blocks))
     out["total"] = busy + out["halo"]

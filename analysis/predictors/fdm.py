@@ -18,6 +18,7 @@ from analysis import metrics
 from analysis.models import fdm
 from analysis.platforms import BACKEND_COLS, FDM_CALIBRATION_COL
 from analysis.registry import Model
+from sims.vocab import FDM_PHASES
 
 MODEL = "FDM"
 CALIBRATED = "FDM-calibrated"
@@ -31,9 +32,23 @@ def _pml_width(boundary: str) -> int:
 PARTS = ("compute_pred_s", "pack_pred_s", "unpack_pred_s", "halo_pred_s", "h2d_pred_s")
 #: the calibrated model splits compute into the two half-steps the runs time separately
 HALF_PARTS = ("velocity_pred_s", "stress_pred_s")
-#: measured phase -> the predicted part it is compared with (compute covers velocity + stress)
-PHASE_PAIRS = (("velocity", "velocity_pred_s"), ("stress", "stress_pred_s"), ("pack", "pack_pred_s"),
-               ("unpack", "unpack_pred_s"), ("halo", "halo_pred_s"), ("h2d", "h2d_pred_s"))
+
+
+def _predictable(out: pd.DataFrame):
+    """``(i, row, nodes, latency_inter, t_net_inter)`` of every row either FDM model can predict: a measured
+    ping-pong, and across nodes an inter-node one too (else no prediction rather than a guessed one); the
+    inter-node figures are None within one node."""
+    nodes = out["nodes"].to_numpy() if "nodes" in out else np.ones(len(out), dtype=int)
+    for i, r in enumerate(out.itertuples(index=False)):
+        if not np.isfinite(r.latency) or not np.isfinite(r.t_net):
+            continue
+        lat_inter, t_net_inter = getattr(r, "latency_inter", np.nan), getattr(r, "t_net_inter", np.nan)
+        if int(nodes[i]) > 1:
+            if not (np.isfinite(lat_inter) and np.isfinite(t_net_inter)):
+                continue
+            yield i, r, int(nodes[i]), float(lat_inter), float(t_net_inter)
+        else:
+            yield i, r, 1, None, None
 
 
 def _shape(grid: str) -> tuple[int, ...]:
@@ -67,9 +82,9 @@ def _finish(out: pd.DataFrame, model: str) -> pd.DataFrame:
     # which term is wrong when the total is: the phase whose prediction is furthest (in seconds) from its
     # measured median (the analytical model's compute is compared with velocity + stress)
     errors = {}
-    for phase, part in PHASE_PAIRS:
+    for phase in FDM_PHASES:
         measured = out[f"{phase}_median_s"].to_numpy(dtype="float64") if f"{phase}_median_s" in out else None
-        predicted = out[part].to_numpy(dtype="float64") if part in out else None
+        predicted = out[f"{phase}_pred_s"].to_numpy(dtype="float64") if f"{phase}_pred_s" in out else None
         if measured is not None and predicted is not None and np.isfinite(predicted).any():
             errors[phase] = predicted - measured
     if "velocity" not in errors and {"compute_pred_s", "velocity_median_s", "stress_median_s"} <= set(out.columns):
@@ -94,19 +109,12 @@ def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
     """Add the FDM model's predicted time and parts; rows carry the platform columns of ``Platforms.backends``."""
     out = runs.copy()
     cols = {k: np.full(len(out), np.nan) for k in ("time_predicted_s", *PARTS)}
-    nodes = out["nodes"].to_numpy() if "nodes" in out else np.ones(len(out), dtype=int)
-    for i, r in enumerate(out.itertuples(index=False)):
-        if not np.isfinite(r.latency) or not np.isfinite(r.t_net):
-            continue
-        spans = int(nodes[i]) > 1
-        lat_inter, t_net_inter = getattr(r, "latency_inter", np.nan), getattr(r, "t_net_inter", np.nan)
-        if spans and not (np.isfinite(lat_inter) and np.isfinite(t_net_inter)):
-            continue  # across nodes without an inter-node ping-pong: no prediction rather than a guessed one
-        sharing = min(-(-int(r.ranks) // int(nodes[i])), int(r.cores)) > 1
+    for i, r, nodes, lat_inter, t_net_inter in _predictable(out):
+        sharing = min(-(-int(r.ranks) // nodes), int(r.cores)) > 1
         pred = _run_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps), str(r.marshaling),
                          str(r.boundary), float(r.t_f), float(r.t_b_shared if sharing else r.t_b),
-                         float(r.latency), float(r.t_net), str(r.backend) == "cupy", int(r.cores), int(nodes[i]),
-                         float(lat_inter) if spans else None, float(t_net_inter) if spans else None)
+                         float(r.latency), float(r.t_net), str(r.backend) == "cupy", int(r.cores), nodes,
+                         lat_inter, t_net_inter)
         for k, v in zip(("time_predicted_s", *PARTS), pred, strict=True):
             cols[k][i] = v
     for k in HALF_PARTS:
@@ -149,22 +157,16 @@ def predict_calibrated(runs: pd.DataFrame) -> pd.DataFrame:
     out = runs.copy()
     names = ("time_predicted_s", *HALF_PARTS, "pack_pred_s", "unpack_pred_s", "halo_pred_s", "h2d_pred_s")
     cols = {k: np.full(len(out), np.nan) for k in names}
-    nodes = out["nodes"].to_numpy() if "nodes" in out else np.ones(len(out), dtype=int)
-    texts = out[FDM_CALIBRATION_COL] if FDM_CALIBRATION_COL in out else pd.Series([None] * len(out), index=out.index)
-    for i, (r, text) in enumerate(zip(out.itertuples(index=False), texts, strict=True)):
-        if text is None or pd.isna(text) or not np.isfinite(r.latency) or not np.isfinite(r.t_net):
+    texts = out[FDM_CALIBRATION_COL].to_numpy(dtype=object) if FDM_CALIBRATION_COL in out else [None] * len(out)
+    for i, r, nodes, lat_inter, t_net_inter in _predictable(out):
+        text = texts[i]
+        if text is None or pd.isna(text) or str(r.backend) == "cupy":
             continue
-        if str(r.backend) == "cupy":
-            continue
-        spans = int(nodes[i]) > 1
-        lat_inter, t_net_inter = getattr(r, "latency_inter", np.nan), getattr(r, "t_net_inter", np.nan)
-        if spans and not (np.isfinite(lat_inter) and np.isfinite(t_net_inter)):
-            continue
-        per_node = -(-int(r.ranks) // int(nodes[i]))
+        per_node = -(-int(r.ranks) // nodes)
         pred = _calibrated_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps),
                                 str(r.marshaling), str(r.boundary), str(text), "shared" if per_node > 1 else "alone",
-                                str(r.backend), float(r.latency), float(r.t_net), int(r.cores), int(nodes[i]),
-                                float(lat_inter) if spans else None, float(t_net_inter) if spans else None)
+                                str(r.backend), float(r.latency), float(r.t_net), int(r.cores), nodes,
+                                lat_inter, t_net_inter)
         if pred is None:
             continue
         for k, v in zip(names, pred, strict=True):

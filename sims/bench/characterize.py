@@ -242,12 +242,13 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
     on a CPU backend, shared: every rank running the same kernels at once. Rank 0 returns the document.
     """
     from sims.bench import fdm_calib
+    from sims.fdm import cost
 
     backend = str(fdm["backend"])
     orders = [int(o) for o in fdm.get("orders") or (2, 4)]
-    blocks = [tuple(int(n) for n in b) for b in fdm.get("blocks") or fdm_calib.BLOCKS]
-    widths = [int(w) for w in fdm.get("widths") or fdm_calib.WIDTHS]
-    fdm_calib.check_blocks(blocks, widths)
+    blocks = [tuple(int(n) for n in b) for b in fdm.get("blocks") or cost.BLOCKS]
+    widths = [int(w) for w in fdm.get("widths") or cost.WIDTHS]
+    cost.check_blocks(blocks, widths)
     rank = comm.Get_rank()
     drivers = [i for i, r in enumerate(ROLES) if spec["layout"][r]["backend"] == backend]
     alone_rank = drivers[0] if drivers else 0

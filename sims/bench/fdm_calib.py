@@ -32,8 +32,7 @@ from typing import Any
 import numpy as np
 
 from sims.fdm import cost
-from sims.fdm.cost import BLOCKS, WIDTHS, check_blocks  # noqa: F401 - the calibration's defaults
-from sims.fit import POOR_R2, relative_nonnegative_fit
+from sims.fit import relative_nonnegative_fit
 
 HALF_STEPS = ("velocity", "stress")
 #: a relative residual beyond this flags the fit as poor, whatever its R²
@@ -139,7 +138,7 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
 
 
 def _poor(fit: Any) -> bool:
-    return fit.r2 is None or fit.r2 < POOR_R2 or max(abs(r) for r in fit.residuals) > POOR_RESIDUAL
+    return fit.poor or max(abs(r) for r in fit.residuals) > POOR_RESIDUAL
 
 
 def fit_half_steps(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -68,8 +68,9 @@ def test_a_flat_series_is_a_good_constant():
     assert f.term is None and not f.poor and f.smape < 0.01
 
 
-def _fdm_run(ranks: int, decomposition: str, t: float, predicted: float) -> dict:
-    return {"study": "s", "platform": "p", "grid": '{"shape":[96,96,96],"spacing":10.0}', "order": 2,
+def _fdm_run(ranks: int, decomposition: str, t: float, predicted: float, model: str = "FDM") -> dict:
+    return {"run_id": f"{ranks}{decomposition}", "model": model, "study": "s", "platform": "p",
+            "grid": '{"shape":[96,96,96],"spacing":10.0}', "order": 2,
             "boundary": "cpml(8)", "marshaling": "host-staging", "backend": "numba", "ranks": ranks,
             "decomposition": decomposition, "time_median_s": t, "time_reps_s": [t * 0.99, t, t * 1.01],
             "time_predicted_s": predicted}
@@ -79,8 +80,12 @@ def test_fdm_series_use_the_fastest_decomposition_and_hold_out_the_largest_scale
     # time = 0.1 + 0.9 / p (Amdahl): at p = 8 measured 0.2125
     runs = pd.DataFrame([_fdm_run(p, "[1,1,1]" if p == 1 else f"[{p},1,1]", 0.1 + 0.9 / p, 0.05 * 8 / p)
                          for p in (1, 2, 4, 8)] + [_fdm_run(8, "[1,1,8]", 0.5, 0.05)])
-    f = scaling.fdm_fits(runs, "FDM")
-    assert len(f) == 1
+    # a second model's rows for the same runs: one more row for the series, the same empirical fit
+    other = runs.assign(model="other", time_predicted_s=runs["time_median_s"])
+    f = scaling.fdm_fits(pd.concat([runs, other], ignore_index=True))
+    assert f["analytical_model"].tolist() == ["FDM", "other"]
+    assert f.iloc[1]["heldout_analytical_error"] == pytest.approx(0.0)
+    assert f.iloc[0]["hypothesis"] == f.iloc[1]["hypothesis"] and f.iloc[0]["scales"] == f.iloc[1]["scales"]
     row = f.iloc[0]
     assert row["scales"] == "1, 2, 4, 8" and row["heldout_scale"] == 8
     assert row["heldout_measured_s"] == pytest.approx(0.2125)  # the fastest decomposition at 8 ranks
@@ -93,7 +98,8 @@ def test_fdm_series_use_the_fastest_decomposition_and_hold_out_the_largest_scale
 def test_only_series_of_three_or_more_scales_are_fitted():
     def run(variant: str, size: int) -> dict:
         t = 1e-8 * size
-        return {"study": "s", "case": "sa", "platform": "p", "variant": variant, "model": "m", "quantity": "time",
+        return {"run_id": f"{variant}{size}", "study": "s", "case": "sa", "platform": "p", "variant": variant,
+                "model": "m", "quantity": "time",
                 "size": size, "time_median_s": t, "time_reps_s": [t, t * 1.01, t * 0.99], "time_predicted_s": t / 2}
 
     runs = pd.DataFrame([run("CO", n) for n in (10**5, 10**6, 10**7)] + [run("GO", n) for n in (10**5, 10**6)])

@@ -82,8 +82,8 @@ def test_relative_nonnegative_fit_recovers_costs_and_never_goes_negative():
 def test_calibration_fits_recover_the_half_step_costs_and_flag_a_bad_fit():
     rows = []
     for order in (2,):
-        for shape in fdm_calib.BLOCKS:
-            for width in fdm_calib.WIDTHS:
+        for shape in cost.BLOCKS:
+            for width in cost.WIDTHS:
                 feats = cost.block_features(shape, (0, 0, 0), shape, width)
                 t = sum(COEF[k] * feats[k] for k in cost.FEATURES)
                 for phase in fdm_calib.HALF_STEPS:
@@ -94,7 +94,7 @@ def test_calibration_fits_recover_the_half_step_costs_and_flag_a_bad_fit():
     for k, v in COEF.items():
         assert got["coefficients"][k] == pytest.approx(v, rel=0.02), k
     assert got["r2"] > 0.999 and not got["poor_fit"]
-    assert len(got["samples"]) == len(fdm_calib.BLOCKS) * len(fdm_calib.WIDTHS)
+    assert len(got["samples"]) == len(cost.BLOCKS) * len(cost.WIDTHS)
     # one sample 3x off: the fit says so
     rows[0]["times_s"] = [x * 3 for x in rows[0]["times_s"]]
     assert fdm_calib.fit_half_steps(rows)["2"]["velocity"]["poor_fit"]
@@ -102,11 +102,11 @@ def test_calibration_fits_recover_the_half_step_costs_and_flag_a_bad_fit():
 
 def test_calibration_blocks_are_checked():
     with pytest.raises(ValueError, match="two positive widths"):
-        fdm_calib.check_blocks(fdm_calib.BLOCKS, [0, 5])
+        cost.check_blocks(cost.BLOCKS, [0, 5])
     with pytest.raises(ValueError, match="no interior"):
-        fdm_calib.check_blocks([(16, 16, 16), (16, 16, 32), (32, 16, 16)], [0, 4, 8])
+        cost.check_blocks([(16, 16, 16), (16, 16, 32), (32, 16, 16)], [0, 4, 8])
     with pytest.raises(ValueError, match="row lengths"):
-        fdm_calib.check_blocks([(32, 32, 32)] * 3, [0, 4, 6])
+        cost.check_blocks([(32, 32, 32)] * 3, [0, 4, 6])
 
 
 def test_one_rank_is_the_sum_of_its_half_steps():

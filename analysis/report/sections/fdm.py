@@ -108,8 +108,7 @@ def phase_figure(runs, order: int, boundary: str):
     top = bottom.copy()
     bottom = np.zeros(len(sub))
     colors = {"compute": "0.35", **{p: cmap(n) for n, p in enumerate(FDM_PHASES)}}
-    split = "velocity_pred_s" in sub and np.isfinite(sub["velocity_pred_s"].to_numpy(dtype=float)).any()
-    parts = FDM_PHASES if split else FDM_MODEL_PARTS
+    parts = FDM_PHASES if predicts_phases(sub) else FDM_MODEL_PARTS
     for p in parts:
         v = np.nan_to_num(sub[f"{p}_pred_s"].to_numpy(dtype=float)) / steps
         ax.bar(x + 0.2, v, 0.38, bottom=bottom, color=colors[p], hatch="//", alpha=0.6, label=f"{model} {p}")
@@ -125,17 +124,19 @@ def phase_figure(runs, order: int, boundary: str):
     return fig
 
 
+def predicts_phases(rows) -> bool:
+    """True when these rows' model predicted every measured phase (velocity and stress apart) for some run."""
+    import numpy as np
+
+    return "velocity_pred_s" in rows and bool(np.isfinite(rows["velocity_pred_s"].to_numpy(dtype=float)).any())
+
+
 def phase_model(runs) -> str:
     """The model whose parts the phase figure and table show: the one predicting every measured phase (the
     calibrated model) when it predicted anything, else the first."""
-    import numpy as np
-
     models = sorted(runs["model"].astype(str).unique())
-    for m in models:
-        rows = runs[runs["model"].astype(str) == m]
-        if "velocity_pred_s" in rows and np.isfinite(rows["velocity_pred_s"].to_numpy(dtype=float)).any():
-            return m
-    return models[0] if models else ""
+    return next((m for m in models if predicts_phases(runs[runs["model"].astype(str) == m])),
+                models[0] if models else "")
 
 
 FIGURES = (
@@ -271,11 +272,10 @@ class FDMSection(Section):
     @staticmethod
     def _phase_table(out: SectionOutput, runs: Any) -> None:
         """Per run, each measured phase beside the calibrated model's (ms per step, slowest rank)."""
-        import numpy as np
 
         model = phase_model(runs)
         sub = runs[runs["model"].astype(str) == model]
-        if "velocity_pred_s" not in sub or not np.isfinite(sub["velocity_pred_s"].to_numpy(dtype=float)).any():
+        if not predicts_phases(sub):
             return
         out.heading("FDM phases: measured beside the calibrated model", 3)
 
