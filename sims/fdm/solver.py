@@ -79,6 +79,13 @@ def _zeros(xp, shape):
     return a
 
 
+def _kernel_threads() -> int:
+    """Threads Numba's parallel loops use in this process (``NUMBA_NUM_THREADS``, set from ``threads_per_rank``)."""
+    import numba  # noqa: PLC0415 - only for the numba backend
+
+    return int(numba.get_num_threads())
+
+
 def _sync(xp) -> None:
     if xp is not np:
         xp.cuda.get_current_stream().synchronize()
@@ -105,6 +112,8 @@ class Simulation:
             # one GPU per rank, round robin over the node's devices
             self.xp.cuda.Device(comm.Get_rank() % self.xp.cuda.runtime.getDeviceCount()).use()
         self.use_numba = spec.backend == "numba"
+        #: threads of this rank's kernels (Numba parallel loops; the thread-count variables set at start-up)
+        self.threads = _kernel_threads() if self.use_numba else 1
         self.c1, self.c2 = (1.0, 0.0) if spec.order == 2 else C4
         self.timers = Timers()
         xp, b = self.xp, self.block
@@ -317,13 +326,10 @@ class Simulation:
                 fields = tuple(F[n] for n in VELOCITY + STRESS)
                 prof = (P["b_c"], P["b_f"]) if phase == "velocity" else (P["l2m"], P["lam"], P["mu_c"], P["mu_f"])
                 coef = (np.float32(c1), np.float32(c2))
-                if sides != (None, None, False):
-                    kernel = K.velocity_pml if phase == "velocity" else K.stress_pml
-                    calls.append((kernel, (*fields, *prof, *coef, *box, *self._slab_args(psi, sides))))
-                elif c2 == 0.0:
-                    calls.append((K.velocity_box2 if phase == "velocity" else K.stress_box2, (*fields, *prof, *box)))
-                else:
-                    calls.append((K.velocity_box if phase == "velocity" else K.stress_box, (*fields, *prof, *coef, *box)))
+                kind = "pml" if sides != (None, None, False) else "box"
+                kernel = getattr(K, f"{phase}_{kind}" + ("_par" if self.threads > 1 else ""))
+                extra = tuple(self._slab_args(psi, sides)) if kind == "pml" else ()
+                calls.append((kernel, (*fields, *prof, *coef, *box, *extra)))
             else:
                 bulk, pml = ((kernels_xp.velocity, kernels_xp.velocity_pml) if phase == "velocity"
                              else (kernels_xp.stress, kernels_xp.stress_pml))
