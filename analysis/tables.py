@@ -139,6 +139,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "grid": ("", "the FDM grid (JSON: shape, spacing)"), "decomposition": ("", "ranks per axis (JSON)"),
     "marshaling": ("", "the halo data-marshaling design"), "boundary": ("", "absorbing boundary (none, cpml(width))"),
     "backend": ("", "numpy, numba or cupy"), "ranks": ("", "MPI ranks"), "nodes": ("", "nodes the ranks span"),
+    "threads_per_rank": ("", "threads each rank's kernels run (Numba parallel loops)"),
     "order": ("", "space order of the stencil (2 or 4)"), "steps": ("", "time steps in the measured loop"),
     "points": ("", "grid points updated per step"),
     "fixed": ("", "what the group holds fixed while ranking along its axis"),

@@ -215,7 +215,7 @@ def drift_floor(runs: pd.DataFrame) -> tuple[float, int]:
     if not len(runs):
         return 0.0, 0
     one = runs[runs["model"].astype(str) == str(runs["model"].iloc[0])] if "model" in runs else runs
-    keys = [*SCALE_KEYS, "decomposition", "backend", *(["nodes"] if "nodes" in one else [])]
+    keys = [*SCALE_KEYS, "decomposition", "backend", *(k for k in ("nodes", "threads_per_rank") if k in one)]
     path = [code_path(str(b), int(r), str(m)) for b, r, m in zip(one["backend"], one["ranks"], one["marshaling"],
                                                                   strict=True)]
     diffs: list[np.ndarray] = []
@@ -253,6 +253,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     docs = [params_doc(p) for p in out["params"]]
     out["backend"] = [d.get("backend", DEFAULT_BACKEND) if d else None for d in docs]
     out["nodes"] = pd.array([int(d.get("nodes") or 1) for d in docs], dtype="int64")
+    out["threads_per_rank"] = pd.array([int(d.get("threads_per_rank") or 1) for d in docs], dtype="int64")
     out = out.drop(columns=["params"])
     for c in ("run_id", "study", "variant", "platform", "grid", "boundary", "decomposition", "marshaling", "backend"):
         out[c] = out[c].astype("string")

@@ -50,6 +50,16 @@ class RankGeometry:
     neighbours: np.ndarray  # (ranks, 3): neighbours along each axis (0, 1 or 2)
     off_node: np.ndarray | None = None  # (ranks, 3): of those, neighbours on another node (None: one node)
     nodes: int = 1  # nodes the ranks are placed on, in consecutive blocks
+    planes: np.ndarray | None = None  # owned x planes of each rank (what a rank's threads split)
+
+
+def thread_share(planes: np.ndarray | None, threads: int) -> np.ndarray | float:
+    """The fraction of a rank's stencil work its busiest thread does: ``ceil(n_x / threads) / n_x`` (the
+    kernels' parallel loop deals out the ``n_x`` x planes); 1 with one thread."""
+    if threads <= 1 or planes is None:
+        return 1.0
+    n = np.maximum(np.asarray(planes, dtype=float), 1.0)
+    return np.ceil(n / threads) / n
 
 
 def rank_blocks(shape, dims) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
@@ -104,7 +114,8 @@ def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False, n
                 off[:, a] += inside & (rank_of(np.where(inside[:, None], other, coords)) // per_node != here)
         off_node = off
     return RankGeometry(np.array(pts, float), np.array(padded, float), np.array(pml, float),
-                        np.array(faces, float), np.array(nbrs, float), off_node, max(1, int(nodes)))
+                        np.array(faces, float), np.array(nbrs, float), off_node, max(1, int(nodes)),
+                        np.array([p / f[0] for p, f in zip(pts, faces, strict=True)], float))
 
 
 def messages(g: RankGeometry, order: int, latency: float, t_net: float, latency_inter: float | None = None,
@@ -125,11 +136,16 @@ def messages(g: RankGeometry, order: int, latency: float, t_net: float, latency_
 
 def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float, t_b: float, latency: float,
               t_net: float, t_pcie: float | None = None, on_device: bool = False, cores: int | None = None,
-              latency_inter: float | None = None, t_net_inter: float | None = None) -> dict[str, np.ndarray]:
+              latency_inter: float | None = None, t_net_inter: float | None = None,
+              threads: int = 1) -> dict[str, np.ndarray]:
     """Predicted seconds per step for every rank: ``compute``, ``pack``, ``unpack``, ``halo``, ``h2d``, ``total``.
 
     ``t_b`` is the per-core inverse bandwidth that applies with all ranks of the
     node streaming; ``cores`` the cores they share on a node (None: one per rank).
+    A rank of ``threads`` threads splits its stencil over them by x planes, as the
+    kernels' parallel loop does: its compute is that of its largest share,
+    ``ceil(n_x / threads)`` of its ``n_x`` planes; marshaling stays on one thread,
+    and time sharing counts ``ranks per node x threads`` against the cores.
     A message to a neighbour on another node (the geometry's ``off_node``) costs
     ``latency_inter + h t_net_inter`` (the platform's inter-node ping-pong)
     instead of the intra-node ``latency + h t_net``; the two directions of an
@@ -151,14 +167,15 @@ def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float
                 raise ValueError(f"the ranks span nodes: {name} (the inter-node ping-pong) must be a finite "
                                  f"non-negative number, got {v!r}")
     ranks = len(g.points)
-    over = max(1.0, -(-ranks // g.nodes) / cores) if cores else 1.0  # ranks per node time-sharing its cores
+    threads = max(1, int(threads))
+    over = max(1.0, -(-ranks // g.nodes) * threads / cores) if cores else 1.0  # threads per node time-sharing cores
     nbytes = g.points * counts.BYTES_BULK + g.pml_axis_points * counts.BYTES_PML_AXIS
     flops = g.points * counts.flops_per_point(order) + g.pml_axis_points * counts.FLOPS_PML_AXIS[order]
-    compute = np.maximum(nbytes * t_b, flops * t_f) * over
+    compute = np.maximum(nbytes * t_b, flops * t_f) * over * thread_share(g.planes, threads)
     w = order // 2
     fields = sum(EXCHANGED_FIELDS)
     sent = 4.0 * w * fields * np.sum(g.face_points * g.neighbours, axis=1)  # bytes sent per step
-    pack = 2.0 * sent * t_b * over
+    pack = 2.0 * sent * t_b * (max(1.0, -(-ranks // g.nodes) / cores) if cores else 1.0)  # one thread per rank
     unpack = pack.copy()
     halo = messages(g, order, latency, t_net, latency_inter, t_net_inter)
     h2d = np.zeros(ranks)
@@ -192,7 +209,7 @@ def marshal_impl(backend: str, marshaling: str) -> str:
 def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: dict, *, backend: str,
                          latency: float, t_net: float, pml_width: int = 0, free_surface: bool = False,
                          cores: int | None = None, nodes: int = 1, latency_inter: float | None = None,
-                         t_net_inter: float | None = None) -> dict[str, np.ndarray]:
+                         t_net_inter: float | None = None, threads: int = 1) -> dict[str, np.ndarray]:
     """Seconds per step of every rank and phase (the solver's phases, :data:`sims.vocab.FDM_PHASES`, and
     ``total``) from the FDM kernels' calibration (:mod:`sims.bench.fdm_calib`, one mode's ``half_steps`` and ``marshal`` fits).
 
@@ -209,6 +226,11 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
     and a rank's measured halo phase is that step minus its own busy time. When a node holds more ranks than
     cores, the ranks time-share them: a step lasts at least the node's busy time divided by its cores
     (work-conserving time sharing; not measured by the calibration, which runs one rank per core).
+
+    A rank of ``threads`` threads runs its half-steps in the kernels' parallel loop over x planes: each
+    half-step takes :func:`thread_share` of its one-thread time (the busiest thread's planes; the
+    calibration's *shared* mode is the per-core cost with every core busy), marshaling stays on one
+    thread, and for time sharing the half-steps occupy ``threads`` cores.
     """
     if order not in counts.FLOPS_VELOCITY:
         raise ValueError(f"order must be 2 or 4, got {order!r}")
@@ -227,7 +249,10 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
     blocks = rank_blocks(shape, dims)
     feats = np.array([[cost.block_features(shape, s, e, pml_width, free_surface)[f] for f in cost.FEATURES]
                       for s, e in blocks], dtype=float)
-    out = {p: feats @ np.array([half[p]["coefficients"][f] for f in cost.FEATURES]) for p in ("velocity", "stress")}
+    threads = max(1, int(threads))
+    share = thread_share(geometry.planes, threads)
+    out = {p: feats @ np.array([half[p]["coefficients"][f] for f in cost.FEATURES]) * share
+           for p in ("velocity", "stress")}
     w = order // 2
     for direction in ("pack", "unpack"):
         fits = impl.get(direction) or {}
@@ -245,9 +270,10 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
     busy = out["velocity"] + out["stress"] + out["pack"] + out["unpack"]
     step = float(np.max(busy + message))
     per_node = -(-len(blocks) // geometry.nodes)
-    if cores and per_node > cores:
+    if cores and per_node * threads > cores:
         node = np.arange(len(blocks)) // per_node
-        step = max(step, float(np.max(np.bincount(node, busy)[node] / cores + message)))
+        core_seconds = (out["velocity"] + out["stress"]) * threads + out["pack"] + out["unpack"]
+        step = max(step, float(np.max(np.bincount(node, core_seconds)[node] / cores + message)))
     out["halo"] = np.where(np.sum(geometry.neighbours, axis=1) > 0, step - busy, 0.0)
     out["h2d"] = np.zeros(len(blocks))
     out["total"] = busy + out["halo"]

@@ -58,14 +58,21 @@ def _shape(grid: str) -> tuple[int, ...]:
 @lru_cache(maxsize=1 << 16)
 def _run_time(shape: tuple[int, ...], decomposition: str, order: int, steps: int, marshaling: str, boundary: str,
               t_f: float, t_b: float, latency: float, t_net: float, on_device: bool, cores: int, nodes: int,
-              latency_inter: float | None, t_net_inter: float | None) -> tuple[float, ...]:
+              latency_inter: float | None, t_net_inter: float | None, threads: int = 1) -> tuple[float, ...]:
     """:func:`analysis.models.fdm.run_time` of one run's inputs: total and parts. Cached: a campaign repeats
     the same scale on the same platform many times, and the model depends on nothing else."""
     pred = fdm.run_time(list(shape), json.loads(decomposition), order, steps, marshaling,
                         _pml_width(boundary), free_surface=boundary.endswith("+free-surface"), nodes=nodes,
                         t_f=t_f, t_b=t_b, latency=latency, t_net=t_net, on_device=on_device, t_pcie=None,
-                        cores=cores, latency_inter=latency_inter, t_net_inter=t_net_inter)
+                        cores=cores, latency_inter=latency_inter, t_net_inter=t_net_inter, threads=threads)
     return (float(pred["total"]), *(float(pred[k]) for k in ("compute", "pack", "unpack", "halo", "h2d")))
+
+
+def _threads(out: pd.DataFrame) -> np.ndarray:
+    """Threads per rank of every row (1 where the runs do not say)."""
+    if "threads_per_rank" not in out:
+        return np.ones(len(out), dtype=int)
+    return pd.to_numeric(out["threads_per_rank"], errors="coerce").fillna(1).to_numpy(dtype=int)
 
 
 def _finish(out: pd.DataFrame, model: str) -> pd.DataFrame:
@@ -109,12 +116,13 @@ def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
     """Add the FDM model's predicted time and parts; rows carry the platform columns of ``Platforms.backends``."""
     out = runs.copy()
     cols = {k: np.full(len(out), np.nan) for k in ("time_predicted_s", *PARTS)}
+    threads = _threads(out)
     for i, r, nodes, lat_inter, t_net_inter in _predictable(out):
-        sharing = min(-(-int(r.ranks) // nodes), int(r.cores)) > 1
+        sharing = min(-(-int(r.ranks) // nodes) * int(threads[i]), int(r.cores)) > 1  # several cores streaming
         pred = _run_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps), str(r.marshaling),
                          str(r.boundary), float(r.t_f), float(r.t_b_shared if sharing else r.t_b),
                          float(r.latency), float(r.t_net), str(r.backend) == "cupy", int(r.cores), nodes,
-                         lat_inter, t_net_inter)
+                         lat_inter, t_net_inter, int(threads[i]))
         for k, v in zip(("time_predicted_s", *PARTS), pred, strict=True):
             cols[k][i] = v
     for k in HALF_PARTS:
@@ -134,7 +142,8 @@ def _calibration(text: str, mode: str) -> dict | None:
 @lru_cache(maxsize=1 << 16)
 def _calibrated_time(shape: tuple[int, ...], decomposition: str, order: int, steps: int, marshaling: str,
                      boundary: str, text: str, mode: str, backend: str, latency: float, t_net: float, cores: int,
-                     nodes: int, latency_inter: float | None, t_net_inter: float | None) -> tuple[float, ...] | None:
+                     nodes: int, latency_inter: float | None, t_net_inter: float | None,
+                     threads: int = 1) -> tuple[float, ...] | None:
     """:func:`analysis.models.fdm.calibrated_run_time` of one run: total, velocity, stress, pack, unpack, halo,
     h2d; None when the calibration does not cover the run (another order, a marshaling copy not measured)."""
     calib = _calibration(text, mode)
@@ -144,7 +153,7 @@ def _calibrated_time(shape: tuple[int, ...], decomposition: str, order: int, ste
         pred = fdm.calibrated_run_time(list(shape), json.loads(decomposition), order, steps, marshaling, calib,
                                        backend=backend, latency=latency, t_net=t_net, pml_width=_pml_width(boundary),
                                        free_surface=boundary.endswith("+free-surface"), cores=cores, nodes=nodes,
-                                       latency_inter=latency_inter, t_net_inter=t_net_inter)
+                                       latency_inter=latency_inter, t_net_inter=t_net_inter, threads=threads)
     except KeyError:
         return None
     return tuple(float(pred[k]) for k in ("total", "velocity", "stress", "pack", "unpack", "halo", "h2d"))
@@ -158,15 +167,16 @@ def predict_calibrated(runs: pd.DataFrame) -> pd.DataFrame:
     names = ("time_predicted_s", *HALF_PARTS, "pack_pred_s", "unpack_pred_s", "halo_pred_s", "h2d_pred_s")
     cols = {k: np.full(len(out), np.nan) for k in names}
     texts = out[FDM_CALIBRATION_COL].to_numpy(dtype=object) if FDM_CALIBRATION_COL in out else [None] * len(out)
+    threads = _threads(out)
     for i, r, nodes, lat_inter, t_net_inter in _predictable(out):
         text = texts[i]
         if text is None or pd.isna(text) or str(r.backend) == "cupy":
             continue
-        per_node = -(-int(r.ranks) // nodes)
+        busy_cores = -(-int(r.ranks) // nodes) * int(threads[i])
         pred = _calibrated_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps),
-                                str(r.marshaling), str(r.boundary), str(text), "shared" if per_node > 1 else "alone",
+                                str(r.marshaling), str(r.boundary), str(text), "shared" if busy_cores > 1 else "alone",
                                 str(r.backend), float(r.latency), float(r.t_net), int(r.cores), nodes,
-                                lat_inter, t_net_inter)
+                                lat_inter, t_net_inter, int(threads[i]))
         if pred is None:
             continue
         for k, v in zip(names, pred, strict=True):

@@ -72,6 +72,19 @@ def _count(doc: dict, key: str, default: int, least: int) -> int:
     return value
 
 
+def _use_threads(spec: FDMSpec, wanted: int) -> None:
+    """Run the Numba kernels on ``threads_per_rank`` threads; an error naming the key when the process was
+    started with fewer (the thread pool's size is fixed when Numba loads: ``HETVAL_THREADS_PER_RANK``)."""
+    if spec.backend != "numba":
+        return
+    import numba  # noqa: PLC0415 - only the numba backend has a thread pool
+
+    if wanted > numba.config.NUMBA_NUM_THREADS:
+        raise SpecError(f"'threads_per_rank' is {wanted} but this rank was started with {numba.config.NUMBA_NUM_THREADS} "
+                        f"thread(s): launch it with HETVAL_THREADS_PER_RANK={wanted} (the workflow does)")
+    numba.set_num_threads(wanted)
+
+
 def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | None:
     """Run the spec at ``config_path`` on every rank of ``comm``; rank 0 returns the :class:`Result`.
 
@@ -91,6 +104,7 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
         if doc.get("ranks") is not None and int(doc["ranks"]) != size:
             raise SpecError(f"'ranks' is {doc['ranks']} but the job has {size} MPI ranks (mpiexec -n {doc['ranks']})")
         warmup, reps = _count(doc, "warmup", 0, 0), _count(doc, "repetitions", 1, 1)
+        _use_threads(spec, _count(doc, "threads_per_rank", 1, 1))
         sim = Simulation(spec, comm)
     except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
         error = f"rank {rank}: {exc}" if not isinstance(exc, SpecError) else str(exc)

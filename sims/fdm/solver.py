@@ -23,7 +23,7 @@ import numpy as np
 
 from sims.vocab import FDM_PHASES
 
-from . import cpml, kernels_xp
+from . import cpml, kernels_fused, kernels_xp
 from .decomp import HALO, Block, block_of, choose_dims
 from .spec import FDMSpec
 
@@ -330,12 +330,16 @@ class Simulation:
                 kernel = getattr(K, f"{phase}_{kind}" + ("_par" if self.threads > 1 else ""))
                 extra = tuple(self._slab_args(psi, sides)) if kind == "pml" else ()
                 calls.append((kernel, (*fields, *prof, *coef, *box, *extra)))
-            else:
+            elif self.xp is np:  # the reference: array expressions
                 bulk, pml = ((kernels_xp.velocity, kernels_xp.velocity_pml) if phase == "velocity"
                              else (kernels_xp.stress, kernels_xp.stress_pml))
                 calls.append((bulk, (F, P, lo, hi, c1, c2)))
                 for slab in self._slabs_xp(psi, sides, lo, hi):
                     calls.append((pml, (F, P, slab[4], slab[5], c1, c2, [slab[:4]])))
+            else:  # a GPU: one fused kernel per half-step and box, one per C-PML slab
+                calls.append((kernels_fused.half_step, (self.xp, phase, F, P, lo, hi, c1, c2)))
+                for slab in self._slabs_xp(psi, sides, lo, hi):
+                    calls.append((kernels_fused.pml, (self.xp, phase, F, P, slab[4], slab[5], c1, c2, [slab[:4]])))
         return calls
 
     def _half_step(self, phase: str) -> None:

@@ -228,3 +228,37 @@ def test_characterisation_calibrates_the_fdm_backend_of_the_fdm_platform_only(tm
     bad.write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match="characterize.fdm_blocks / characterize.fdm_widths: layer width 12"):
         characterize_spec(load_config(bad), name)
+
+
+def test_threads_split_a_ranks_half_steps_by_x_planes_and_count_against_the_cores():
+    calib = _calibration()
+    kw = dict(backend="numba", latency=1e-6, t_net=1e-10, pml_width=8, cores=2)
+    one = fdm.calibrated_step_time((96, 96, 96), (1, 1, 1), 2, "device-pack", calib, **kw)
+    two = fdm.calibrated_step_time((96, 96, 96), (1, 1, 1), 2, "device-pack", calib, threads=2, **kw)
+    assert two["velocity"][0] == pytest.approx(one["velocity"][0] / 2)  # 96 planes: 48 per thread
+    odd = fdm.calibrated_step_time((95, 96, 96), (1, 1, 1), 2, "device-pack", calib, threads=2, **kw)
+    alone = fdm.calibrated_step_time((95, 96, 96), (1, 1, 1), 2, "device-pack", calib, **kw)
+    assert odd["velocity"][0] == pytest.approx(alone["velocity"][0] * 48 / 95)  # the busier thread's 48 planes
+    # 2 ranks x 2 threads on 2 cores: the node's core-seconds set the step, as 4 single-thread ranks' would
+    over = fdm.calibrated_step_time((96, 96, 96), (2, 1, 1), 2, "device-pack", calib, threads=2, **kw)
+    kernels = (over["velocity"] + over["stress"]) * 2 + over["pack"] + over["unpack"]
+    assert float(np.max(over["total"])) >= kernels.sum() / 2 - 1e-15
+
+
+def test_the_analytical_model_gives_a_threaded_rank_its_share_of_the_planes():
+    g = fdm.rank_geometry((40, 40, 40), (1, 1, 1))
+    params = dict(t_f=1e-11, t_b=1e-10, latency=1e-6, t_net=1e-10, cores=2)
+    one = fdm.step_time(g, 2, "device-pack", **params)["compute"][0]
+    two = fdm.step_time(g, 2, "device-pack", threads=2, **params)["compute"][0]
+    four = fdm.step_time(g, 2, "device-pack", threads=4, **params)["compute"][0]
+    assert two == pytest.approx(one / 2)
+    assert four == pytest.approx(one / 2)  # 4 threads on 2 cores: time-shared, no faster than 2
+
+
+def test_the_predictors_read_threads_per_rank():
+    text = json.dumps({"modes": {"alone": _calibration(), "shared": _calibration()}})
+    runs = _runs(text).iloc[:1].assign(ranks=1, decomposition="[1,1,1]")
+    both = pd.concat([runs, runs.assign(run_id="t2", threads_per_rank=2)], ignore_index=True)
+    both["threads_per_rank"] = both["threads_per_rank"].fillna(1).astype("int64")
+    pred = predict_calibrated(both)
+    assert pred["velocity_pred_s"].iloc[1] == pytest.approx(pred["velocity_pred_s"].iloc[0] / 2)

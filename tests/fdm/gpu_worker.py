@@ -24,7 +24,8 @@ def main(spec: str, out: str) -> None:
         if rec["status"] != "ok":
             raise SystemExit(rec["error"])
         np.savez(out + ".npz", **result.seismograms)
-        Path(out + ".json").write_text(json.dumps({"phases": json.loads(rec["phase_times"]), "transfers": transfers}))
+        Path(out + ".json").write_text(json.dumps({"phases": json.loads(rec["phase_times"]), "transfers": transfers,
+                                                  "fused_launches": dict(cupy.CALLS)}))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -30,9 +31,13 @@ def configs():
 def main(out: str) -> None:
     comm = MPI.COMM_WORLD
     size = comm.Get_size()
+    threads = int(os.environ.get("HETVAL_THREADS_PER_RANK", "1"))  # the kernels' parallel loops when > 1
+    tag = f"{size}x{threads}" if threads > 1 else str(size)
     for name, doc in configs():
         doc["decomposition"] = DECOMPOSITIONS[size]
-        path = Path(out) / f"{name}-{size}.yaml"
+        if threads > 1:
+            doc["threads_per_rank"] = threads
+        path = Path(out) / f"{name}-{tag}.yaml"
         if comm.Get_rank() == 0:
             path.write_text(yaml.safe_dump(doc))
         comm.Barrier()
@@ -41,7 +46,7 @@ def main(out: str) -> None:
             rec = result.records[0]
             if rec["status"] != "ok":
                 raise SystemExit(f"{name} on {size} ranks failed: {rec['error']}")
-            np.savez(Path(out) / f"{name}-{size}.npz", **result.seismograms, decomposition=rec["decomposition"])
+            np.savez(Path(out) / f"{name}-{tag}.npz", **result.seismograms, decomposition=rec["decomposition"])
 
 
 if __name__ == "__main__":

@@ -51,3 +51,17 @@ def test_each_design_moves_what_it_says(gpu_runs):
     assert h2d_time["gpu-aware"] == 0.0 and h2d_time["device-pack"] > 0 and h2d_time["host-staging"] > 0
     # host-staging copies whole fields each exchange, device-pack only the packed faces
     assert d2h["host-staging"] > 10 * d2h["device-pack"] > 10 * d2h["gpu-aware"]
+
+
+@pytest.mark.mpi
+def test_the_gpu_runs_one_fused_kernel_per_half_step_and_box(gpu_runs):
+    info = json.loads((gpu_runs / "gpu-aware.json").read_text())
+    launches = info["fused_launches"]
+    spec = base_spec()
+    bulk = [k for k in launches if "bulk" in k]
+    assert {k.split("_")[1] for k in bulk} == {"velocity", "stress"}
+    # rank 0's launches: every step of warm-up and repetitions runs each half-step's kernel once per box
+    assert all(launches[k] >= spec["time"]["steps"] for k in bulk)
+    if spec["boundary"]["kind"] == "cpml":
+        assert any("pml" in k for k in launches)
+

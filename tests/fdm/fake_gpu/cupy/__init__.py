@@ -56,3 +56,27 @@ class cuda:  # noqa: N801 - module-like namespace, as in CuPy
     @staticmethod
     def get_current_stream() -> _Stream:
         return _Stream()
+
+
+class ElementwiseKernel:
+    """CuPy's ``ElementwiseKernel`` for the fused FDM kernels: the same parameter lists and kernel text, the body
+    run by :func:`sims.fdm.kernels_fused.evaluate` with NumPy (what a GPU would compile is what runs here)."""
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str, options=()):
+        self.ins = [p.split()[-1] for p in in_params.split(",")]
+        self.outs = [p.split()[-1] for p in out_params.split(",")]
+        self.operation, self.name, self.options = operation, name, tuple(options)
+        CALLS[name] = CALLS.get(name, 0)
+
+    def __call__(self, *args):
+        from sims.fdm.kernels_fused import evaluate
+
+        if len(args) != len(self.ins) + len(self.outs):
+            raise TypeError(f"{self.name}: {len(self.ins)} inputs and {len(self.outs)} outputs, got {len(args)} arguments")
+        CALLS[self.name] += 1
+        evaluate(self.operation, dict(zip(self.ins + self.outs, args, strict=True)))
+
+
+#: launches of each fused kernel
+CALLS: dict = {}
+
