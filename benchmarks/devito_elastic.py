@@ -24,8 +24,9 @@ def missing() -> str | None:
     try:
         import devito  # noqa: F401, PLC0415
     except ImportError:
-        return ("Devito is not installed: `pip install -e .[bench]` (the optional 'bench' extra) installs it, "
-                "then run `python benchmarks/bench_fdm.py --compare devito` again")
+        return ("Devito is not installed. It is the optional 'bench' extra, which pins NumPy below constraints.txt, "
+                "so give it a venv of its own: `python3 -m venv .venv-bench && . .venv-bench/bin/activate && "
+                "pip install -e '.[mpich,bench]'`, then run `python benchmarks/bench_fdm.py --compare devito` there")
     return None
 
 
