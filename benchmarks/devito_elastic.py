@@ -98,7 +98,7 @@ def run(spec, threads: int, steps: int | None = None, repetitions: int = 1) -> d
     for _ in range(max(1, int(repetitions))):
         for f in dict.fromkeys([*v, *tau]):
             f.data[:] = 0.0
-        summary = op.apply(time_m=0, time_M=steps - 1, dt=dt)
+        summary = op.apply(time_m=0, time_M=steps - 1, dt=dt, nthreads=int(threads))
         times.append(sum(float(sec.time) for sec in summary.values()))
         if traces is None:
             traces = np.stack([np.asarray(r.data[:, :], dtype=np.float64).T for r in recs])

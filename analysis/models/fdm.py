@@ -50,15 +50,14 @@ class RankGeometry:
     neighbours: np.ndarray  # (ranks, 3): neighbours along each axis (0, 1 or 2)
     off_node: np.ndarray | None = None  # (ranks, 3): of those, neighbours on another node (None: one node)
     nodes: int = 1  # nodes the ranks are placed on, in consecutive blocks
-    planes: np.ndarray | None = None  # owned x planes of each rank (what a rank's threads split)
 
 
-def thread_share(planes: np.ndarray | None, threads: int) -> np.ndarray | float:
-    """The fraction of a rank's stencil work its busiest thread does: ``ceil(n_x / threads) / n_x`` (the
-    kernels' parallel loop deals out the ``n_x`` x planes); 1 with one thread."""
-    if threads <= 1 or planes is None:
+def thread_share(g: RankGeometry, threads: int) -> np.ndarray | float:
+    """The fraction of each rank's stencil work its busiest thread does: ``ceil(n_x / threads) / n_x`` (the
+    kernels' parallel loop deals out the block's ``n_x = points / (n_y n_z)`` x planes); 1 with one thread."""
+    if threads <= 1:
         return 1.0
-    n = np.maximum(np.asarray(planes, dtype=float), 1.0)
+    n = np.round(g.points / g.face_points[:, 0])
     return np.ceil(n / threads) / n
 
 
@@ -114,8 +113,7 @@ def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False, n
                 off[:, a] += inside & (rank_of(np.where(inside[:, None], other, coords)) // per_node != here)
         off_node = off
     return RankGeometry(np.array(pts, float), np.array(padded, float), np.array(pml, float),
-                        np.array(faces, float), np.array(nbrs, float), off_node, max(1, int(nodes)),
-                        np.array([p / f[0] for p, f in zip(pts, faces, strict=True)], float))
+                        np.array(faces, float), np.array(nbrs, float), off_node, max(1, int(nodes)))
 
 
 def messages(g: RankGeometry, order: int, latency: float, t_net: float, latency_inter: float | None = None,
@@ -168,14 +166,16 @@ def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float
                                  f"non-negative number, got {v!r}")
     ranks = len(g.points)
     threads = max(1, int(threads))
-    over = max(1.0, -(-ranks // g.nodes) * threads / cores) if cores else 1.0  # threads per node time-sharing cores
+    per_node = -(-ranks // g.nodes)
+    # time sharing of the node's cores: by every thread in the stencil, by one thread per rank in marshaling
+    over, over_marshal = ((max(1.0, per_node * threads / cores), max(1.0, per_node / cores)) if cores else (1.0, 1.0))
     nbytes = g.points * counts.BYTES_BULK + g.pml_axis_points * counts.BYTES_PML_AXIS
     flops = g.points * counts.flops_per_point(order) + g.pml_axis_points * counts.FLOPS_PML_AXIS[order]
-    compute = np.maximum(nbytes * t_b, flops * t_f) * over * thread_share(g.planes, threads)
+    compute = np.maximum(nbytes * t_b, flops * t_f) * over * thread_share(g, threads)
     w = order // 2
     fields = sum(EXCHANGED_FIELDS)
     sent = 4.0 * w * fields * np.sum(g.face_points * g.neighbours, axis=1)  # bytes sent per step
-    pack = 2.0 * sent * t_b * (max(1.0, -(-ranks // g.nodes) / cores) if cores else 1.0)  # one thread per rank
+    pack = 2.0 * sent * t_b * over_marshal
     unpack = pack.copy()
     halo = messages(g, order, latency, t_net, latency_inter, t_net_inter)
     h2d = np.zeros(ranks)
@@ -250,7 +250,7 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
     feats = np.array([[cost.block_features(shape, s, e, pml_width, free_surface)[f] for f in cost.FEATURES]
                       for s, e in blocks], dtype=float)
     threads = max(1, int(threads))
-    share = thread_share(geometry.planes, threads)
+    share = thread_share(geometry, threads)
     out = {p: feats @ np.array([half[p]["coefficients"][f] for f in cost.FEATURES]) * share
            for p in ("velocity", "stress")}
     w = order // 2

@@ -34,11 +34,18 @@ PARTS = ("compute_pred_s", "pack_pred_s", "unpack_pred_s", "halo_pred_s", "h2d_p
 HALF_PARTS = ("velocity_pred_s", "stress_pred_s")
 
 
+def _placement(out: pd.DataFrame, column: str) -> np.ndarray:
+    """``nodes`` or ``threads_per_rank`` of every row (1 where the runs do not say)."""
+    if column not in out:
+        return np.ones(len(out), dtype=int)
+    return pd.to_numeric(out[column], errors="coerce").fillna(1).to_numpy(dtype=int)
+
+
 def _predictable(out: pd.DataFrame):
-    """``(i, row, nodes, latency_inter, t_net_inter)`` of every row either FDM model can predict: a measured
-    ping-pong, and across nodes an inter-node one too (else no prediction rather than a guessed one); the
-    inter-node figures are None within one node."""
-    nodes = out["nodes"].to_numpy() if "nodes" in out else np.ones(len(out), dtype=int)
+    """``(i, row, nodes, threads, latency_inter, t_net_inter)`` of every row either FDM model can predict: a
+    measured ping-pong, and across nodes an inter-node one too (else no prediction rather than a guessed
+    one); the inter-node figures are None within one node."""
+    nodes, threads = _placement(out, "nodes"), _placement(out, "threads_per_rank")
     for i, r in enumerate(out.itertuples(index=False)):
         if not np.isfinite(r.latency) or not np.isfinite(r.t_net):
             continue
@@ -46,9 +53,9 @@ def _predictable(out: pd.DataFrame):
         if int(nodes[i]) > 1:
             if not (np.isfinite(lat_inter) and np.isfinite(t_net_inter)):
                 continue
-            yield i, r, int(nodes[i]), float(lat_inter), float(t_net_inter)
+            yield i, r, int(nodes[i]), int(threads[i]), float(lat_inter), float(t_net_inter)
         else:
-            yield i, r, 1, None, None
+            yield i, r, 1, int(threads[i]), None, None
 
 
 def _shape(grid: str) -> tuple[int, ...]:
@@ -67,12 +74,6 @@ def _run_time(shape: tuple[int, ...], decomposition: str, order: int, steps: int
                         cores=cores, latency_inter=latency_inter, t_net_inter=t_net_inter, threads=threads)
     return (float(pred["total"]), *(float(pred[k]) for k in ("compute", "pack", "unpack", "halo", "h2d")))
 
-
-def _threads(out: pd.DataFrame) -> np.ndarray:
-    """Threads per rank of every row (1 where the runs do not say)."""
-    if "threads_per_rank" not in out:
-        return np.ones(len(out), dtype=int)
-    return pd.to_numeric(out["threads_per_rank"], errors="coerce").fillna(1).to_numpy(dtype=int)
 
 
 def _finish(out: pd.DataFrame, model: str) -> pd.DataFrame:
@@ -116,13 +117,12 @@ def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
     """Add the FDM model's predicted time and parts; rows carry the platform columns of ``Platforms.backends``."""
     out = runs.copy()
     cols = {k: np.full(len(out), np.nan) for k in ("time_predicted_s", *PARTS)}
-    threads = _threads(out)
-    for i, r, nodes, lat_inter, t_net_inter in _predictable(out):
-        sharing = min(-(-int(r.ranks) // nodes) * int(threads[i]), int(r.cores)) > 1  # several cores streaming
+    for i, r, nodes, threads, lat_inter, t_net_inter in _predictable(out):
+        sharing = min(-(-int(r.ranks) // nodes) * threads, int(r.cores)) > 1  # several cores streaming
         pred = _run_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps), str(r.marshaling),
                          str(r.boundary), float(r.t_f), float(r.t_b_shared if sharing else r.t_b),
                          float(r.latency), float(r.t_net), str(r.backend) == "cupy", int(r.cores), nodes,
-                         lat_inter, t_net_inter, int(threads[i]))
+                         lat_inter, t_net_inter, threads)
         for k, v in zip(("time_predicted_s", *PARTS), pred, strict=True):
             cols[k][i] = v
     for k in HALF_PARTS:
@@ -167,16 +167,15 @@ def predict_calibrated(runs: pd.DataFrame) -> pd.DataFrame:
     names = ("time_predicted_s", *HALF_PARTS, "pack_pred_s", "unpack_pred_s", "halo_pred_s", "h2d_pred_s")
     cols = {k: np.full(len(out), np.nan) for k in names}
     texts = out[FDM_CALIBRATION_COL].to_numpy(dtype=object) if FDM_CALIBRATION_COL in out else [None] * len(out)
-    threads = _threads(out)
-    for i, r, nodes, lat_inter, t_net_inter in _predictable(out):
+    for i, r, nodes, threads, lat_inter, t_net_inter in _predictable(out):
         text = texts[i]
         if text is None or pd.isna(text) or str(r.backend) == "cupy":
             continue
-        busy_cores = -(-int(r.ranks) // nodes) * int(threads[i])
+        busy_cores = -(-int(r.ranks) // nodes) * threads
         pred = _calibrated_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps),
                                 str(r.marshaling), str(r.boundary), str(text), "shared" if busy_cores > 1 else "alone",
                                 str(r.backend), float(r.latency), float(r.t_net), int(r.cores), nodes,
-                                lat_inter, t_net_inter, int(threads[i]))
+                                lat_inter, t_net_inter, threads)
         if pred is None:
             continue
         for k, v in zip(names, pred, strict=True):

@@ -27,6 +27,7 @@ from functools import cache
 
 import numpy as np
 
+from . import kernels_xp as KX
 from .kernels_xp import VELOCITY_TERMS
 
 #: options of every fused kernel: no contracted multiply-adds, so results match the reference bit for bit
@@ -156,49 +157,44 @@ def _kernel(xp, phase: str, order: int, axis: int | None) -> tuple[_Kernel, dict
     return _Kernel(xp, name, inputs, outputs, operation(statements)), views
 
 
-def _box(lo, hi, shift=(0, 0, 0)):
-    return tuple(slice(lo[a] + shift[a], hi[a] + shift[a]) for a in range(3))
-
-
 def _views(F: dict, views: dict, lo, hi) -> dict:
-    out = {}
-    for name, (field, axis, d) in views.items():
-        s = [0, 0, 0]
-        s[axis] = d
-        out[name] = F[field][_box(lo, hi, tuple(s))]
-    return out
+    """The reference's shifted views of the box, by the names the kernel text reads them under."""
+    return {name: F[field][KX._box(lo, hi, KX._e(axis, d))] for name, (field, axis, d) in views.items()}
 
 
-def _weights(xp, P: dict, lo, hi, phase: str) -> dict:
-    z = slice(lo[2], hi[2])
-    if phase == "velocity":
-        return {"bc": P["b_c"][z][None, None, :], "bf": P["b_f"][z][None, None, :]}
-    return {k: P[src][z][None, None, :] for k, src in (("l2m", "l2m"), ("lam", "lam"), ("mu_c", "mu_c"), ("mu_f", "mu_f"))}
+def _weights(P: dict, lo, hi, phase: str) -> dict:
+    names = ("b_c", "b_f") if phase == "velocity" else ("l2m", "lam", "mu_c", "mu_f")
+    return {("bc" if n == "b_c" else "bf" if n == "b_f" else n): KX._zrow(P[n], lo, hi) for n in names}
+
+
+def bind(xp, phase: str, F: dict, P: dict, lo, hi, c1: float, c2: float, slab=None) -> tuple[_Kernel, dict]:
+    """One fused kernel and its arguments over the box ``[lo, hi)`` (array indices): the bulk update of
+    ``phase``, or with ``slab = (axis, psi, origin, profile)`` the C-PML correction of that axis's layer (the
+    reference's ``velocity_pml`` / ``stress_pml``). The arguments are views of the fields, allocated once: a
+    run binds each kernel once and launches it every step with ``kernel(args)``."""
+    order = 2 if c2 == 0.0 else 4
+    kernel, views = _kernel(xp, phase, order, None if slab is None else slab[0])
+    args = {**_views(F, views, lo, hi), **_weights(P, lo, hi, phase), "c1": np.float32(c1), "c2": np.float32(c2)}
+    if slab is not None:
+        axis, psi, origin, prof = slab
+        for row, name in enumerate(("a_c", "b_c", "a_f", "b_f")):
+            args[name] = KX._profile(prof, axis, row, lo, hi)
+        for c in range(3):
+            args[f"p{c}"] = KX._psi_view(psi, c, origin, lo, hi)
+    for name in kernel.outputs:
+        if name not in args:
+            args[name] = F[name][KX._box(lo, hi)]
+    return kernel, args
 
 
 def half_step(xp, phase: str, F: dict, P: dict, lo, hi, c1: float, c2: float) -> None:
-    """The fused bulk update of ``phase`` over the box ``[lo, hi)`` (array indices): one kernel."""
-    order = 2 if c2 == 0.0 else 4
-    kernel, views = _kernel(xp, phase, order, None)
-    args = {**_views(F, views, lo, hi), **_weights(xp, P, lo, hi, phase), "c1": np.float32(c1), "c2": np.float32(c2)}
-    for name in kernel.outputs:
-        args[name] = F[name][_box(lo, hi)]
+    """The fused bulk update of ``phase`` over the box ``[lo, hi)``: one kernel, bound and launched."""
+    kernel, args = bind(xp, phase, F, P, lo, hi, c1, c2)
     kernel(args)
 
 
 def pml(xp, phase: str, F: dict, P: dict, lo, hi, c1: float, c2: float, slabs) -> None:
-    """The fused C-PML correction of ``phase`` over the box for each ``(axis, psi, origin, profile)`` slab:
-    one kernel per slab (the reference's ``velocity_pml`` / ``stress_pml``)."""
-    order = 2 if c2 == 0.0 else 4
-    for axis, psi, origin, prof in slabs:
-        kernel, views = _kernel(xp, phase, order, axis)
-        args = {**_views(F, views, lo, hi), **_weights(xp, P, lo, hi, phase), "c1": np.float32(c1), "c2": np.float32(c2)}
-        for row, name in enumerate(("a_c", "b_c", "a_f", "b_f")):
-            p = prof[row, lo[axis]:hi[axis]]
-            args[name] = p[:, None, None] if axis == 0 else (p[None, :, None] if axis == 1 else p[None, None, :])
-        for c in range(3):
-            args[f"p{c}"] = psi[(c, *(slice(lo[a] - origin[a], hi[a] - origin[a]) for a in range(3)))]
-        for name in kernel.outputs:
-            if name not in args:
-                args[name] = F[name][_box(lo, hi)]
+    """The fused C-PML correction of ``phase`` over the box, one kernel per ``(axis, psi, origin, profile)`` slab."""
+    for slab in slabs:
+        kernel, args = bind(xp, phase, F, P, lo, hi, c1, c2, slab)
         kernel(args)

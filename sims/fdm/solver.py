@@ -336,10 +336,11 @@ class Simulation:
                 calls.append((bulk, (F, P, lo, hi, c1, c2)))
                 for slab in self._slabs_xp(psi, sides, lo, hi):
                     calls.append((pml, (F, P, slab[4], slab[5], c1, c2, [slab[:4]])))
-            else:  # a GPU: one fused kernel per half-step and box, one per C-PML slab
-                calls.append((kernels_fused.half_step, (self.xp, phase, F, P, lo, hi, c1, c2)))
-                for slab in self._slabs_xp(psi, sides, lo, hi):
-                    calls.append((kernels_fused.pml, (self.xp, phase, F, P, slab[4], slab[5], c1, c2, [slab[:4]])))
+            else:  # a GPU: one fused kernel per half-step and box, one per C-PML slab, their views bound once
+                bound = [kernels_fused.bind(self.xp, phase, F, P, lo, hi, c1, c2)]
+                bound += [kernels_fused.bind(self.xp, phase, F, P, slab[4], slab[5], c1, c2, slab[:4])
+                          for slab in self._slabs_xp(psi, sides, lo, hi)]
+                calls += [(kernel, (args,)) for kernel, args in bound]
         return calls
 
     def _half_step(self, phase: str) -> None:
