@@ -425,21 +425,28 @@ stress_pml_par = _compile(_stress_pml, True)
 
 @jit(**_OPTS)
 def pack(field, buf, lo0, hi0, lo1, hi1, lo2, hi2):
-    """Copy the box ``[lo, hi)`` of ``field`` into the contiguous ``buf`` (C order)."""
-    n = 0
+    """Copy the box ``[lo, hi)`` of ``field`` into the contiguous ``buf`` (C order), a row at a time over flat
+    unsigned indices (3D indexing kept the copy scalar: 7 GB/s in cache against 90)."""
+    F = field.reshape(-1)
+    P, R = _strides(field)
+    n, m = uint64(hi2 - lo2), uint64(0)
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
-            for k in range(lo2, hi2):
-                buf[n] = field[i, j, k]
-                n += 1
+            q = _at(i, j, lo2, P, R)
+            for k in range(n):
+                buf[m + k] = F[q + k]
+            m += n
 
 
 @jit(**_OPTS)
 def unpack(field, buf, lo0, hi0, lo1, hi1, lo2, hi2):
-    """Copy ``buf`` (C order) into the box ``[lo, hi)`` of ``field``."""
-    n = 0
+    """Copy ``buf`` (C order) into the box ``[lo, hi)`` of ``field`` (see :func:`pack`)."""
+    F = field.reshape(-1)
+    P, R = _strides(field)
+    n, m = uint64(hi2 - lo2), uint64(0)
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
-            for k in range(lo2, hi2):
-                field[i, j, k] = buf[n]
-                n += 1
+            q = _at(i, j, lo2, P, R)
+            for k in range(n):
+                F[q + k] = buf[m + k]
+            m += n
