@@ -220,7 +220,7 @@ def main() -> None:
             bulk_rate[order] = statistics.median(m)
             gbs = [x * 1e6 * counts.BYTES_BULK / 1e9 for x in m]
             frac = statistics.median(gbs) * 1e9 / bw
-            print(f"  MLUP/s {_stats(m)}")
+            print(f"  MLUP/s {_stats(m)} (decomposition {bulk[0]['decomposition']}, the automatic one)")
             print(f"  GB/s at the compulsory {counts.BYTES_BULK} B/point: {_stats(gbs)}; fraction of the triad "
                   f"{frac:.2f} (target >= {target}: {_met(frac >= target)})")
             phases = json.loads(bulk[0]["phase_times"])

@@ -27,17 +27,26 @@ def split(n: int, parts: int) -> list[tuple[int, int]]:
     return bounds
 
 
+#: preference between axes of equal length when placing ranks: y, then x, then z
+_TIE = (1, 0, 2)
+
+
 def choose_dims(size: int, shape: tuple[int, int, int], requested=None) -> tuple[int, int, int]:
     """Process-grid dimensions: ``MPI.Compute_dims`` for ``auto`` (axes with zeros), or check a given ``[px, py, pz]``.
 
     The balanced factorisation is assigned so that the most ranks go along the
-    longest axis; a rank count the grid cannot hold (a part with no cells) is refused.
+    longest axis; between axes of equal length y comes first, then x, then z: a
+    cut along y shrinks a rank's x planes, the stencil's working set (measured
+    on 160^3 with 2 ranks: [1, 2, 1] 7-9 % faster than [2, 1, 1] for both
+    orders, for the same halo volume), and a cut along z shortens the rows the
+    kernels vectorise along. A rank count the grid cannot hold (a part with no
+    cells) is refused.
     """
     from mpi4py import MPI
 
     if requested in (None, "auto"):
         dims = sorted(MPI.Compute_dims(size, [0, 0, 0]), reverse=True)
-        order = sorted(range(3), key=lambda a: -shape[a])
+        order = sorted(range(3), key=lambda a: (-shape[a], _TIE[a]))
         out = [1, 1, 1]
         for a, d in zip(order, dims, strict=True):
             out[a] = d

@@ -64,6 +64,10 @@ def test_split_and_blocks_cover_the_grid():
 def test_choose_dims():
     assert choose_dims(4, (40, 20, 10)) == (2, 2, 1)
     assert choose_dims(3, (10, 40, 20)) == (1, 3, 1)
+    assert choose_dims(2, (16, 16, 16)) == (1, 2, 1)  # equal axes: y first (smaller x planes), then x, then z
+    assert choose_dims(4, (16, 16, 16)) == (2, 2, 1)
+    assert choose_dims(8, (16, 16, 16)) == (2, 2, 2)
+    assert choose_dims(2, (16, 12, 16)) == (2, 1, 1)
     assert choose_dims(2, (10, 10, 10), [1, 1, 2]) == (1, 1, 2)
     with pytest.raises(ValueError, match="needs 4 ranks"):
         choose_dims(2, (10, 10, 10), [2, 2, 1])
