@@ -79,6 +79,15 @@ def _zeros(xp, shape):
     return a
 
 
+def _check_disjoint(written, read) -> None:
+    """The Numba kernels are compiled ``noalias``: no array they write may overlap another argument."""
+    for n, a in enumerate(written):
+        for b in written[n + 1:] + list(read):
+            if np.may_share_memory(a, b):
+                raise RuntimeError("FDM kernel arguments overlap in memory: a wavefield or memory variable shares "
+                                   "storage with another argument (the Numba kernels assume they do not)")
+
+
 def _kernel_threads() -> int:
     """Threads Numba's parallel loops use in this process (``NUMBA_NUM_THREADS``, set from ``threads_per_rank``)."""
     import numba  # noqa: PLC0415 - only for the numba backend
@@ -317,6 +326,9 @@ class Simulation:
         """
         F, P, c1, c2 = self.fields, self.profiles, self.c1, self.c2
         psi = self.psi_v if phase == "velocity" else self.psi_s
+        if self.use_numba:
+            _check_disjoint([F[n] for n in VELOCITY + STRESS] + [a for a, _ in psi.values()],
+                            list(P.values()) + list(self.pml_profiles))
         calls = []
         for lo, hi, sides in self.boxes:
             box = (lo[0], hi[0], lo[1], hi[1], lo[2], hi[2])

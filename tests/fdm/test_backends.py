@@ -60,3 +60,15 @@ def test_halo_pack_and_unpack_move_exactly_the_box(box):
     expect = np.zeros_like(field)
     expect[sl] = field[sl]
     assert np.array_equal(out, expect)
+
+
+def test_overlapping_kernel_arguments_are_refused():
+    """The Numba kernels are compiled noalias; the solver refuses a written array that overlaps another argument."""
+    from sims.fdm.solver import _check_disjoint
+
+    a, b = np.zeros(10, np.float32), np.zeros(10, np.float32)
+    _check_disjoint([a, b], [np.ones(3, np.float32)])
+    with pytest.raises(RuntimeError, match="overlap"):
+        _check_disjoint([a, b[2:]], [b])
+    with pytest.raises(RuntimeError, match="overlap"):
+        _check_disjoint([a, a[5:]], [])
