@@ -34,6 +34,8 @@ def jit(noalias: bool = False, **options: Any) -> Callable[[Any], Any]:
 
     ``noalias=True`` promises that no array the function writes overlaps any other array argument (arrays only
     read may share memory); breaking that promise is undefined behaviour, so callers that pass it check it.
+    Numba's on-disk cache is keyed on the compiled function's source file, not on this flag: change the flag
+    where the kernel is compiled (which invalidates its cache), not here alone.
     """
 
     def decorate(fn: Any) -> Any:

@@ -29,6 +29,8 @@ def split(n: int, parts: int) -> list[tuple[int, int]]:
 
 #: preference between axes of equal length when placing ranks: y, then x, then z
 _TIE = (1, 0, 2)
+#: what ``decomposition: auto`` means (part of an automatic run's identity: :func:`sims.fdm.spec.run_identity`)
+AUTO_RULE = "most ranks on the longest axis; between equal axes y, x, z"
 
 
 def choose_dims(size: int, shape: tuple[int, int, int], requested=None) -> tuple[int, int, int]:

@@ -3,7 +3,7 @@
 The arithmetic is that of :mod:`sims.fdm.kernels_xp` (the reference), operation
 for operation, so the two agree to the last bit; only the loop structure differs.
 
-Loop structure, and why (each measured on this machine, 2 ranks on 160^3):
+Loop structure, and why (each measured on this machine; a bullet says on what):
 
 * **Flat arrays, unsigned indices.** Every field is seen as one flat array and
   a point's neighbours as ``q +- stride``, with ``q`` and the strides unsigned.
@@ -26,17 +26,18 @@ Loop structure, and why (each measured on this machine, 2 ranks on 160^3):
   layer over whole rows, then those of its z layers over the cells of each row
   inside them, while the plane is in L2. The memory-variable update and the
   corrections it feeds are one loop (the normal strain's feeds the three
-  normal stresses: one loop, not four, which with ``noalias`` took a whole
-  step of 184^3 with a 12-cell C-PML from 32.5 to 30.9 ms). With the layer loops in the same loop nest
+  normal stresses: one loop, not four; single rank, a whole step of 184^3
+  with a 12-cell C-PML, in one later run: 32.5 ms against 30.9). With the layer loops in the same loop nest
   as the bulk rows, the bulk loops ran 1.7x slower (the planes are therefore
   an outer loop of ``CHUNK`` planes, each pass an inner one).
 * **No overlap checks.** The kernels are compiled ``noalias`` (see
   :func:`sims.backends.jit.jit`): without it LLVM guards every vectorised loop
   with a runtime overlap check per pair of arrays, which dominates the short
   loops of the C-PML (a z-layer cell 2.1 ns against 1.6) and costs the bulk
-  rows too (single rank: 184^3 with a C-PML 29.2 ms a step against 25.2,
-  order 4 on 160^3 24.0 against 22.1). The solver checks once per run that no
-  array a kernel writes overlaps another argument.
+  rows too (single rank, in one run: 184^3 with a C-PML 29.2 ms a step
+  against 25.2, order 4 on 160^3 24.0 against 22.1). The solver checks, when
+  it builds its kernel calls, that no array a call writes overlaps another of
+  its arguments.
 * **Threads.** Every kernel is compiled twice: serial, and with the outer
   ``i`` loop a ``prange`` (``*_par``) for ranks given several threads. Points
   of one half-step are independent, so both give the same bits.
@@ -417,8 +418,8 @@ stress_pml_par = _compile(_stress_pml, True)
 
 @jit(**_OPTS)
 def pack(field, buf, lo0, hi0, lo1, hi1, lo2, hi2):
-    """Copy the box ``[lo, hi)`` of ``field`` into the contiguous ``buf`` (C order), a row at a time over flat
-    unsigned indices (3D indexing kept the copy scalar: 7 GB/s in cache against 90)."""
+    """Copy the box ``[lo, hi)`` of the C-contiguous ``field`` into the contiguous ``buf`` (C order), a row at a
+    time over flat unsigned indices (3D indexing kept the copy scalar: 7 GB/s in cache against 90)."""
     F = field.reshape(-1)
     P, R = _strides(field)
     n, m = uint64(hi2 - lo2), uint64(0)
@@ -432,7 +433,7 @@ def pack(field, buf, lo0, hi0, lo1, hi1, lo2, hi2):
 
 @jit(**_OPTS)
 def unpack(field, buf, lo0, hi0, lo1, hi1, lo2, hi2):
-    """Copy ``buf`` (C order) into the box ``[lo, hi)`` of ``field`` (see :func:`pack`)."""
+    """Copy ``buf`` (C order) into the box ``[lo, hi)`` of the C-contiguous ``field`` (see :func:`pack`)."""
     F = field.reshape(-1)
     P, R = _strides(field)
     n, m = uint64(hi2 - lo2), uint64(0)

@@ -79,8 +79,19 @@ def _zeros(xp, shape):
     return a
 
 
+#: positions of the memory variables (the arrays a C-PML kernel writes besides the fields) in its layer arguments
+_PSI_SLOTS = (1, 5, 9, 14)
+
+
+def _absent_layer():
+    """Placeholders of an absent layer's memory variable, origin and profile: fresh for every argument slot, so
+    that no two arguments of a ``noalias`` kernel share memory even where the kernel never touches them."""
+    return np.zeros((3, 1, 1, 1), dtype=np.float32), np.zeros(3, dtype=np.int64), np.zeros((4, 1), dtype=np.float32)
+
+
 def _check_disjoint(written, read) -> None:
-    """The Numba kernels are compiled ``noalias``: no array they write may overlap another argument."""
+    """The Numba kernels are compiled ``noalias``: no array a kernel writes may overlap another of its arguments
+    (checked for every call when the plan is built, once per simulation)."""
     for n, a in enumerate(written):
         for b in written[n + 1:] + list(read):
             if np.may_share_memory(a, b):
@@ -184,15 +195,12 @@ class Simulation:
         self.boxes = []  # (lo, hi, sides per axis: x, y, and whether any z layer is present)
         for px, py in itertools.product(parts[0], parts[1]):
             self.boxes.append(((px[0], py[0], zlo), (px[1], py[1], zhi), (px[2], py[2], bool(self.z_slabs))))
-        self._dummy_psi = np.zeros((3, 1, 1, 1), dtype=np.float32)
-        self._dummy_origin = np.zeros(3, dtype=np.int64)
-        self._dummy_prof = np.zeros((4, 1), dtype=np.float32)
 
     def _slab_args(self, store, sides):
         args = []
         for a in range(2):
             if sides[a] is None:
-                args += [False, self._dummy_psi, self._dummy_origin, self._dummy_prof]
+                args += [False, *_absent_layer()]
             else:
                 psi, origin = store[(a, sides[a])]
                 args += [True, psi, np.asarray(origin, dtype=np.int64), self.pml_profiles[a]]
@@ -202,7 +210,7 @@ class Simulation:
                 psi, origin = store[(2, side)]
                 args += [True, psi, np.asarray(origin, dtype=np.int64), slab[0][1], slab[0][2]]
             else:
-                args += [False, self._dummy_psi, self._dummy_origin, 0, 0]
+                args += [False, *_absent_layer()[:2], 0, 0]
         args.append(self.pml_profiles[2])
         return args
 
@@ -326,9 +334,6 @@ class Simulation:
         """
         F, P, c1, c2 = self.fields, self.profiles, self.c1, self.c2
         psi = self.psi_v if phase == "velocity" else self.psi_s
-        if self.use_numba:
-            _check_disjoint([F[n] for n in VELOCITY + STRESS] + [a for a, _ in psi.values()],
-                            list(P.values()) + list(self.pml_profiles))
         calls = []
         for lo, hi, sides in self.boxes:
             box = (lo[0], hi[0], lo[1], hi[1], lo[2], hi[2])
@@ -341,6 +346,9 @@ class Simulation:
                 kind = "pml" if sides != (None, None, False) else "box"
                 kernel = getattr(K, f"{phase}_{kind}" + ("_par" if self.threads > 1 else ""))
                 extra = tuple(self._slab_args(psi, sides)) if kind == "pml" else ()
+                written = list(fields) + [a for n, a in enumerate(extra) if n in _PSI_SLOTS]
+                _check_disjoint(written, [a for n, a in enumerate(extra)
+                                          if n not in _PSI_SLOTS and isinstance(a, np.ndarray)] + list(prof))
                 calls.append((kernel, (*fields, *prof, *coef, *box, *extra)))
             elif self.xp is np:  # the reference: array expressions
                 bulk, pml = ((kernels_xp.velocity, kernels_xp.velocity_pml) if phase == "velocity"

@@ -15,6 +15,7 @@ from typing import Any
 from sims.vocab import MARSHALING
 
 from . import stability
+from .decomp import AUTO_RULE
 from .medium import Medium
 from .source import Source
 
@@ -259,7 +260,9 @@ def run_identity(doc: dict) -> dict[str, Any]:
         "variant": str(doc.get("marshaling", "device-pack")),
         "params": params,
         "platform": str(doc.get("platform", "local")),
-        "layout": None,
+        # an automatic decomposition is laid out by a rule that may change: it is part of the run's identity, so
+        # that a results tree made under an earlier rule re-runs its automatic runs instead of mixing the two
+        "layout": {"decomposition": AUTO_RULE} if params.get("decomposition", "auto") == "auto" else None,
         "warmup": _as_int(doc.get("warmup", 0)),
         "repetitions": _as_int(doc.get("repetitions", 1)),
         "seed": doc.get("seed"),
