@@ -162,9 +162,13 @@ def _views(F: dict, views: dict, lo, hi) -> dict:
     return {name: F[field][KX._box(lo, hi, KX._e(axis, d))] for name, (field, axis, d) in views.items()}
 
 
+#: the material profiles each phase reads, by the name the kernel text reads them under
+_WEIGHTS = {"velocity": {"bc": "b_c", "bf": "b_f"},
+            "stress": {"l2m": "l2m", "lam": "lam", "mu_c": "mu_c", "mu_f": "mu_f"}}
+
+
 def _weights(P: dict, lo, hi, phase: str) -> dict:
-    names = ("b_c", "b_f") if phase == "velocity" else ("l2m", "lam", "mu_c", "mu_f")
-    return {("bc" if n == "b_c" else "bf" if n == "b_f" else n): KX._zrow(P[n], lo, hi) for n in names}
+    return {name: KX._zrow(P[src], lo, hi) for name, src in _WEIGHTS[phase].items()}
 
 
 def bind(xp, phase: str, F: dict, P: dict, lo, hi, c1: float, c2: float, slab=None) -> tuple[_Kernel, dict]:
@@ -185,16 +189,3 @@ def bind(xp, phase: str, F: dict, P: dict, lo, hi, c1: float, c2: float, slab=No
         if name not in args:
             args[name] = F[name][KX._box(lo, hi)]
     return kernel, args
-
-
-def half_step(xp, phase: str, F: dict, P: dict, lo, hi, c1: float, c2: float) -> None:
-    """The fused bulk update of ``phase`` over the box ``[lo, hi)``: one kernel, bound and launched."""
-    kernel, args = bind(xp, phase, F, P, lo, hi, c1, c2)
-    kernel(args)
-
-
-def pml(xp, phase: str, F: dict, P: dict, lo, hi, c1: float, c2: float, slabs) -> None:
-    """The fused C-PML correction of ``phase`` over the box, one kernel per ``(axis, psi, origin, profile)`` slab."""
-    for slab in slabs:
-        kernel, args = bind(xp, phase, F, P, lo, hi, c1, c2, slab)
-        kernel(args)

@@ -403,7 +403,7 @@ def _compile(fn, parallel: bool):
     name = fn.__name__.lstrip("_") + ("_par" if parallel else "")
     copy = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__doc__ = name, fn.__doc__
-    return jit(parallel=parallel, noalias=True, **_OPTS)(copy) if parallel else jit(noalias=True, **_OPTS)(copy)
+    return jit(parallel=parallel, noalias=True, **_OPTS)(copy)
 
 
 velocity_box = _compile(_velocity_box, False)

@@ -79,22 +79,19 @@ def _zeros(xp, shape):
     return a
 
 
-#: positions of the memory variables (the arrays a C-PML kernel writes besides the fields) in its layer arguments
-_PSI_SLOTS = (1, 5, 9, 14)
-
-
 def _absent_layer():
     """Placeholders of an absent layer's memory variable, origin and profile: fresh for every argument slot, so
     that no two arguments of a ``noalias`` kernel share memory even where the kernel never touches them."""
     return np.zeros((3, 1, 1, 1), dtype=np.float32), np.zeros(3, dtype=np.int64), np.zeros((4, 1), dtype=np.float32)
 
 
-def _check_disjoint(written, read) -> None:
-    """The Numba kernels are compiled ``noalias``: no array a kernel writes may overlap another of its arguments
-    (checked for every call when the plan is built, once per simulation)."""
-    for n, a in enumerate(written):
-        for b in written[n + 1:] + list(read):
-            if np.may_share_memory(a, b):
+def _check_disjoint(written, args) -> None:
+    """The Numba kernels are compiled ``noalias``: no array a kernel writes may overlap another of its array
+    arguments ``args`` (checked for every call when the plan is built, once per simulation)."""
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    for w in written:
+        for b in arrays:
+            if b is not w and np.may_share_memory(w, b):
                 raise RuntimeError("FDM kernel arguments overlap in memory: a wavefield or memory variable shares "
                                    "storage with another argument (the Numba kernels assume they do not)")
 
@@ -197,22 +194,27 @@ class Simulation:
             self.boxes.append(((px[0], py[0], zlo), (px[1], py[1], zhi), (px[2], py[2], bool(self.z_slabs))))
 
     def _slab_args(self, store, sides):
-        args = []
+        """A C-PML kernel's layer arguments, and the memory variables among them (which the kernel writes)."""
+        args, psis = [], []
         for a in range(2):
             if sides[a] is None:
-                args += [False, *_absent_layer()]
+                psi, origin, prof = _absent_layer()
+                args += [False, psi, origin, prof]
             else:
                 psi, origin = store[(a, sides[a])]
                 args += [True, psi, np.asarray(origin, dtype=np.int64), self.pml_profiles[a]]
+            psis.append(psi)
         for side in (0, 1):
             slab = [zs for zs in self.z_slabs if zs[0] == side]
             if slab:
                 psi, origin = store[(2, side)]
                 args += [True, psi, np.asarray(origin, dtype=np.int64), slab[0][1], slab[0][2]]
             else:
-                args += [False, *_absent_layer()[:2], 0, 0]
+                psi, origin, _ = _absent_layer()
+                args += [False, psi, origin, 0, 0]
+            psis.append(psi)
         args.append(self.pml_profiles[2])
-        return args
+        return args, psis
 
     def _slabs_xp(self, store, sides, lo, hi):
         """(axis, psi, origin, profile, lo, hi) of the layers this box touches, each over its part of the box."""
@@ -345,11 +347,10 @@ class Simulation:
                 coef = (np.float32(c1), np.float32(c2))
                 kind = "pml" if sides != (None, None, False) else "box"
                 kernel = getattr(K, f"{phase}_{kind}" + ("_par" if self.threads > 1 else ""))
-                extra = tuple(self._slab_args(psi, sides)) if kind == "pml" else ()
-                written = list(fields) + [a for n, a in enumerate(extra) if n in _PSI_SLOTS]
-                _check_disjoint(written, [a for n, a in enumerate(extra)
-                                          if n not in _PSI_SLOTS and isinstance(a, np.ndarray)] + list(prof))
-                calls.append((kernel, (*fields, *prof, *coef, *box, *extra)))
+                extra, psis = self._slab_args(psi, sides) if kind == "pml" else ((), [])
+                args = (*fields, *prof, *coef, *box, *extra)
+                _check_disjoint([*fields, *psis], args)
+                calls.append((kernel, args))
             elif self.xp is np:  # the reference: array expressions
                 bulk, pml = ((kernels_xp.velocity, kernels_xp.velocity_pml) if phase == "velocity"
                              else (kernels_xp.stress, kernels_xp.stress_pml))
