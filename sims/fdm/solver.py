@@ -346,7 +346,7 @@ class Simulation:
                 prof = (P["b_c"], P["b_f"]) if phase == "velocity" else (P["l2m"], P["lam"], P["mu_c"], P["mu_f"])
                 coef = (np.float32(c1), np.float32(c2))
                 kind = "pml" if sides != (None, None, False) else "box"
-                kernel = getattr(K, f"{phase}_{kind}" + ("_par" if self.threads > 1 else ""))
+                kernel = K.kernel(phase, kind, self.spec.order, self.threads)
                 extra, psis = self._slab_args(psi, sides) if kind == "pml" else ((), [])
                 args = (*fields, *prof, *coef, *box, *extra)
                 _check_disjoint([*fields, *psis], args)

@@ -14,13 +14,14 @@ def _fields(shape, seed):
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(9)]
 
 
-@pytest.mark.parametrize("c1,c2", [(1.0, 0.0), (9 / 8, -1 / 24)])
-def test_parallel_kernels_give_the_serial_bits(c1, c2):
+@pytest.mark.parametrize("order,c1,c2", [(2, 1.0, 0.0), (4, 9 / 8, -1 / 24)])
+def test_parallel_kernels_give_the_serial_bits(order, c1, c2):
     shape = (14, 12, 20)
     prof = [np.random.default_rng(k).uniform(0.1, 1.0, shape[2]).astype(np.float32) for k in range(4)]
     box = (2, shape[0] - 2, 2, shape[1] - 2, 2, shape[2] - 2)
     f32 = np.float32
-    for serial, parallel, nprof in ((K.velocity_box, K.velocity_box_par, 2), (K.stress_box, K.stress_box_par, 4)):
+    for phase, nprof in (("velocity", 2), ("stress", 4)):
+        serial, parallel = K.kernel(phase, "box", order, 1), K.kernel(phase, "box", order, 2)
         a, b = _fields(shape, 1), _fields(shape, 1)
         serial(*a, *prof[:nprof], f32(c1), f32(c2), *box)
         parallel(*b, *prof[:nprof], f32(c1), f32(c2), *box)
