@@ -441,8 +441,8 @@ KERNELS = {(phase, kind, order, parallel): _compile(fn, order, parallel)
 def kernel(phase: str, kind: str, order: int, threads: int = 1):
     """The kernel of a half-step (``velocity`` or ``stress``) over a box of ``kind`` (``box`` or ``pml``), for a
     space order of 2 or 4, its parallel copy when the rank has several ``threads``. Call it with that order's
-    coefficients ``c1, c2`` (``1, 0`` for order 2; the solver checks): the copy decides which differences it
-    computes, the coefficients only weigh them."""
+    coefficients ``c1, c2`` (``1, 0`` for order 2; the solver derives both from the spec's order): the copy
+    decides which differences it computes, the coefficients only weigh them."""
     return KERNELS[(phase, kind, order, threads > 1)]
 
 

@@ -346,8 +346,6 @@ class Simulation:
                 prof = (P["b_c"], P["b_f"]) if phase == "velocity" else (P["l2m"], P["lam"], P["mu_c"], P["mu_f"])
                 coef = (np.float32(c1), np.float32(c2))
                 kind = "pml" if sides != (None, None, False) else "box"
-                if (self.spec.order == 4) != (c2 != 0.0):  # a copy computes its own order's differences
-                    raise RuntimeError(f"order {self.spec.order} with the coefficients ({c1}, {c2})")
                 kernel = K.kernel(phase, kind, self.spec.order, self.threads)
                 extra, psis = self._slab_args(psi, sides) if kind == "pml" else ((), [])
                 args = (*fields, *prof, *coef, *box, *extra)
