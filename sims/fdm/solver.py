@@ -171,11 +171,15 @@ class Simulation:
             prof = cpml.profiles(n, b.start[a], b.stop[a], HALO, max(w, 1), spec.spacing, spec.dt,
                                  spec.medium.vp_max, spec.source.f0)
             self.pml_profiles.append(xp.asarray(prof))
-        # memory variables: one array per (axis, side) slab, covering only owned cells in the layer
+        # boxes are cut along x and y only; the z layers are handled per row at the ends of each row
+        self.z_slabs = [(side, lo, hi) for lo, hi, side in parts[2] if side is not None]  # array indices
+        self.z_merged = self.use_numba and len(self.z_slabs) == 2
+        # memory variables: one array per (axis, side) slab, covering only owned cells in the layer (the Numba
+        # kernels keep a rank's two z layers in one array, see _merge_z_layers)
         self.psi_v, self.psi_s = {}, {}
         for a in range(3):
             for lo, hi, side in parts[a]:
-                if side is None:
+                if side is None or (a == 2 and self.z_merged):
                     continue
                 shape = [b.n[0], b.n[1], b.n[2]]
                 shape[a] = hi - lo
@@ -183,17 +187,35 @@ class Simulation:
                 origin[a] = lo
                 for store in (self.psi_v, self.psi_s):
                     store[(a, side)] = (_zeros(xp, (3, *shape)), tuple(origin))
-        # boxes are cut along x and y only; the z layers are handled per row at the ends of each row
-        self.z_slabs = []  # (side, k0, k1) in array indices
-        for lo, hi, side in parts[2]:
-            if side is not None:
-                self.z_slabs.append((side, lo, hi))
+        if self.z_merged:
+            self._merge_z_layers()
         zlo, zhi = HALO, HALO + b.n[2]
         self.boxes = []  # (lo, hi, sides per axis: x, y, and whether any z layer is present)
         for px, py in itertools.product(parts[0], parts[1]):
             self.boxes.append(((px[0], py[0], zlo), (px[1], py[1], zhi), (px[2], py[2], bool(self.z_slabs))))
 
-    def _slab_args(self, store, sides):
+    def _merge_z_layers(self) -> None:
+        """The Numba kernels' layout when the rank holds both z layers: one memory variable per half-step whose
+        segment ``j`` runs from the high layer of row ``j - 1`` through the ghost cells between the rows to
+        the low layer of row ``j`` (contiguous in the wavefields), and the z profiles and weights along such a
+        segment; a ghost cell gets ``a = 0``, ``b = 1`` and weight 0, so it stays untouched (``+ 0``)."""
+        b, xp = self.block, self.xp
+        (_, zl0, zl1), (_, zh0, zh1) = sorted(self.z_slabs)
+        row = b.padded[2]
+        idx = np.r_[zh0:zh1, zh1:row, 0:zl0, zl0:zl1]  # array z index of each cell of a segment
+        ghost = np.r_[np.zeros(zh1 - zh0, bool), np.ones(row - zh1 + zl0, bool), np.zeros(zl1 - zl0, bool)]
+        prof = np.asarray(self.pml_profiles[2])[:, idx]
+        prof[0::2, ghost], prof[1::2, ghost] = 0.0, 1.0  # a, b of the centre and face nodes
+        self.z_profile = xp.asarray(np.ascontiguousarray(prof))
+        self.z_weights = {}
+        for phase, names in (("velocity", ("b_c", "b_f")), ("stress", ("l2m", "lam", "mu_f"))):
+            w = np.stack([np.asarray(self.profiles[n])[idx] for n in names])
+            w[:, ghost] = 0.0
+            self.z_weights[phase] = xp.asarray(np.ascontiguousarray(w, dtype=np.float32))
+        for store in (self.psi_v, self.psi_s):
+            store[(2, "merged")] = (_zeros(xp, (3, b.n[0], b.n[1] + 1, idx.size)), (HALO, HALO, 0))
+
+    def _slab_args(self, store, sides, phase):
         """A C-PML kernel's layer arguments, and the memory variables among them (which the kernel writes)."""
         args, psis = [], []
         for a in range(2):
@@ -206,14 +228,21 @@ class Simulation:
             psis.append(psi)
         for side in (0, 1):
             slab = [zs for zs in self.z_slabs if zs[0] == side]
-            if slab:
+            if slab and not self.z_merged:
                 psi, origin = store[(2, side)]
                 args += [True, psi, np.asarray(origin, dtype=np.int64), slab[0][1], slab[0][2]]
-            else:
+            else:  # absent, or in the merged memory variable (the bounds still say where the layer is)
                 psi, origin, _ = _absent_layer()
-                args += [False, psi, origin, 0, 0]
+                args += [False, psi, origin, *(slab[0][1:] if slab else (0, 0))]
             psis.append(psi)
         args.append(self.pml_profiles[2])
+        if self.z_merged:
+            psi, origin = store[(2, "merged")]
+            args += [True, psi, np.asarray(origin, dtype=np.int64), self.z_profile, self.z_weights[phase]]
+        else:
+            psi, origin, prof = _absent_layer()
+            args += [False, psi, origin, prof, np.zeros((3, 1), dtype=np.float32)]
+        psis.append(psi)
         return args, psis
 
     def _slabs_xp(self, store, sides, lo, hi):
@@ -347,7 +376,7 @@ class Simulation:
                 coef = (np.float32(c1), np.float32(c2))
                 kind = "pml" if sides != (None, None, False) else "box"
                 kernel = K.kernel(phase, kind, self.spec.order, self.threads)
-                extra, psis = self._slab_args(psi, sides) if kind == "pml" else ((), [])
+                extra, psis = self._slab_args(psi, sides, phase) if kind == "pml" else ((), [])
                 args = (*fields, *prof, *coef, *box, *extra)
                 _check_disjoint([*fields, *psis], args)
                 calls.append((kernel, args))
