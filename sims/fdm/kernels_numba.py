@@ -21,15 +21,24 @@ Loop structure, and why (each measured on this machine; a bullet says on what):
   160 x 80 x 160: velocity 2.46 -> 2.22 ns a point, stress 2.60 -> 2.46; all
   six stresses in one loop ran 2.6x slower). Before the kernels were compiled
   ``noalias``, a loop writing several arrays stayed scalar.
-* **C-PML in passes over a plane.** A box inside an absorbing layer gets, per
-  x plane: the bulk update of its rows, then the corrections of its x or y
-  layer over whole rows, then those of its z layers over the cells of each row
-  inside them, while the plane is in L2. The memory-variable update and the
-  corrections it feeds are one loop (the normal strain's feeds the three
-  normal stresses: one loop, not four; single rank, a whole step of 184^3
-  with a 12-cell C-PML, in one later run: 32.5 ms against 30.9). With the layer loops in the same loop nest
-  as the bulk rows, the bulk loops ran 1.7x slower (the planes are therefore
-  an outer loop of ``CHUNK`` planes, each pass an inner one).
+* **x and y layers inside the bulk rows' loops.** A box inside the x and/or
+  y layer runs a compiled copy of its own (:func:`kernel`'s ``x``, ``y``)
+  whose row loops also update those layers' memory variables from the very
+  difference they take for the bulk term and add the correction after the
+  bulk term (the reference's order of operations, so the same bits): each
+  memory variable is read and written once, and no second pass reads the
+  fields again. Measured, 2 ranks, kernels only, 184^3 with a 12-cell C-PML,
+  the time a step above the bulk step, in runs alternating with the earlier
+  separate passes: order 2 3.18-3.30 ms against 3.56-4.48; order 4
+  4.28-4.97 against 5.05-6.14. Order 4 keeps one loop per component here
+  (one loop for the three, as in its bulk rows, took 7.19-8.34 ms).
+* **z layers in a pass over the plane's rows after its bulk rows.** A row's
+  z-layer cells are short loops; in the same loop nest as the bulk rows
+  (after each row) they made the whole 1.7x slower (in a later run, with
+  the merged segments below: 5.3-5.8 ms above the bulk step against
+  3.1-3.4). The planes are an outer loop of ``CHUNK`` planes, each pass an
+  inner one. The memory-variable update and the corrections it feeds are
+  one loop (the normal strain's feeds the three normal stresses).
 * **The two z layers as one segment per pair of rows.** Where a rank holds both z layers, the high layer of
   row ``j - 1``, the ghost cells after it and before row ``j``, and the low layer of row ``j`` are contiguous
   in memory; their memory variables are stored the same way (the solver's ``_merge_z_layers``) and one loop
@@ -82,7 +91,9 @@ _OPTS = {"cache": True, "nogil": True, "boundscheck": False, "error_model": "num
 ONE = np.uint64(1)
 #: True in the compiled copies of order 4 (see :func:`_compile`); the loops of the other order are dead code there
 _O4 = False
-#: planes of a C-PML box per pass: its bulk rows, then each layer's corrections, while the planes are in L2
+#: True in the compiled copies of the C-PML kernels for a box inside the x (``_XL``) or y (``_YL``) layer
+_XL = _YL = False
+#: planes of a C-PML box per pass: its bulk rows (with the x and y layers), then its z layers' corrections
 CHUNK = 1
 
 
@@ -203,37 +214,209 @@ def _stress_row(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, c1, c2
         _stress_row4(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, c1, c2, q0, w0, n, P, R)
 
 
-# -- C-PML memory variables over part of a row: psi = b psi + a D, then target += weight psi ------
+@jit(inline="always")
+def _prof(pr, r):
+    """The C-PML profile ``(a_centre, b_centre, a_face, b_face)`` at index ``r`` of its axis."""
+    return pr[0, r], pr[1, r], pr[2, r], pr[3, r]
+
+
+# -- C-PML rows: the bulk update of a row inside an x and/or y layer and its corrections, in the same loops --------
 
 @jit(inline="always")
-def _psi_fw(T, W, S, F, q0, p0, w0, n, s, aa, bb, c1, c2, o4):
-    """Along an x or y layer (profile constant along the row): forward difference of F, into T."""
+def _cpml(S, p, b, a, d):
+    """The memory variable ``psi = b psi + a d`` at ``p``, stored and returned (Komatitsch & Martin 2007)."""
+    s = b * S[p] + a * d
+    S[p] = s
+    return s
+
+
+@jit(inline="always")
+def _velocity_row2_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, q0, w0, n, P, R,  # noqa: PLR0913
+                       xl, Sx, xo, xpr, yl, Sy, yo, ypr):
+    """:func:`_velocity_row2` of a row inside the x layer (``xl``) and/or the y layer (``yl``): each component's
+    loop also updates that axis's memory variable of the difference it has just taken and adds it, weighted as
+    the bulk term, after the bulk term (the reference's order of operations: the same bits). Per layer: ``S?``
+    its memory variable (flat), ``?o`` the index in it of the row's first cell and its component stride, ``?pr``
+    the profile ``(a_centre, b_centre, a_face, b_face)`` at the row's plane (x) or row (y); an absent layer's
+    are never read."""
+    (px, Cx), (py, Cy) = xo, yo
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dx, dy = XX[q + P] - XX[q], XY[q] - XY[q - R]
+        t = X[q] + bc[w] * (dx + dy + (XZ[q] - XZ[q - ONE]))
+        if xl:
+            t = t + bc[w] * _cpml(Sx, px + k, xpr[3], xpr[2], dx)
+        if yl:
+            t = t + bc[w] * _cpml(Sy, py + k, ypr[1], ypr[0], dy)
+        X[q] = t
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dx, dy = XY[q] - XY[q - P], YY[q + R] - YY[q]
+        t = Y[q] + bc[w] * (dx + dy + (YZ[q] - YZ[q - ONE]))
+        if xl:
+            t = t + bc[w] * _cpml(Sx, px + Cx + k, xpr[1], xpr[0], dx)
+        if yl:
+            t = t + bc[w] * _cpml(Sy, py + Cy + k, ypr[3], ypr[2], dy)
+        Y[q] = t
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dx, dy = XZ[q] - XZ[q - P], YZ[q] - YZ[q - R]
+        t = Z[q] + bf[w] * (dx + dy + (ZZ[q + ONE] - ZZ[q]))
+        if xl:
+            t = t + bf[w] * _cpml(Sx, px + Cx + Cx + k, xpr[1], xpr[0], dx)
+        if yl:
+            t = t + bf[w] * _cpml(Sy, py + Cy + Cy + k, ypr[1], ypr[0], dy)
+        Z[q] = t
+
+
+@jit(inline="always")
+def _velocity_row4_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, c1, c2, q0, w0, n, P, R,  # noqa: PLR0913
+                       xl, Sx, xo, xpr, yl, Sy, yo, ypr):
+    """:func:`_velocity_row4` of a row inside the x and/or y layer (see :func:`_velocity_row2_pml`)."""
+    (px, Cx), (py, Cy) = xo, yo
+    for k in range(n):  # one loop per component (one loop for the three, as in the bulk, ran slower here)
+        q, w = q0 + k, w0 + k
+        xx, xy = _fw(XX, q, P, c1, c2), _bw(XY, q, R, c1, c2)
+        t = X[q] + bc[w] * (xx + xy + _bw(XZ, q, ONE, c1, c2))
+        if xl:
+            t = t + bc[w] * _cpml(Sx, px + k, xpr[3], xpr[2], xx)
+        if yl:
+            t = t + bc[w] * _cpml(Sy, py + k, ypr[1], ypr[0], xy)
+        X[q] = t
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        yx, yy = _bw(XY, q, P, c1, c2), _fw(YY, q, R, c1, c2)
+        t = Y[q] + bc[w] * (yx + yy + _bw(YZ, q, ONE, c1, c2))
+        if xl:
+            t = t + bc[w] * _cpml(Sx, px + Cx + k, xpr[1], xpr[0], yx)
+        if yl:
+            t = t + bc[w] * _cpml(Sy, py + Cy + k, ypr[3], ypr[2], yy)
+        Y[q] = t
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        zx, zy = _bw(XZ, q, P, c1, c2), _bw(YZ, q, R, c1, c2)
+        t = Z[q] + bf[w] * (zx + zy + _fw(ZZ, q, ONE, c1, c2))
+        if xl:
+            t = t + bf[w] * _cpml(Sx, px + Cx + Cx + k, xpr[1], xpr[0], zx)
+        if yl:
+            t = t + bf[w] * _cpml(Sy, py + Cy + Cy + k, ypr[1], ypr[0], zy)
+        Z[q] = t
+
+
+@jit(inline="always")
+def _normal_pml(TXX, TYY, TZZ, pl, pa, q, w, exx, eyy, ezz, k, xl, Sx, px, xpr, yl, Sy, py, ypr):
+    """The three normal stresses at one point from their strains, then the x and y layers' corrections."""
+    txx = TXX[q] + (pl[w] * exx + pa[w] * (eyy + ezz))
+    tyy = TYY[q] + (pl[w] * eyy + pa[w] * (exx + ezz))
+    tzz = TZZ[q] + (pl[w] * ezz + pa[w] * (exx + eyy))
+    if xl:
+        v = _cpml(Sx, px + k, xpr[1], xpr[0], exx)
+        txx, tyy, tzz = txx + pl[w] * v, tyy + pa[w] * v, tzz + pa[w] * v
+    if yl:
+        v = _cpml(Sy, py + k, ypr[1], ypr[0], eyy)
+        txx, tyy, tzz = txx + pa[w] * v, tyy + pl[w] * v, tzz + pa[w] * v
+    TXX[q], TYY[q], TZZ[q] = txx, tyy, tzz
+
+
+@jit(inline="always")
+def _stress_row2_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, q0, w0, n, P, R,  # noqa: PLR0913
+                     xl, Sx, xo, xpr, yl, Sy, yo, ypr):
+    """:func:`_stress_row2` of a row inside the x and/or y layer (see :func:`_velocity_row2_pml`): per axis the
+    normal strain's memory variable (for the three normal stresses) and those of the two shear terms."""
+    (px, Cx), (py, Cy) = xo, yo
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        _normal_pml(TXX, TYY, TZZ, pl, pa, q, w, VX[q] - VX[q - P], VY[q] - VY[q - R], VZ[q] - VZ[q - ONE],
+                    k, xl, Sx, px, xpr, yl, Sy, py, ypr)
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dy, dx = VX[q + R] - VX[q], VY[q + P] - VY[q]
+        t = TXY[q] + pc[w] * (dy + dx)
+        if xl:
+            t = t + pc[w] * _cpml(Sx, px + Cx + k, xpr[3], xpr[2], dx)
+        if yl:
+            t = t + pc[w] * _cpml(Sy, py + Cy + k, ypr[3], ypr[2], dy)
+        TXY[q] = t
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dx = VZ[q + P] - VZ[q]
+        t = TXZ[q] + pf[w] * ((VX[q + ONE] - VX[q]) + dx)
+        if xl:
+            t = t + pf[w] * _cpml(Sx, px + Cx + Cx + k, xpr[3], xpr[2], dx)
+        TXZ[q] = t
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dy = VZ[q + R] - VZ[q]
+        t = TYZ[q] + pf[w] * ((VY[q + ONE] - VY[q]) + dy)
+        if yl:
+            t = t + pf[w] * _cpml(Sy, py + Cy + Cy + k, ypr[3], ypr[2], dy)
+        TYZ[q] = t
+
+
+@jit(inline="always")
+def _stress_row4_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, c1, c2, q0, w0, n, P, R,  # noqa: PLR0913
+                     xl, Sx, xo, xpr, yl, Sy, yo, ypr):
+    """:func:`_stress_row4` of a row inside the x and/or y layer (see :func:`_stress_row2_pml`)."""
+    (px, Cx), (py, Cy) = xo, yo
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        _normal_pml(TXX, TYY, TZZ, pl, pa, q, w, _bw(VX, q, P, c1, c2), _bw(VY, q, R, c1, c2),
+                    _bw(VZ, q, ONE, c1, c2), k, xl, Sx, px, xpr, yl, Sy, py, ypr)
+    for k in range(n):  # one loop per shear stress
+        q, w = q0 + k, w0 + k
+        dy, dx = _fw(VX, q, R, c1, c2), _fw(VY, q, P, c1, c2)
+        t = TXY[q] + pc[w] * (dy + dx)
+        if xl:
+            t = t + pc[w] * _cpml(Sx, px + Cx + k, xpr[3], xpr[2], dx)
+        if yl:
+            t = t + pc[w] * _cpml(Sy, py + Cy + k, ypr[3], ypr[2], dy)
+        TXY[q] = t
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dx = _fw(VZ, q, P, c1, c2)
+        t = TXZ[q] + pf[w] * (_fw(VX, q, ONE, c1, c2) + dx)
+        if xl:
+            t = t + pf[w] * _cpml(Sx, px + Cx + Cx + k, xpr[3], xpr[2], dx)
+        TXZ[q] = t
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dy = _fw(VZ, q, R, c1, c2)
+        t = TYZ[q] + pf[w] * (_fw(VY, q, ONE, c1, c2) + dy)
+        if yl:
+            t = t + pf[w] * _cpml(Sy, py + Cy + Cy + k, ypr[3], ypr[2], dy)
+        TYZ[q] = t
+
+
+@jit(inline="always")
+def _velocity_row_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, c1, c2, o4, q0, w0, n, P, R,  # noqa: PLR0913
+                      xl, Sx, xo, xpr, yl, Sy, yo, ypr):
+    if not o4:
+        _velocity_row2_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, q0, w0, n, P, R,
+                           xl, Sx, xo, xpr, yl, Sy, yo, ypr)
+    else:
+        _velocity_row4_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, c1, c2, q0, w0, n, P, R,
+                           xl, Sx, xo, xpr, yl, Sy, yo, ypr)
+
+
+@jit(inline="always")
+def _stress_row_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, c1, c2, o4, q0, w0, n, P, R,  # noqa: PLR0913
+                    xl, Sx, xo, xpr, yl, Sy, yo, ypr):
+    if not o4:
+        _stress_row2_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, q0, w0, n, P, R,
+                         xl, Sx, xo, xpr, yl, Sy, yo, ypr)
+    else:
+        _stress_row4_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, c1, c2, q0, w0, n, P, R,
+                         xl, Sx, xo, xpr, yl, Sy, yo, ypr)
+
+
+@jit(inline="always")
+def _psiz(T, W, S, F, q0, p0, w0, n, A, B, c1, c2, forward):
+    """Along a z layer (profiles ``A``, ``B`` vary along the row): ``S = B S + A D(F)``, ``T += W S``."""
     for k in range(n):
         q, p, w = q0 + k, p0 + k, w0 + k
-        S[p] = bb * S[p] + aa * _dfw(F, q, s, c1, c2, o4)
+        d = _fw(F, q, ONE, c1, c2) if forward else _bw(F, q, ONE, c1, c2)
+        S[p] = B[w] * S[p] + A[w] * d
         T[q] += W[w] * S[p]
-
-
-@jit(inline="always")
-def _psi_bw(T, W, S, F, q0, p0, w0, n, s, aa, bb, c1, c2, o4):
-    """Along an x or y layer: backward difference of F, into T."""
-    for k in range(n):
-        q, p, w = q0 + k, p0 + k, w0 + k
-        S[p] = bb * S[p] + aa * _dbw(F, q, s, c1, c2, o4)
-        T[q] += W[w] * S[p]
-
-
-@jit(inline="always")
-def _psi3(T1, T2, T3, W1, W2, W3, S, F, q0, p0, w0, n, s, aa, bb, c1, c2, o4):
-    """Along an x or y layer: the normal strain's memory variable (a backward difference) and the three normal
-    stresses it corrects, in one loop."""
-    for k in range(n):
-        q, p, w = q0 + k, p0 + k, w0 + k
-        v = bb * S[p] + aa * _dbw(F, q, s, c1, c2, o4)
-        S[p] = v
-        T1[q] += W1[w] * v
-        T2[q] += W2[w] * v
-        T3[q] += W3[w] * v
 
 
 @jit(inline="always")
@@ -260,16 +443,6 @@ def _layer_dims(psx, psy, pszl, pszh):
 def _base(L1, L2, origin, i, j, k):
     """Flat index of the memory variable's ``[0, i, j, k]`` (array indices; ``origin`` is the array index of ``[0, 0, 0, 0]``)."""
     return (uint64(i - origin[0]) * L1 + uint64(j - origin[1])) * L2 + uint64(k - origin[2])
-
-
-@jit(inline="always")
-def _psiz(T, W, S, F, q0, p0, w0, n, A, B, c1, c2, forward):
-    """Along a z layer (profiles ``A``, ``B`` vary along the row): ``S = B S + A D(F)``, ``T += W S``."""
-    for k in range(n):
-        q, p, w = q0 + k, p0 + k, w0 + k
-        d = _fw(F, q, ONE, c1, c2) if forward else _bw(F, q, ONE, c1, c2)
-        S[p] = B[w] * S[p] + A[w] * d
-        T[q] += W[w] * S[p]
 
 
 @jit(inline="always")
@@ -339,25 +512,25 @@ def _stress_box(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, 
 
 
 def _velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2,  # noqa: PLR0913
-                  inx, psx, ox, prx, iny, psy, oy, pry, zlo, pszl, ozl, zl0, zl1, zhi, pszh, ozh, zh0, zh1, prz,
+                  psx, ox, prx, psy, oy, pry, zlo, pszl, ozl, zl0, zl1, zhi, pszh, ozh, zh0, zh1, prz,
                   zm, psm, om, prm, wm):
-    """Velocity update of a box inside the C-PML of the axes flagged ``in{x,y,z}``.
+    """Velocity update of a box inside the C-PML: the x and/or y layer as the compiled copy says (``_XL``,
+    ``_YL``; see :func:`kernel`), the z layers as flagged (``zlo``, ``zhi``, or ``zm``).
 
-    Per x plane: the bulk update of its rows, then per flagged axis the memory
-    variables ``psi = b psi + a D`` of that axis's three derivatives and
-    ``v += dt/(h rho) psi`` (Komatitsch & Martin 2007, with kappa = 1): x, y,
-    then the z layers over each row's cells inside them. ``ps?`` are the axis's memory variables
+    Per x plane: the rows, each with the memory variables ``psi = b psi + a D``
+    of its x and y layers' derivatives and ``v += dt/(h rho) psi`` in the same
+    loops (Komatitsch & Martin 2007, with kappa = 1), then the z layers over
+    each row's cells inside them. ``ps?`` are the axis's memory variables
     ``(3, L0, L1, L2)`` whose element ``[c, 0, 0, 0]`` is at array index ``o?``;
-    ``pr?`` its profiles ``(a_centre, b_centre, a_face, b_face)`` along the axis.
+    ``pr?`` its profiles ``(a_centre, b_centre, a_face, b_face)`` along the
+    axis. An absent layer's arrays are placeholders, never read.
 
     With ``zm`` the rank's two z layers share one memory variable ``psm`` ``(3, L0, L1 + 1, m)`` whose slot
     ``[c, i, j, :]`` is the merged segment ``j + om[1]`` of plane ``i + om[0]`` (see :func:`_zpair`), ``prm``
     the z profiles and ``wm`` the weights (``b_c, b_f``) along a segment, ghost cells included (``a = 0``,
-    ``b = 1``, weight 0: they receive ``+ 0``); ``pszl``, ``pszh`` are then unused. One loop over a 28-cell
-    segment costs less than two over 12 cells (single rank, 184^3 with a 12-cell C-PML, order 2: the z
-    layers' extra time per step 6.0 -> 3.4 ms in a timing prototype).
+    ``b = 1``, weight 0: they receive ``+ 0``); ``pszl``, ``pszh`` are then unused.
     """
-    o4 = _O4
+    o4, xl, yl = _O4, _XL, _YL
     P, R = _strides(vx)
     X, Y, Z = vx.reshape(-1), vy.reshape(-1), vz.reshape(-1)
     XX, YY, ZZ, XY, XZ, YZ = sxx.reshape(-1), syy.reshape(-1), szz.reshape(-1), sxy.reshape(-1), sxz.reshape(-1), syz.reshape(-1)
@@ -370,24 +543,18 @@ def _velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo
         i0 = lo0 + c * CHUNK
         i1 = min(i0 + CHUNK, hi0)
         for i in range(i0, i1):
+            xr = i if xl else 0  # an absent layer's profile has one entry
+            xpr = _prof(prx, xr)
             for j in range(lo1, hi1):
-                _velocity_row(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, b_c, b_f, c1, c2, o4, _at(i, j, lo2, P, R), w0, n, P, R)
-        if inx:
-            for i in range(i0, i1):
-                ac, bc_, af, bf_ = prx[0, i], prx[1, i], prx[2, i], prx[3, i]
-                for j in range(lo1, hi1):
-                    q0, p0 = _at(i, j, lo2, P, R), _base(L1x, L2x, ox, i, j, lo2)
-                    _psi_fw(X, b_c, Sx, XX, q0, p0, w0, n, P, af, bf_, c1, c2, o4)
-                    _psi_bw(Y, b_c, Sx, XY, q0, p0 + Cx, w0, n, P, ac, bc_, c1, c2, o4)
-                    _psi_bw(Z, b_f, Sx, XZ, q0, p0 + Cx + Cx, w0, n, P, ac, bc_, c1, c2, o4)
-        if iny:
-            for i in range(i0, i1):
-                for j in range(lo1, hi1):
-                    q0, p0 = _at(i, j, lo2, P, R), _base(L1y, L2y, oy, i, j, lo2)
-                    ac, bc_, af, bf_ = pry[0, j], pry[1, j], pry[2, j], pry[3, j]
-                    _psi_bw(X, b_c, Sy, XY, q0, p0, w0, n, R, ac, bc_, c1, c2, o4)
-                    _psi_fw(Y, b_c, Sy, YY, q0, p0 + Cy, w0, n, R, af, bf_, c1, c2, o4)
-                    _psi_bw(Z, b_f, Sy, YZ, q0, p0 + Cy + Cy, w0, n, R, ac, bc_, c1, c2, o4)
+                q0 = _at(i, j, lo2, P, R)
+                yr = j if yl else 0
+                ypr = _prof(pry, yr)
+                if xl or yl:
+                    _velocity_row_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, b_c, b_f, c1, c2, o4, q0, w0, n, P, R,
+                                      xl, Sx, (_base(L1x, L2x, ox, i, j, lo2), Cx), xpr,
+                                      yl, Sy, (_base(L1y, L2y, oy, i, j, lo2), Cy), ypr)
+                else:
+                    _velocity_row(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, b_c, b_f, c1, c2, o4, q0, w0, n, P, R)
         if zm:  # both z layers in one memory variable: a loop per pair of rows' segments (see _zpair)
             for i in range(i0, i1):
                 for j in range(lo1, hi1 + 1):
@@ -408,7 +575,7 @@ def _velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo
 
 
 def _stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2,  # noqa: PLR0913
-                inx, psx, ox, prx, iny, psy, oy, pry, zlo, pszl, ozl, zl0, zl1, zhi, pszh, ozh, zh0, zh1, prz,
+                psx, ox, prx, psy, oy, pry, zlo, pszl, ozl, zl0, zl1, zhi, pszh, ozh, zh0, zh1, prz,
                 zm, psm, om, prm, wm):
     """Stress update of a box inside the C-PML (see :func:`velocity_pml` for the arguments).
 
@@ -416,7 +583,7 @@ def _stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, 
     the three normal stresses) and of the two shear-strain derivatives. With ``zm``, ``wm`` holds the weights
     ``l2m, lam, mu_f`` along a merged z segment.
     """
-    o4 = _O4
+    o4, xl, yl = _O4, _XL, _YL
     P, R = _strides(vx)
     VX, VY, VZ = vx.reshape(-1), vy.reshape(-1), vz.reshape(-1)
     TXX, TYY, TZZ, TXY, TXZ, TYZ = sxx.reshape(-1), syy.reshape(-1), szz.reshape(-1), sxy.reshape(-1), sxz.reshape(-1), syz.reshape(-1)
@@ -429,25 +596,19 @@ def _stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, 
         i0 = lo0 + c * CHUNK
         i1 = min(i0 + CHUNK, hi0)
         for i in range(i0, i1):
+            xr = i if xl else 0  # an absent layer's profile has one entry
+            xpr = _prof(prx, xr)
             for j in range(lo1, hi1):
-                _stress_row(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, l2m, lam, mu_c, mu_f, c1, c2, o4,
-                            _at(i, j, lo2, P, R), w0, n, P, R)
-        if inx:
-            for i in range(i0, i1):
-                ac, bc_, af, bf_ = prx[0, i], prx[1, i], prx[2, i], prx[3, i]
-                for j in range(lo1, hi1):
-                    q0, p0 = _at(i, j, lo2, P, R), _base(L1x, L2x, ox, i, j, lo2)
-                    _psi3(TXX, TYY, TZZ, l2m, lam, lam, Sx, VX, q0, p0, w0, n, P, ac, bc_, c1, c2, o4)
-                    _psi_fw(TXY, mu_c, Sx, VY, q0, p0 + Cx, w0, n, P, af, bf_, c1, c2, o4)
-                    _psi_fw(TXZ, mu_f, Sx, VZ, q0, p0 + Cx + Cx, w0, n, P, af, bf_, c1, c2, o4)
-        if iny:
-            for i in range(i0, i1):
-                for j in range(lo1, hi1):
-                    q0, p0 = _at(i, j, lo2, P, R), _base(L1y, L2y, oy, i, j, lo2)
-                    ac, bc_, af, bf_ = pry[0, j], pry[1, j], pry[2, j], pry[3, j]
-                    _psi3(TXX, TYY, TZZ, lam, l2m, lam, Sy, VY, q0, p0, w0, n, R, ac, bc_, c1, c2, o4)
-                    _psi_fw(TXY, mu_c, Sy, VX, q0, p0 + Cy, w0, n, R, af, bf_, c1, c2, o4)
-                    _psi_fw(TYZ, mu_f, Sy, VZ, q0, p0 + Cy + Cy, w0, n, R, af, bf_, c1, c2, o4)
+                q0 = _at(i, j, lo2, P, R)
+                yr = j if yl else 0
+                ypr = _prof(pry, yr)
+                if xl or yl:
+                    _stress_row_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, l2m, lam, mu_c, mu_f, c1, c2, o4,
+                                    q0, w0, n, P, R, xl, Sx, (_base(L1x, L2x, ox, i, j, lo2), Cx), xpr,
+                                    yl, Sy, (_base(L1y, L2y, oy, i, j, lo2), Cy), ypr)
+                else:
+                    _stress_row(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, l2m, lam, mu_c, mu_f, c1, c2, o4,
+                                q0, w0, n, P, R)
         if zm:  # both z layers in one memory variable (see _velocity_pml)
             for i in range(i0, i1):
                 for j in range(lo1, hi1 + 1):
@@ -467,32 +628,39 @@ def _stress_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, l2m, lam, mu_c, mu_f, 
                                        uint64(zh0), uint64(zh1 - zh0))
 
 
-def _compile(fn, order: int, parallel: bool):
-    """``fn`` compiled for one space order, serial or with its ``prange`` parallel, under its own name (so each
-    copy has its own cache entry). The order is the copy's global ``_O4``, a constant to Numba, so that each copy
-    holds the loops of its order only. The copy's globals are a snapshot of the module's when it is made: the
-    module's constants (``CHUNK``) are read then, not when it runs."""
-    name = f"{fn.__name__.lstrip('_')}_o{order}" + ("_par" if parallel else "")
-    scope = dict(fn.__globals__, _O4=order == 4)
+def _compile(fn, order: int, parallel: bool, x: bool = False, y: bool = False):
+    """``fn`` compiled for one space order, serial or with its ``prange`` parallel, and (the C-PML kernels) for a
+    box inside the x and/or y layer or neither, under its own name (so each copy has its own cache entry). The
+    order and the layers are the copy's globals ``_O4``, ``_XL``, ``_YL``, constants to Numba, so that each copy
+    holds only its own loops. The copy's globals are a snapshot of the module's when it is made: the module's
+    constants (``CHUNK``) are read then, not when it runs."""
+    layers = ("x" if x else "") + ("y" if y else "")
+    name = f"{fn.__name__.lstrip('_')}{'_' + layers if layers else ''}_o{order}" + ("_par" if parallel else "")
+    scope = dict(fn.__globals__, _O4=order == 4, _XL=x, _YL=y)
     copy = types.FunctionType(fn.__code__, scope, name, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__doc__ = name, fn.__doc__
     return jit(parallel=parallel, noalias=True, **_OPTS)(copy)
 
 
-#: the compiled kernels by ``(phase, kind, order, parallel)``: phase ``velocity`` or ``stress``, kind ``box`` (no
-#: absorbing layer) or ``pml``; compiled on first call
-KERNELS = {(phase, kind, order, parallel): _compile(fn, order, parallel)
+#: the compiled kernels by ``(phase, kind, order, parallel, x, y)``: phase ``velocity`` or ``stress``; kind ``box``
+#: (no absorbing layer) or ``pml``, and for ``pml`` whether the box lies in the x and the y layer; compiled on
+#: first call
+KERNELS = {(phase, kind, order, parallel, x, y): _compile(fn, order, parallel, x, y)
            for (phase, kind), fn in {("velocity", "box"): _velocity_box, ("stress", "box"): _stress_box,
                                      ("velocity", "pml"): _velocity_pml, ("stress", "pml"): _stress_pml}.items()
-           for order in (2, 4) for parallel in (False, True)}
+           for order in (2, 4) for parallel in (False, True)
+           for x in ((False, True) if kind == "pml" else (False,)) for y in ((False, True) if kind == "pml" else (False,))}
 
 
-def kernel(phase: str, kind: str, order: int, threads: int = 1):
+def kernel(phase: str, kind: str, order: int, threads: int = 1, x: bool = False, y: bool = False):
     """The kernel of a half-step (``velocity`` or ``stress``) over a box of ``kind`` (``box`` or ``pml``), for a
-    space order of 2 or 4, its parallel copy when the rank has several ``threads``. Call it with that order's
+    space order of 2 or 4, its parallel copy when the rank has several ``threads``; a ``pml`` box inside the x
+    and/or y layer (``x``, ``y``) gets the copy that updates their memory variables. Call it with that order's
     coefficients ``c1, c2`` (``1, 0`` for order 2; the solver derives both from the spec's order): the copy
     decides which differences it computes, the coefficients only weigh them."""
-    return KERNELS[(phase, kind, order, threads > 1)]
+    if kind == "box" and (x or y):
+        raise ValueError("a box without an absorbing layer has no x or y layer")
+    return KERNELS[(phase, kind, order, threads > 1, bool(x), bool(y))]
 
 
 @jit(**_OPTS)

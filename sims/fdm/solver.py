@@ -218,13 +218,13 @@ class Simulation:
     def _slab_args(self, store, sides, phase):
         """A C-PML kernel's layer arguments, and the memory variables among them (which the kernel writes)."""
         args, psis = [], []
-        for a in range(2):
+        for a in range(2):  # whether the box lies in the x and y layers chooses the kernel's copy
             if sides[a] is None:
                 psi, origin, prof = _absent_layer()
-                args += [False, psi, origin, prof]
+                args += [psi, origin, prof]
             else:
                 psi, origin = store[(a, sides[a])]
-                args += [True, psi, np.asarray(origin, dtype=np.int64), self.pml_profiles[a]]
+                args += [psi, np.asarray(origin, dtype=np.int64), self.pml_profiles[a]]
             psis.append(psi)
         for side in (0, 1):
             slab = [zs for zs in self.z_slabs if zs[0] == side]
@@ -375,7 +375,8 @@ class Simulation:
                 prof = (P["b_c"], P["b_f"]) if phase == "velocity" else (P["l2m"], P["lam"], P["mu_c"], P["mu_f"])
                 coef = (np.float32(c1), np.float32(c2))
                 kind = "pml" if sides != (None, None, False) else "box"
-                kernel = K.kernel(phase, kind, self.spec.order, self.threads)
+                kernel = K.kernel(phase, kind, self.spec.order, self.threads,
+                                  x=kind == "pml" and sides[0] is not None, y=kind == "pml" and sides[1] is not None)
                 extra, psis = self._slab_args(psi, sides, phase) if kind == "pml" else ((), [])
                 args = (*fields, *prof, *coef, *box, *extra)
                 _check_disjoint([*fields, *psis], args)

@@ -42,3 +42,11 @@ def test_more_threads_than_the_rank_was_started_with_is_an_error_naming_the_key(
     rec = execute(MPI.COMM_SELF, str(path)).records[0]
     assert rec["status"] == "failed" and "'threads_per_rank' is 4096" in rec["error"]
     assert "HETVAL_THREADS_PER_RANK=4096" in rec["error"]
+
+
+def test_kernel_copies_per_layer_and_refusal():
+    """A C-PML box inside the x and/or y layer gets its own compiled copy; a box without a layer has none."""
+    copies = {K.kernel("stress", "pml", 2, 1, x=x, y=y) for x in (False, True) for y in (False, True)}
+    assert len(copies) == 4 and K.kernel("stress", "pml", 2, 2, x=True) is not K.kernel("stress", "pml", 2, 1, x=True)
+    with pytest.raises(ValueError, match="no x or y layer"):
+        K.kernel("velocity", "box", 4, 1, x=True)
