@@ -3,9 +3,10 @@
 The solver (:class:`sims.fdm.solver.Simulation`) cuts a rank's owned block
 into boxes along x and y at the absorbing layer's edges and calls one kernel
 per box. A box runs the *C-PML kernel* when it lies in an x or y layer or when
-the block reaches a z layer (per x plane: the bulk rows, then the x or y layer's
-corrections of whole rows, then the z layers' cells at the ends of every row),
-and the *bulk kernel* otherwise. The cost of a half-step is modelled as
+the block reaches a z layer (per x plane: the rows, with the x or y layer's
+corrections in the same loops, then the z layers' cells at the ends of every
+row, one segment per pair of rows where the block holds both z layers), and the
+*bulk kernel* otherwise. The cost of a half-step is modelled as
 linear in the quantities that drive these loops::
 
     T = c_bp P_bulk + c_br R_bulk + c_pp P_pml + c_pr R_pml + c_pxy Q_xy + c_pz Q_z
