@@ -231,182 +231,78 @@ def _cpml(S, p, b, a, d):
 
 
 @jit(inline="always")
-def _velocity_row2_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, q0, w0, n, P, R,  # noqa: PLR0913
-                       xl, Sx, xo, xpr, yl, Sy, yo, ypr):
-    """:func:`_velocity_row2` of a row inside the x layer (``xl``) and/or the y layer (``yl``): each component's
-    loop also updates that axis's memory variable of the difference it has just taken and adds it, weighted as
-    the bulk term, after the bulk term (the reference's order of operations: the same bits). Per layer: ``S?``
-    its memory variable (flat), ``?o`` the index in it of the row's first cell and its component stride, ``?pr``
-    the profile ``(a_centre, b_centre, a_face, b_face)`` at the row's plane (x) or row (y); an absent layer's
-    are never read."""
-    (px, Cx), (py, Cy) = xo, yo
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        dx, dy = XX[q + P] - XX[q], XY[q] - XY[q - R]
-        t = X[q] + bc[w] * (dx + dy + (XZ[q] - XZ[q - ONE]))
-        if xl:
-            t = t + bc[w] * _cpml(Sx, px + k, xpr[3], xpr[2], dx)
-        if yl:
-            t = t + bc[w] * _cpml(Sy, py + k, ypr[1], ypr[0], dy)
-        X[q] = t
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        dx, dy = XY[q] - XY[q - P], YY[q + R] - YY[q]
-        t = Y[q] + bc[w] * (dx + dy + (YZ[q] - YZ[q - ONE]))
-        if xl:
-            t = t + bc[w] * _cpml(Sx, px + Cx + k, xpr[1], xpr[0], dx)
-        if yl:
-            t = t + bc[w] * _cpml(Sy, py + Cy + k, ypr[3], ypr[2], dy)
-        Y[q] = t
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        dx, dy = XZ[q] - XZ[q - P], YZ[q] - YZ[q - R]
-        t = Z[q] + bf[w] * (dx + dy + (ZZ[q + ONE] - ZZ[q]))
-        if xl:
-            t = t + bf[w] * _cpml(Sx, px + Cx + Cx + k, xpr[1], xpr[0], dx)
-        if yl:
-            t = t + bf[w] * _cpml(Sy, py + Cy + Cy + k, ypr[1], ypr[0], dy)
-        Z[q] = t
-
-
-@jit(inline="always")
-def _velocity_row4_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, c1, c2, q0, w0, n, P, R,  # noqa: PLR0913
-                       xl, Sx, xo, xpr, yl, Sy, yo, ypr):
-    """:func:`_velocity_row4` of a row inside the x and/or y layer (see :func:`_velocity_row2_pml`)."""
-    (px, Cx), (py, Cy) = xo, yo
-    for k in range(n):  # one loop per component (one loop for the three, as in the bulk, ran slower here)
-        q, w = q0 + k, w0 + k
-        xx, xy = _fw(XX, q, P, c1, c2), _bw(XY, q, R, c1, c2)
-        t = X[q] + bc[w] * (xx + xy + _bw(XZ, q, ONE, c1, c2))
-        if xl:
-            t = t + bc[w] * _cpml(Sx, px + k, xpr[3], xpr[2], xx)
-        if yl:
-            t = t + bc[w] * _cpml(Sy, py + k, ypr[1], ypr[0], xy)
-        X[q] = t
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        yx, yy = _bw(XY, q, P, c1, c2), _fw(YY, q, R, c1, c2)
-        t = Y[q] + bc[w] * (yx + yy + _bw(YZ, q, ONE, c1, c2))
-        if xl:
-            t = t + bc[w] * _cpml(Sx, px + Cx + k, xpr[1], xpr[0], yx)
-        if yl:
-            t = t + bc[w] * _cpml(Sy, py + Cy + k, ypr[3], ypr[2], yy)
-        Y[q] = t
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        zx, zy = _bw(XZ, q, P, c1, c2), _bw(YZ, q, R, c1, c2)
-        t = Z[q] + bf[w] * (zx + zy + _fw(ZZ, q, ONE, c1, c2))
-        if xl:
-            t = t + bf[w] * _cpml(Sx, px + Cx + Cx + k, xpr[1], xpr[0], zx)
-        if yl:
-            t = t + bf[w] * _cpml(Sy, py + Cy + Cy + k, ypr[1], ypr[0], zy)
-        Z[q] = t
-
-
-@jit(inline="always")
-def _normal_pml(TXX, TYY, TZZ, pl, pa, q, w, exx, eyy, ezz, k, xl, Sx, px, xpr, yl, Sy, py, ypr):
-    """The three normal stresses at one point from their strains, then the x and y layers' corrections."""
-    txx = TXX[q] + (pl[w] * exx + pa[w] * (eyy + ezz))
-    tyy = TYY[q] + (pl[w] * eyy + pa[w] * (exx + ezz))
-    tzz = TZZ[q] + (pl[w] * ezz + pa[w] * (exx + eyy))
+def _xy(t, wt, k, xl, Sx, px, xb, xa, dx, yl, Sy, py, yb, ya, dy):
+    """``t`` plus the corrections ``wt psi`` of the x layer (memory variable ``Sx[px + k]``, profile ``xb``,
+    ``xa``, difference ``dx``) and then of the y layer, each when the copy has that layer."""
     if xl:
-        v = _cpml(Sx, px + k, xpr[1], xpr[0], exx)
-        txx, tyy, tzz = txx + pl[w] * v, tyy + pa[w] * v, tzz + pa[w] * v
+        t = t + wt * _cpml(Sx, px + k, xb, xa, dx)
     if yl:
-        v = _cpml(Sy, py + k, ypr[1], ypr[0], eyy)
-        txx, tyy, tzz = txx + pa[w] * v, tyy + pl[w] * v, tzz + pa[w] * v
-    TXX[q], TYY[q], TZZ[q] = txx, tyy, tzz
-
-
-@jit(inline="always")
-def _stress_row2_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, q0, w0, n, P, R,  # noqa: PLR0913
-                     xl, Sx, xo, xpr, yl, Sy, yo, ypr):
-    """:func:`_stress_row2` of a row inside the x and/or y layer (see :func:`_velocity_row2_pml`): per axis the
-    normal strain's memory variable (for the three normal stresses) and those of the two shear terms."""
-    (px, Cx), (py, Cy) = xo, yo
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        _normal_pml(TXX, TYY, TZZ, pl, pa, q, w, VX[q] - VX[q - P], VY[q] - VY[q - R], VZ[q] - VZ[q - ONE],
-                    k, xl, Sx, px, xpr, yl, Sy, py, ypr)
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        dy, dx = VX[q + R] - VX[q], VY[q + P] - VY[q]
-        t = TXY[q] + pc[w] * (dy + dx)
-        if xl:
-            t = t + pc[w] * _cpml(Sx, px + Cx + k, xpr[3], xpr[2], dx)
-        if yl:
-            t = t + pc[w] * _cpml(Sy, py + Cy + k, ypr[3], ypr[2], dy)
-        TXY[q] = t
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        dx = VZ[q + P] - VZ[q]
-        t = TXZ[q] + pf[w] * ((VX[q + ONE] - VX[q]) + dx)
-        if xl:
-            t = t + pf[w] * _cpml(Sx, px + Cx + Cx + k, xpr[3], xpr[2], dx)
-        TXZ[q] = t
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        dy = VZ[q + R] - VZ[q]
-        t = TYZ[q] + pf[w] * ((VY[q + ONE] - VY[q]) + dy)
-        if yl:
-            t = t + pf[w] * _cpml(Sy, py + Cy + Cy + k, ypr[3], ypr[2], dy)
-        TYZ[q] = t
-
-
-@jit(inline="always")
-def _stress_row4_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, c1, c2, q0, w0, n, P, R,  # noqa: PLR0913
-                     xl, Sx, xo, xpr, yl, Sy, yo, ypr):
-    """:func:`_stress_row4` of a row inside the x and/or y layer (see :func:`_stress_row2_pml`)."""
-    (px, Cx), (py, Cy) = xo, yo
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        _normal_pml(TXX, TYY, TZZ, pl, pa, q, w, _bw(VX, q, P, c1, c2), _bw(VY, q, R, c1, c2),
-                    _bw(VZ, q, ONE, c1, c2), k, xl, Sx, px, xpr, yl, Sy, py, ypr)
-    for k in range(n):  # one loop per shear stress
-        q, w = q0 + k, w0 + k
-        dy, dx = _fw(VX, q, R, c1, c2), _fw(VY, q, P, c1, c2)
-        t = TXY[q] + pc[w] * (dy + dx)
-        if xl:
-            t = t + pc[w] * _cpml(Sx, px + Cx + k, xpr[3], xpr[2], dx)
-        if yl:
-            t = t + pc[w] * _cpml(Sy, py + Cy + k, ypr[3], ypr[2], dy)
-        TXY[q] = t
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        dx = _fw(VZ, q, P, c1, c2)
-        t = TXZ[q] + pf[w] * (_fw(VX, q, ONE, c1, c2) + dx)
-        if xl:
-            t = t + pf[w] * _cpml(Sx, px + Cx + Cx + k, xpr[3], xpr[2], dx)
-        TXZ[q] = t
-    for k in range(n):
-        q, w = q0 + k, w0 + k
-        dy = _fw(VZ, q, R, c1, c2)
-        t = TYZ[q] + pf[w] * (_fw(VY, q, ONE, c1, c2) + dy)
-        if yl:
-            t = t + pf[w] * _cpml(Sy, py + Cy + Cy + k, ypr[3], ypr[2], dy)
-        TYZ[q] = t
+        t = t + wt * _cpml(Sy, py + k, yb, ya, dy)
+    return t
 
 
 @jit(inline="always")
 def _velocity_row_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, c1, c2, o4, q0, w0, n, P, R,  # noqa: PLR0913
                       xl, Sx, xo, xpr, yl, Sy, yo, ypr):
-    if not o4:
-        _velocity_row2_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, q0, w0, n, P, R,
-                           xl, Sx, xo, xpr, yl, Sy, yo, ypr)
-    else:
-        _velocity_row4_pml(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, c1, c2, q0, w0, n, P, R,
-                           xl, Sx, xo, xpr, yl, Sy, yo, ypr)
+    """:func:`_velocity_row` of a row inside the x layer (``xl``) and/or the y layer (``yl``): each component's
+    loop also updates that axis's memory variable of the difference it has just taken and adds it, weighted as
+    the bulk term, after the bulk term (the reference's order of operations: the same bits). Per layer: ``S?``
+    its memory variable (flat), ``?o`` the index in it of the row's first cell and its component stride, ``?pr``
+    the profile ``(a_centre, b_centre, a_face, b_face)`` at the row's plane (x) or row (y); an absent layer's
+    are never read. One loop per component for both orders (order 4's one loop for the three, as in its bulk
+    rows, ran slower here)."""
+    (px, Cx), (py, Cy) = xo, yo
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dx, dy = _dfw(XX, q, P, c1, c2, o4), _dbw(XY, q, R, c1, c2, o4)
+        t = X[q] + bc[w] * (dx + dy + _dbw(XZ, q, ONE, c1, c2, o4))
+        X[q] = _xy(t, bc[w], k, xl, Sx, px, xpr[3], xpr[2], dx, yl, Sy, py, ypr[1], ypr[0], dy)
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dx, dy = _dbw(XY, q, P, c1, c2, o4), _dfw(YY, q, R, c1, c2, o4)
+        t = Y[q] + bc[w] * (dx + dy + _dbw(YZ, q, ONE, c1, c2, o4))
+        Y[q] = _xy(t, bc[w], k, xl, Sx, px + Cx, xpr[1], xpr[0], dx, yl, Sy, py + Cy, ypr[3], ypr[2], dy)
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dx, dy = _dbw(XZ, q, P, c1, c2, o4), _dbw(YZ, q, R, c1, c2, o4)
+        t = Z[q] + bf[w] * (dx + dy + _dfw(ZZ, q, ONE, c1, c2, o4))
+        Z[q] = _xy(t, bf[w], k, xl, Sx, px + Cx + Cx, xpr[1], xpr[0], dx, yl, Sy, py + Cy + Cy, ypr[1], ypr[0], dy)
 
 
 @jit(inline="always")
 def _stress_row_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, c1, c2, o4, q0, w0, n, P, R,  # noqa: PLR0913
                     xl, Sx, xo, xpr, yl, Sy, yo, ypr):
-    if not o4:
-        _stress_row2_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, q0, w0, n, P, R,
-                         xl, Sx, xo, xpr, yl, Sy, yo, ypr)
-    else:
-        _stress_row4_pml(VX, VY, VZ, TXX, TYY, TZZ, TXY, TXZ, TYZ, pl, pa, pc, pf, c1, c2, q0, w0, n, P, R,
-                         xl, Sx, xo, xpr, yl, Sy, yo, ypr)
+    """:func:`_stress_row` of a row inside the x and/or y layer (see :func:`_velocity_row_pml`): per axis the
+    normal strain's memory variable (for the three normal stresses) and those of the two shear terms."""
+    (px, Cx), (py, Cy) = xo, yo
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        exx, eyy, ezz = _dbw(VX, q, P, c1, c2, o4), _dbw(VY, q, R, c1, c2, o4), _dbw(VZ, q, ONE, c1, c2, o4)
+        txx = TXX[q] + (pl[w] * exx + pa[w] * (eyy + ezz))
+        tyy = TYY[q] + (pl[w] * eyy + pa[w] * (exx + ezz))
+        tzz = TZZ[q] + (pl[w] * ezz + pa[w] * (exx + eyy))
+        if xl:
+            v = _cpml(Sx, px + k, xpr[1], xpr[0], exx)
+            txx, tyy, tzz = txx + pl[w] * v, tyy + pa[w] * v, tzz + pa[w] * v
+        if yl:
+            v = _cpml(Sy, py + k, ypr[1], ypr[0], eyy)
+            txx, tyy, tzz = txx + pa[w] * v, tyy + pl[w] * v, tzz + pa[w] * v
+        TXX[q], TYY[q], TZZ[q] = txx, tyy, tzz
+    for k in range(n):
+        q, w = q0 + k, w0 + k
+        dy, dx = _dfw(VX, q, R, c1, c2, o4), _dfw(VY, q, P, c1, c2, o4)
+        TXY[q] = _xy(TXY[q] + pc[w] * (dy + dx), pc[w], k, xl, Sx, px + Cx, xpr[3], xpr[2], dx,
+                     yl, Sy, py + Cy, ypr[3], ypr[2], dy)
+    for k in range(n):  # no y layer term: TXZ has no y derivative
+        q, w = q0 + k, w0 + k
+        dx = _dfw(VZ, q, P, c1, c2, o4)
+        TXZ[q] = _xy(TXZ[q] + pf[w] * (_dfw(VX, q, ONE, c1, c2, o4) + dx), pf[w], k, xl, Sx, px + Cx + Cx,
+                     xpr[3], xpr[2], dx, False, Sy, py, ypr[3], ypr[2], dx)
+    for k in range(n):  # no x layer term
+        q, w = q0 + k, w0 + k
+        dy = _dfw(VZ, q, R, c1, c2, o4)
+        TYZ[q] = _xy(TYZ[q] + pf[w] * (_dfw(VY, q, ONE, c1, c2, o4) + dy), pf[w], k, False, Sx, px, xpr[3],
+                     xpr[2], dy, yl, Sy, py + Cy + Cy, ypr[3], ypr[2], dy)
 
 
 @jit(inline="always")
