@@ -72,6 +72,13 @@ Loop structure, and why (each measured on this machine; a bullet says on what):
 
 Order 2 has its own bulk rows (nearest neighbours only, half the loads); the
 C-PML memory variables of order 2 use the same first differences.
+
+Why this module is long: the bulk rows, the C-PML rows and the z-layer loops
+must stay operation for operation the reference's arithmetic (the seismograms
+are compared to the bit), and they share the inline difference and indexing
+helpers and the per-order, per-layer compiled copies; kept together, one
+reading shows that they agree. The measurements above are why each loop looks
+as it does, and belong next to it.
 """
 
 from __future__ import annotations
