@@ -426,7 +426,8 @@ def _velocity_pml(vx, vy, vz, sxx, syy, szz, sxy, sxz, syz, b_c, b_f, c1, c2, lo
     each row's cells inside them. ``ps?`` are the axis's memory variables
     ``(3, L0, L1, L2)`` whose element ``[c, 0, 0, 0]`` is at array index ``o?``;
     ``pr?`` its profiles ``(a_centre, b_centre, a_face, b_face)`` along the
-    axis. An absent layer's arrays are placeholders, never read.
+    axis. For an absent layer the solver passes one-element stand-ins: a copy
+    without that layer loads at most their first profile entry and uses none.
 
     With ``zm`` the rank's two z layers share one memory variable ``psm`` ``(3, L0, L1 + 1, m)`` whose slot
     ``[c, i, j, :]`` is the merged segment ``j + om[1]`` of plane ``i + om[0]`` (see :func:`_zpair`), ``prm``
