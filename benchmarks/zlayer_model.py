@@ -52,35 +52,16 @@ C_VARIANTS = {**VARIANTS, "pass + prefetch": 5}
 
 
 def _numba_model():
-    """The model's kernel compiled by Numba (the project's ``noalias`` jit, as the solver's kernels)."""
+    """The model's kernel compiled by Numba (the project's ``noalias`` jit, as the solver's kernels), from the
+    solver's own inline row and z-segment functions."""
     import numpy as np
     from numba import uint64
 
     from sims.backends.jit import jit
+    from sims.fdm.kernels_numba import _psiz, _velocity_row2
 
-    R, P, one = N + 4, (N + 4) ** 2, np.uint64(1)
+    R, P = N + 4, (N + 4) ** 2
     opts = {"noalias": True, "boundscheck": False, "error_model": "numpy"}
-
-    @jit(inline="always", **opts)
-    def psiz(T, Wt, S, F, q0, p0, n, A, B):
-        for k in range(n):
-            q, p = q0 + k, p0 + k
-            d = F[q + one] - F[q]
-            s = B[k] * S[p] + A[k] * d
-            S[p] = s
-            T[q] += Wt[k] * s
-
-    @jit(inline="always", **opts)
-    def row(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, q0, w0, n):
-        for k in range(n):
-            q, w = q0 + k, w0 + k
-            X[q] += bc[w] * ((XX[q + P] - XX[q]) + (XY[q] - XY[q - R]) + (XZ[q] - XZ[q - one]))
-        for k in range(n):
-            q, w = q0 + k, w0 + k
-            Y[q] += bc[w] * ((XY[q] - XY[q - P]) + (YY[q + R] - YY[q]) + (YZ[q] - YZ[q - one]))
-        for k in range(n):
-            q, w = q0 + k, w0 + k
-            Z[q] += bf[w] * ((XZ[q] - XZ[q - P]) + (YZ[q] - YZ[q - R]) + (ZZ[q + one] - ZZ[q]))
 
     @jit(inline="always", **opts)
     def segment(X, Y, Z, XZ, YZ, ZZ, S, A, B, Wt, i, j, mode):
@@ -91,16 +72,17 @@ def _numba_model():
             q0 = uint64(3 * P + (j & 7) * R + N - W + 2)
         if mode == 4:
             p0 = uint64((j & 7) * SEG)
-        n = uint64(SEG)
-        psiz(X, Wt, S, XZ, q0, p0, n, A, B)
-        psiz(Y, Wt, S, YZ, q0, p0 + C, n, A, B)
-        psiz(Z, Wt, S, ZZ, q0, p0 + C + C, n, A, B)
+        n, w0, c1, c2 = uint64(SEG), uint64(0), np.float32(1.0), np.float32(0.0)
+        _psiz(X, Wt, S, XZ, q0, p0, w0, n, A, B, c1, c2, False)  # the solver's z-segment loops, as it calls them
+        _psiz(Y, Wt, S, YZ, q0, p0 + C, w0, n, A, B, c1, c2, False)
+        _psiz(Z, Wt, S, ZZ, q0, p0 + C + C, w0, n, A, B, c1, c2, True)
 
     @jit(**opts)
     def kern(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, S, A, B, Wt, mode):
         for i in range(2, N + 2):
             for j in range(2, N + 2):
-                row(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, uint64(i * P + j * R + 2), uint64(2), uint64(N))
+                _velocity_row2(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, uint64(i * P + j * R + 2), uint64(2), uint64(N),
+                               uint64(P), uint64(R))  # the solver's order-2 bulk row
                 if mode == 2:
                     segment(X, Y, Z, XZ, YZ, ZZ, S, A, B, Wt, i, j, mode)
             if mode == 1 or mode == 3 or mode == 4:
@@ -138,14 +120,18 @@ C_SOURCE = r"""
 #define R ((uint64_t)(N + 4))
 #define P (R * R)
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+/* sims.fdm.kernels_numba._psiz: the order-4 form of the difference with c1 = 1, c2 = 0 */
 static inline void psiz(float *restrict T, const float *restrict Wt, float *restrict S, const float *restrict F,
-                        uint64_t q0, uint64_t p0, const float *restrict A, const float *restrict B) {
+                        uint64_t q0, uint64_t p0, const float *restrict A, const float *restrict B, int forward) {
+  const float c1 = 1.0f, c2 = 0.0f;
   for (uint64_t k = 0; k < SEG; k++) {
     uint64_t q = q0 + k, p = p0 + k;
-    float d = F[q + 1] - F[q], s = B[k] * S[p] + A[k] * d;
-    S[p] = s; T[q] += Wt[k] * s;
+    float d = forward ? c1 * (F[q + 1] - F[q]) + c2 * (F[q + 2] - F[q - 1])
+                      : c1 * (F[q] - F[q - 1]) + c2 * (F[q + 1] - F[q - 2]);
+    S[p] = B[k] * S[p] + A[k] * d; T[q] += Wt[k] * S[p];
   }
 }
+/* sims.fdm.kernels_numba._velocity_row2 */
 static inline void row(float *restrict X, float *restrict Y, float *restrict Z, const float *restrict XX,
                        const float *restrict YY, const float *restrict ZZ, const float *restrict XY,
                        const float *restrict XZ, const float *restrict YZ, const float *restrict bc,
@@ -162,9 +148,9 @@ static inline void segment(float **f, float *S, const float *A, const float *B, 
   uint64_t q0 = i * P + (j - 1) * R + N - W + 2, p0 = ((uint64_t)(i - 2) * (N + 1) + j - 2) * SEG;
   if (mode == 3) q0 = 3 * P + (j & 7) * R + N - W + 2;
   if (mode == 4) p0 = (uint64_t)(j & 7) * SEG;
-  psiz(f[0], Wt, S, f[7], q0, p0, A, B);
-  psiz(f[1], Wt, S, f[8], q0, p0 + C, A, B);
-  psiz(f[2], Wt, S, f[5], q0, p0 + 2 * C, A, B);
+  psiz(f[0], Wt, S, f[7], q0, p0, A, B, 0);
+  psiz(f[1], Wt, S, f[8], q0, p0 + C, A, B, 0);
+  psiz(f[2], Wt, S, f[5], q0, p0 + 2 * C, A, B, 1);
 }
 static void kern(float **f, const float *bc, const float *bf, float *S, const float *A, const float *B,
                  const float *Wt, int mode) {
