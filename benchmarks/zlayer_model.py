@@ -1,6 +1,6 @@
 """Why the C-PML's z layers cost more than their traffic: a one-core model, compiled by Numba and by a C compiler.
 
-Run from the repository root (about 15 s; the C half needs ``cc`` and is skipped, with a line saying so,
+Run from the repository root (about 5 s; the C half needs ``cc`` and is skipped, with a line saying so,
 without it)::
 
     python benchmarks/zlayer_model.py
@@ -17,15 +17,18 @@ The same loops are timed as Numba compiles them (with the project's ``noalias`` 
 * ``bulk``: the bulk rows only;
 * ``pass``: per plane, its bulk rows, then one z segment per pair of rows (the solver's structure);
 * ``per-row``: the z segment right after each bulk row (its data still in L1);
-* ``pass, psi only``: the pass with its wavefield accesses redirected to 8 rows that stay in L1, so that
-  only the memory variables come from memory;
+* ``pass, psi only``: the pass with its wavefield accesses redirected to the same 8 segments of one plane
+  (9 rows), which stay in L1, so that only the memory variables come from memory;
 * ``pass, fields only``: the pass with its memory-variable accesses redirected to 8 segments in L1;
 * ``pass + prefetch`` (C only): the pass, with each bulk row prefetching its pair's memory-variable
   segment, so that the pass finds it in cache.
 
 Printed per code generator: the median time of the half-step over the repetitions with its range, the time
 above ``bulk``, and the z layers' compulsory traffic (three components read and written) in time at the
-bandwidth the ``bulk`` variant reaches in the same run (48 B a point).
+bandwidth the ``bulk`` variant reaches in the same run (48 B a point); last, one JSON line of the times above
+``bulk``. The Numba half gets the segment length, the difference's coefficients and the strides at run time,
+as the solver's kernels do; the C half has them as compile-time constants (its best case). ``CC`` names
+another compiler.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def _numba_model():
     opts = {"noalias": True, "boundscheck": False, "error_model": "numpy"}
 
     @jit(inline="always", **opts)
-    def segment(X, Y, Z, XZ, YZ, ZZ, S, A, B, Wt, i, j, mode):
+    def segment(X, Y, Z, XZ, YZ, ZZ, S, A, B, Wt, i, j, mode, n, c1, c2):
         C = uint64(N * (N + 1) * SEG)
         q0 = uint64(i * P + (j - 1) * R + N - W + 2)
         p0 = uint64(((i - 2) * (N + 1) + j - 2) * SEG)
@@ -72,22 +75,22 @@ def _numba_model():
             q0 = uint64(3 * P + (j & 7) * R + N - W + 2)
         if mode == 4:
             p0 = uint64((j & 7) * SEG)
-        n, w0, c1, c2 = uint64(SEG), uint64(0), np.float32(1.0), np.float32(0.0)
+        w0 = uint64(0)
         _psiz(X, Wt, S, XZ, q0, p0, w0, n, A, B, c1, c2, False)  # the solver's z-segment loops, as it calls them
         _psiz(Y, Wt, S, YZ, q0, p0 + C, w0, n, A, B, c1, c2, False)
         _psiz(Z, Wt, S, ZZ, q0, p0 + C + C, w0, n, A, B, c1, c2, True)
 
     @jit(**opts)
-    def kern(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, S, A, B, Wt, mode):
+    def kern(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, S, A, B, Wt, mode, n, c1, c2, stride_p, stride_r):
         for i in range(2, N + 2):
             for j in range(2, N + 2):
                 _velocity_row2(X, Y, Z, XX, YY, ZZ, XY, XZ, YZ, bc, bf, uint64(i * P + j * R + 2), uint64(2), uint64(N),
-                               uint64(P), uint64(R))  # the solver's order-2 bulk row
+                               stride_p, stride_r)  # the solver's order-2 bulk row
                 if mode == 2:
-                    segment(X, Y, Z, XZ, YZ, ZZ, S, A, B, Wt, i, j, mode)
+                    segment(X, Y, Z, XZ, YZ, ZZ, S, A, B, Wt, i, j, mode, n, c1, c2)
             if mode == 1 or mode == 3 or mode == 4:
                 for j in range(2, N + 2):
-                    segment(X, Y, Z, XZ, YZ, ZZ, S, A, B, Wt, i, j, mode)
+                    segment(X, Y, Z, XZ, YZ, ZZ, S, A, B, Wt, i, j, mode, n, c1, c2)
 
     rng = np.random.default_rng(1)
     fields = [(rng.random(R**3, dtype=np.float32) * 1e-3) for _ in range(9)]
@@ -101,7 +104,8 @@ def _numba_model():
     for rep in range(REPS + 1):  # repetition 0 compiles and warms up, not kept
         for name, mode in VARIANTS.items():
             t0 = time.perf_counter()
-            kern(*fields, bc, bf, S, A, B, Wt, mode)
+            kern(*fields, bc, bf, S, A, B, Wt, mode, np.uint64(SEG), np.float32(1.0), np.float32(0.0),
+                 np.uint64(P), np.uint64(R))
             if rep:
                 times[name].append(time.perf_counter() - t0)
     return times

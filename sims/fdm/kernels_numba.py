@@ -37,7 +37,9 @@ Loop structure, and why (each measured on this machine; a bullet says on what):
   (after each row) they made the whole 1.7x slower (in a later run, with
   the merged segments below: 5.3-5.8 ms above the bulk step against
   3.1-3.4). The planes are an outer loop of ``CHUNK`` planes, each pass an
-  inner one. The memory-variable update and the corrections it feeds are
+  inner one (2 or 4 planes per pass: within the noise). The pass itself
+  costs about twice its memory variables' traffic, and the same under a C
+  compiler (``benchmarks/zlayer_model.py``, a one-core model). The memory-variable update and the corrections it feeds are
   one loop (the normal strain's feeds the three normal stresses).
 * **The two z layers as one segment per pair of rows.** Where a rank holds both z layers, the high layer of
   row ``j - 1``, the ghost cells after it and before row ``j``, and the low layer of row ``j`` are contiguous
