@@ -45,9 +45,9 @@ Loop structure, and why (each measured on this machine; a bullet says on what):
   row ``j - 1``, the ghost cells after it and before row ``j``, and the low layer of row ``j`` are contiguous
   in memory; their memory variables are stored the same way (the solver's ``_merge_z_layers``) and one loop
   of ``2 w + 4`` cells replaces two of ``w`` (a ghost cell has ``a = 0``, ``b = 1``, weight 0 and receives
-  ``+ 0``). Measured, 184^3 with a 12-cell C-PML, 2 ranks, whole runs in 20 interleaved pairs: 1.026x the
-  rate of two loops (pairs 0.89-1.12); single rank, a timing prototype: the z layers' extra time a step
-  6.0 -> 3.4 ms. A row's three memory-variable components one after the other (one stream, not three)
+  ``+ 0``). Measured, 184^3 with a 12-cell C-PML, 2 ranks, kernels only, three rounds alternating with
+  two loops: the z layers' time a step 1.78-2.03 ms against 2.27-2.66 (whole runs in 20 interleaved
+  pairs: 1.026x the rate, pairs 0.89-1.12, within the noise of whole runs). A row's three memory-variable components one after the other (one stream, not three)
   was slower: 2.4 against 1.6 ms of z work a step, 2 ranks.
 * **No overlap checks.** The kernels are compiled ``noalias`` (see
   :func:`sims.backends.jit.jit`): without it LLVM guards every vectorised loop
