@@ -163,8 +163,11 @@ def lifetimes(base: Path, work: Path, timeout: float = 900) -> dict[str, float]:
     return out
 
 
-def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: float = 900) -> Trial:
-    """Copy ``base`` to ``work``, kill ``stage`` at a random point of its ``life`` (s), re-invoke once, check."""
+def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: float = 900,
+          reach: float = 0.9) -> Trial:
+    """Copy ``base`` to ``work``, kill ``stage`` at a random point of the first ``reach`` of its ``life`` (s),
+    re-invoke once, check. A stage's duration varies by 20-50 % between runs here, so a late point may find it
+    already ended (``killed`` False)."""
     how, pattern = STAGES[stage]
     rng = random.Random(seed)
     shutil.rmtree(work, ignore_errors=True)
@@ -173,7 +176,7 @@ def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: f
     proc = _start(work, how, rng)
     deadline = time.monotonic() + timeout
     if stage == "snakemake":
-        t.waited_s = rng.uniform(0.5, max(0.6, life))
+        t.waited_s = rng.uniform(0.5, max(0.6, reach * life))
         time.sleep(t.waited_s)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -185,7 +188,7 @@ def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: f
             if target is None:
                 time.sleep(0.01)
         if target is not None:
-            t.waited_s = rng.uniform(0.0, 0.9 * life)
+            t.waited_s = rng.uniform(0.0, reach * life)
             time.sleep(t.waited_s)
             try:
                 os.kill(target, signal.SIGKILL)

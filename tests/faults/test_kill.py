@@ -20,6 +20,9 @@ def base(tmp_path_factory):
 @pytest.mark.parametrize("stage", sorted(killing.STAGES))
 def test_a_killed_stage_heals_in_one_plain_invocation(base, tmp_path, stage):
     work, life = base
-    t = killing.trial(work, tmp_path / "work", stage, seed=sorted(killing.STAGES).index(stage), life=life[stage])
+    # the first half of the measured life: a stage's duration varies by 20-50 % between runs here, and with the
+    # seed fixed a late point (report: 0.86 of its life) missed a stage that ran faster than when it was timed
+    t = killing.trial(work, tmp_path / "work", stage, seed=sorted(killing.STAGES).index(stage), life=life[stage],
+                      reach=0.5)
     assert t.killed, f"{stage}: the process ended before the kill ({life[stage]:.2f} s life, {t.waited_s:.2f} s)"
     assert t.healed, f"{stage}: rc {t.rc}, {t.problems}\n{t.output}"
