@@ -236,7 +236,8 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
         "platform": platform,
         "description": layout.get("description", ""),
         "layout": {"host": layout["host"], "accel": layout["accel"]},
-        **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor", "gemm_sizes")},
+        **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor", "llc_mib", "memory_fraction",
+                                                  "gemm_sizes")},
         "min_region_factor": config["runs"]["min_region_factor"],
         "energy": config["energy"],
         "fdm": _fdm_calibration_spec(config, platform),
@@ -291,7 +292,8 @@ def node_memory_mb(config: Mapping[str, Any], platform: str) -> tuple[float | No
     """The memory of one node of ``platform`` (MB) and where that figure comes from: the platform's
     ``memory_gb``; else, under SLURM (an ``srun`` launcher) with the platform's partition named, the
     largest node of that partition (``sinfo``); else, for local runs, this machine's memory. ``None`` when
-    nothing says (a cluster whose partition is not named): the scheduler then judges the request."""
+    nothing says (a cluster whose partition is not named): the scheduler then judges the request. A local
+    machine's figure is what a job may really use (its memory cgroup's limit where that is smaller)."""
     entry = platform_layouts(config).get(platform) or {}
     if entry.get("memory_gb"):
         return float(entry["memory_gb"]) * 1024.0, f"platform {platform}'s memory_gb"
@@ -309,13 +311,16 @@ def node_memory_mb(config: Mapping[str, Any], platform: str) -> tuple[float | No
         except (OSError, subprocess.SubprocessError, ValueError):
             return None, ""
         return (max(sizes), f"the largest node of SLURM partition {partition}") if sizes else (None, "")
-    import os
+    return local_memory_mb()
 
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
-    except (OSError, ValueError, AttributeError):
-        return None, ""
-    return float(total), "this machine"
+
+def local_memory_mb() -> tuple[float, str]:
+    """The memory a job started here may use (MB): the machine's, or less when a memory cgroup, an rlimit or a
+    SLURM allocation holds this process (:func:`sims.memory.memory_limit`), and where that figure comes from."""
+    from sims.memory import memory_limit
+
+    limit = memory_limit()
+    return limit.bytes / 2**20, limit.source
 
 
 def check_memory(config: Mapping[str, Any], runs: list[dict[str, Any]]) -> None:
@@ -346,3 +351,30 @@ def check_memory(config: Mapping[str, Any], runs: list[dict[str, Any]]) -> None:
                 f"({layout.ranks_per_node} rank(s) of {layout.data_bytes_per_rank / 2**30:.2f} GiB data each, with "
                 f"slack), more than the {limit / 1024:.1f} GiB of {where} (allowed: runs that fit; give "
                 "platforms[].memory_gb if its nodes have more)")
+    _check_jobs(config, runs, limits)
+
+
+#: the config key that sizes each kind of job, named when it cannot fit
+_JOB_KEYS = {"characterize_platform": "characterize.memory_fraction", "gather_runs": "cases",
+             "validate_models": "validate.workers", "report_validation": "cases"}
+
+
+def _check_jobs(config: Mapping[str, Any], runs: list[dict[str, Any]],
+                limits: dict[str, tuple[float | None, str]]) -> None:
+    """Refuse a study one of whose other jobs (characterisation, gather, validation, report:
+    :func:`analysis.estimates.study_jobs`) cannot fit the node it runs on, naming the job and both figures."""
+    from analysis.estimates import study_jobs
+
+    for p in config["platforms"]:
+        if p["name"] not in limits:
+            limits[p["name"]] = node_memory_mb(config, p["name"])
+    limits[""] = local_memory_mb()
+    node = {name: mb for name, (mb, _) in limits.items()}
+    for job, need, limit in study_jobs(config, runs, node):
+        if limit is None or need <= limit:
+            continue
+        where = limits[next((n for n in limits if job.endswith(" " + n)), "")][1]
+        raise ConfigError(
+            f"{_JOB_KEYS[job.split()[0]]}: job {job} needs about {need / 1024:.1f} GiB (its memory estimate), more "
+            f"than the {limit / 1024:.1f} GiB of {where} (allowed: jobs that fit; give platforms[].memory_gb if its "
+            "nodes have more)")

@@ -17,7 +17,7 @@ PACKAGES = ("sims", "analysis")
 PURE = {"sims", "sims.vocab", "sims.atomic", "sims.fit", "sims.platform_file", "sims.record", "sims.sa.counts",
         "sims.sa.case", "sims.cases.matrix", "sims.fdm.counts", "sims.fdm.cost", "sims.fdm.spec", "sims.fdm.decomp",
         "sims.fdm.stability", "sims.fdm.medium", "sims.fdm.source", "sims.yamlfile", "sims.fingerprint",
-        "sims.placement"}
+        "sims.placement", "sims.memory", "sims.bench", "sims.bench.plan"}
 #: The one documented exception: `hetval attach-trace` runs the measurement side's trace tool.
 CLI_TOOLS = {("analysis.cli", "sims.meters"), ("analysis.cli", "sims.meters.posthoc")}
 LONG = 500

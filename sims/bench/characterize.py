@@ -32,8 +32,45 @@ from sims.timing import measure, mpi_op
 from sims.vocab import ROLES, UNITS
 
 
+class Progress:
+    """Rank 0's progress lines: what is being measured, how far along, the elapsed time, what comes next."""
+
+    def __init__(self, comm: Any, platform: str) -> None:
+        import time
+
+        self.rank, self.platform, self.t0, self._clock = comm.Get_rank(), platform, time.perf_counter(), time.perf_counter
+
+    def __call__(self, text: str, rank: int = 0) -> None:
+        if self.rank == rank:
+            print(f"[hetval characterize] {self.platform}: {text} [{self._clock() - self.t0:.0f} s]", flush=True)
+
+
+def sizing(comm: Any, spec: dict[str, Any]) -> Any:
+    """This rank's array sizes (:mod:`sims.bench.plan`): the cache rule capped by the job's memory budget."""
+    from mpi4py import MPI
+
+    from sims.bench import plan
+    from sims.memory import memory_limit
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    try:
+        sharing = node.Get_size()
+    finally:
+        node.Free()
+    if spec.get("llc_mib"):
+        llc, source = int(float(spec["llc_mib"]) * 2**20), "override: characterize.llc_mib"
+    else:
+        llc, source = plan.llc_detected()
+    return plan.plan(llc, source, float(spec.get("llc_factor", 8)), float(spec.get("memory_fraction", plan.FRACTION)),
+                     memory_limit(), sharing)
+
+
 def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
-    """Measure ``t_f`` and ``t_b`` of both processors; rank 0 returns the platform document."""
+    """Measure ``t_f`` and ``t_b`` of both processors; rank 0 returns the platform document.
+
+    One phase's arrays are held at a time (triad, then the sweep's, then the random-access tables), each
+    sized by :func:`sizing`, so that a rank's peak is the plan's ``peak_bytes`` above its base.
+    """
     from sims.backends import get_backend
     from sims.bench import kernels
 
@@ -47,7 +84,17 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     backend = get_backend(proc["backend"], proc.get("device"))
     warmup, reps = int(spec["warmup"]), int(spec["repetitions"])
     factor = float(spec.get("min_region_factor", 1000.0))
-    n_triad = kernels.triad_elements(factor=int(spec.get("llc_factor", 8)))
+    say = Progress(comm, spec["platform"])
+    sizes = sizing(comm, spec)
+    plans = comm.gather(sizes, root=0)
+    if rank == 0:
+        p = sizes
+        say(f"{p.elements} elements per triad array ({4 * p.elements / 2**20:.0f} MiB; the cache rule "
+            f"wants {4 * p.wanted_elements / 2**20:.0f} MiB for an LLC of {p.llc_bytes / 2**20:.0f} MiB, {p.llc_source}); "
+            f"budget {p.budget_bytes / 2**30:.2f} GiB per rank of {p.limit_bytes / 2**30:.1f} GiB ({p.limit_source})"
+            + ("; CAPPED by the memory budget" if p.capped else "")
+            + ("; below 4 x LLC: the triad partly measures the cache" if p.below_stream_rule else ""))
+    n_triad = sizes.elements
     triad_state = kernels.triad_setup(backend, n_triad, seed=1 + rank)
     fma_state = kernels.fma_setup(backend, seed=1 + rank)
     counted: dict[str, int] = {}
@@ -66,22 +113,23 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         return [counted[kind] / r.own_s for r in m.repetitions]
 
     mine: dict[str, Any] = {}
-    for target in ROLES:
-        if rank == 0:
-            print(
-                f"[hetval characterize] {spec['platform']}: measuring {target} "
-                f"({spec['layout'][target]['backend']}): triad over {n_triad} elements, then FMA chains; "
-                f"{warmup} warm-up + {reps} timed each",
-                flush=True,
-            )
+    for i, target in enumerate(ROLES):
+        say(f"step 1 of 7: triad over {n_triad} elements, then FMA chains, on {target} "
+            f"({spec['layout'][target]['backend']}), {warmup} warm-up + {reps} timed each ({i + 1} of {len(ROLES)})")
         t_b = run("triad", {target})
         t_f = run("fma", {target})
         if role == target:
             mine["t_b"], mine["t_f"] = t_b, t_f
+    say("step 1 of 7: triad on both processors at once")
     mine["t_b_shared"] = run("triad", set(ROLES))
+    triad_state.clear()  # one phase's arrays at a time
     from sims.bench import sweep
 
     sweep_state = sweep.setup(backend, n_triad, seed=7 + rank)
+    # a point the processor's own t_f and t_b make compute-bound for certain runs over fewer elements
+    own_t_f = 1.0 / statistics.median(mine["t_f"])
+    own_t_b = 1.0 / statistics.median(mine["t_b"])
+    mine["sweep_elements"] = {k: sweep.point_elements(n_triad, k, own_t_f, own_t_b) for k in sweep.KS}
     from sims.meters.node import attribute, node_rank, open_meters, share_or_total
 
     meters = open_meters(spec, role, proc, rank, node_rank(comm))
@@ -94,6 +142,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         else 0.0
     # the host's wall-clock window of every sweep sample (rank 0's clock), for hetval attach-trace
     windows: dict[str, dict[int, list[dict[str, Any]]]] = {r: {} for r in ROLES}
+    point_n = comm.allgather(mine["sweep_elements"])
 
     def joules(before: Any, after: Any, target: str | None, inner: int) -> float | None:
         """Measured joules of one window: the target processor's share when attributable, else the total."""
@@ -103,35 +152,39 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     def run_sweep(k: int, target: str) -> list[float] | None:
         def work() -> None:
             if role == target:
-                sweep.run(backend, sweep_state, k)
+                sweep.run(backend, sweep_state, k, mine["sweep_elements"][k])
 
         m = measure(comm, work, backend.synchronize, 1, reps, factor, meter_read=meters.read if metered else None,
                     min_window_s=min_window)
         if metered:
             # a node meter covers both processors: the idle one's static power is in every sample
             energies[target][k] = [joules(r.meter_before, r.meter_after, target, m.inner) for r in m.repetitions]
-        windows[target][k] = [{"window": list(r.wall_s), "inner": m.inner} for r in m.repetitions]
+        windows[target][k] = [{"window": list(r.wall_s), "inner": m.inner,
+                               "elements": point_n[ROLES.index(target)][k]} for r in m.repetitions]
         return [r.own_s for r in m.repetitions] if role == target else None
 
+    say("step 2 of 7: idle power")
     idle, idle_windows = _idle_power(comm, meters, descs, spec, metered)
     for target in ROLES:
-        if rank == 0:
-            print(f"[hetval characterize] {spec['platform']}: intensity sweep on {target}, "
-                  f"{sweep.KS[0] / 4:g}..{sweep.KS[-1] / 4:g} flop/byte ({len(sweep.KS)} points)", flush=True)
-        times = {k: run_sweep(k, target) for k in sweep.KS}
+        times = {}
+        for i, k in enumerate(sweep.KS):
+            n_k = point_n[ROLES.index(target)][k]
+            say(f"step 3 of 7: intensity sweep on {target}, point {i + 1} of {len(sweep.KS)} "
+                f"({k / 4:g} flop/byte, {n_k} elements)")
+            times[k] = run_sweep(k, target)
         if role == target:
             mine["sweep"] = times
+    sweep_state.clear()
     from sims.bench import ops
 
     op_state = {dt: ops.setup(dt, n_triad, seed=11 + rank) for dt in ops.DTYPES}
     op_backend = "numba" if backend.name == "numba" else "numpy"
 
     for target in ROLES:
-        if rank == 0:
-            print(f"[hetval characterize] {spec['platform']}: per-operation benchmarks on {target} "
-                  f"({', '.join(ops.OPS)} x {', '.join(ops.DTYPES)}, {len(ops.N_OPS)} operation counts)", flush=True)
         rows = []
-        for op in ops.OPS:
+        for i, op in enumerate(ops.OPS):
+            say(f"step 4 of 7: per-operation benchmarks on {target}: {op} ({i + 1} of {len(ops.OPS)}) x "
+                f"{', '.join(ops.DTYPES)}, {len(ops.N_OPS)} operation counts")
             for dt in ops.DTYPES:
                 for n_ops in ops.N_OPS:
                     def work(op=op, dt=dt, n_ops=n_ops, target=target) -> None:
@@ -146,6 +199,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                                   "time_s": r.own_s} for r in m.repetitions]
         if role == target:
             mine["operations"] = rows if backend.name != "cupy" else []
+    op_state.clear()
     from sims.bench import ceilings
 
     def timed(work: Any) -> list[float] | None:
@@ -160,20 +214,20 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
 
     gemm_sizes = [int(n) for n in spec.get("gemm_sizes") or ceilings.GEMM_SIZES]
     for target in ROLES:
-        if rank == 0:
-            print(f"[hetval characterize] {spec['platform']}: compute ceilings on {target}: vector FMA chains and "
-                  f"GEMM n = {', '.join(map(str, gemm_sizes))}, {' and '.join(ceilings.DTYPES)}", flush=True)
+        say(f"step 5 of 7: compute ceilings on {target}: vector FMA chains and "
+            f"GEMM n = {', '.join(map(str, gemm_sizes))}, {' and '.join(ceilings.DTYPES)}")
         got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank)
         if role == target:
             mine["ceilings"] = got
     fdm = spec.get("fdm") or None
     if fdm:
-        mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor)
+        mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor, sizes.flush_bytes, say)
+    else:
+        say("step 6 of 7: no FDM runs on this platform: the FDM kernels are not calibrated")
     from sims.bench import pingpong
 
-    if rank == 0:
-        print(f"[hetval characterize] {spec['platform']}: MPI ping-pong host <-> accel, "
-              f"{len(pingpong.SIZES)} sizes {pingpong.SIZES[0]} B .. {pingpong.SIZES[-1]} B", flush=True)
+    say(f"step 7 of 7: MPI ping-pong host <-> accel, {len(pingpong.SIZES)} sizes {pingpong.SIZES[0]} B .. "
+        f"{pingpong.SIZES[-1]} B")
     pp = pingpong.pingpong(comm, repetitions=reps)
     gathered = comm.gather(mine, root=0)
     if rank != 0:
@@ -182,7 +236,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     # the time base of the energy fit is what each energy reading covers: the window per execution
     covered = {r: {k: [(w["window"][1] - w["window"][0]) / w["inner"] for w in windows[r][k]] for k in windows[r]}
                for r in ROLES}
-    energy_fits = {r: energy_fit(covered[r], energies[r], n_triad, source) if metered else None for r in ROLES}
+    energy_fits = {r: energy_fit(covered[r], energies[r], gathered[i]["sweep_elements"], source) if metered else None
+                   for i, r in enumerate(ROLES)}
 
     processors = {}
     for r, data in zip(ROLES, gathered, strict=True):
@@ -194,11 +249,12 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             "t_f": parameter(data["t_f"], UNITS["t_f"], "independent FMA chains, float32, in-cache, FMA = 2 flops", warmup),
             "t_b": parameter(
                 data["t_b"], UNITS["t_b"],
-                f"STREAM triad a=b+s*c, float32, 12 B/element counted, {n_triad} elements, other processor idle",
+                f"STREAM triad a=b+s*c, float32, 12 B/element counted, {n_triad} elements, other processor idle"
+                + (" (capped by the memory budget: see sizing)" if plans[ROLES.index(r)].capped else ""),
                 warmup,
             ),
             "ceilings": ceilings.document(data["ceilings"], UNITS["t_f"], warmup),
-            "roofline_fit": _roofline_fit(data["sweep"], n_triad),
+            "roofline_fit": _roofline_fit(data["sweep"], data["sweep_elements"]),
             "operations": _operations(data["operations"], p["backend"]),
             "t_b_shared": parameter(
                 data["t_b_shared"], UNITS["t_b"],
@@ -215,6 +271,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "versions": (versions := rec.versions()),
         # what the history keys this platform's series by: a changed machine is never a model regression
         "machine": machine_facts(versions.get("mpi_library")),
+        # how large the arrays were and why: the cache rule, the memory budget, whether the cap bit
+        "sizing": {r: plans[i].document() for i, r in enumerate(ROLES)},
         "energy": ("not measured: no energy meter was found (e_f, e_b, p_s and idle power are null); "
                    + "; ".join(n for d in descs for n in d["notes"]) if not metered else
                    f"fitted from the intensity sweep's {source} readings (Choi et al.): E = e_f N_f + e_b N_b "
@@ -235,7 +293,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmup: int, reps: int,
-                     factor: float) -> dict[str, Any] | None:
+                     factor: float, flush_bytes: int, say: Progress) -> dict[str, Any] | None:
     """The FDM kernels' calibration (:mod:`sims.bench.fdm_calib`) for the study's FDM backend and orders.
 
     Alone on the first processor driving that backend (the host for a CPU backend no processor drives), then,
@@ -257,15 +315,28 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
         m = measure(comm, work if work is not None else (lambda: None), lambda: None, warmup, reps, factor)
         return [r.own_s for r in m.repetitions] if work is not None else None
 
-    def say(what: str) -> Any:
-        def progress(step: str) -> None:
-            if rank == alone_rank:
-                print(f"[hetval characterize] {spec['platform']}: FDM kernels ({backend}, {what}): {step}", flush=True)
-        return progress
+    points = len(orders) * len(blocks)
 
-    modes = {"alone": fdm_calib.measure(rank == alone_rank, backend, orders, blocks, widths, seconds, say("alone"))}
+    def progress(what: str) -> Any:
+        done = [0]
+
+        def step(text: str) -> None:
+            done[0] += 1
+            say(f"step 6 of 7: FDM kernels ({backend}, {what}): {text} done ({done[0]} of {points})", rank=alone_rank)
+        return step
+
+    if backend == "numba":
+        say(f"step 6 of 7: compiling the FDM kernels (orders {', '.join(map(str, orders))}), one half-step per rank",
+            rank=alone_rank)
+        fdm_calib.precompile(rank, comm.Get_size(), backend, orders, blocks, widths)
+        comm.Barrier()
+    say(f"step 6 of 7: FDM kernels ({backend}): {points} blocks x {len(widths)} widths, alone"
+        + (" then shared" if backend != "cupy" else ""), rank=alone_rank)
+    modes = {"alone": fdm_calib.measure(rank == alone_rank, backend, orders, blocks, widths, seconds, progress("alone"),
+                                        flush_bytes)}
     if backend != "cupy":
-        modes["shared"] = fdm_calib.measure(True, backend, orders, blocks, widths, seconds, say("shared"))
+        modes["shared"] = fdm_calib.measure(True, backend, orders, blocks, widths, seconds, progress("shared"),
+                                            flush_bytes)
     gathered = comm.gather(modes, root=0)
     if rank != 0:
         return None
@@ -287,9 +358,6 @@ def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[
 
     period = comm.allreduce(meters.update_period_s, op=mpi_op("MAX"))
     window = max(1.0, meters.settings.min_periods * period)
-    if comm.Get_rank() == 0:
-        print(f"[hetval characterize] {spec['platform']}: idle power over {window:.3g} s"
-              + ("" if metered else " (no meter: only its wall-clock windows are kept)"), flush=True)
     samples: list[dict[str, Any]] = []
     walls: list[list[float]] = []
     for _ in range(3):
@@ -328,13 +396,14 @@ def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
     }
 
 
-def _roofline_fit(times: dict[int, list[float]], n: int) -> dict[str, Any]:
-    """The intensity sweep's samples and the roofline fitted to them (t_f, t_b with R², residuals)."""
+def _roofline_fit(times: dict[int, list[float]], n: dict[int, int]) -> dict[str, Any]:
+    """The intensity sweep's samples (``n[k]`` elements at point ``k``) and the roofline fitted to them (t_f, t_b
+    with R², residuals)."""
     from sims.bench import sweep
 
     ks = sorted(times)
-    flops = [sweep.counts(n, k)[0] for k in ks]
-    nbytes = [sweep.counts(n, k)[1] for k in ks]
+    flops = [sweep.counts(n[k], k)[0] for k in ks]
+    nbytes = [sweep.counts(n[k], k)[1] for k in ks]
     med = [statistics.median(times[k]) for k in ks]
     f = sweep.fit_roofline(flops, nbytes, med)
     return {
@@ -344,8 +413,9 @@ def _roofline_fit(times: dict[int, list[float]], n: int) -> dict[str, Any]:
         "r2": f["r2"],
         "poor_fit": bool(f["poor_fit"]),
         "method": (f"least squares T = max(N_f t_f, N_b t_b) over a float32 stream with k FMAs per element "
-                   f"(8 B, 2k flops), k = {ks[0]}..{ks[-1]}, {n} elements; R² of log T"),
-        "samples": [{"k": k, "intensity": 2 * k / sweep.BYTES_PER_ELEMENT, "flops": fl, "bytes": b,
+                   f"(8 B, 2k flops), k = {ks[0]}..{ks[-1]}, up to {max(n.values())} elements (fewer at a point "
+                   f"compute-bound by {sweep.COMPUTE_MARGIN:g}x at the processor's t_f, t_b); R² of log T"),
+        "samples": [{"k": k, "intensity": 2 * k / sweep.BYTES_PER_ELEMENT, "elements": n[k], "flops": fl, "bytes": b,
                      "time_median_s": t, "times_s": times[k], "relative_residual": res}
                     for k, fl, b, t, res in zip(ks, flops, nbytes, med, f["relative_residuals"], strict=True)],
     }

@@ -26,11 +26,12 @@ def idle_summary(samples: list[dict[str, float | None]], method: str) -> dict[st
             "obtained": "measured", "samples_w": [s["energy_j"] for s in samples], "method": method}
 
 
-def energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n: int, source: str) -> dict[str, Any] | None:
+def energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n: int | dict[int, int],
+               source: str) -> dict[str, Any] | None:
     """Choi et al.'s regression of the sweep's measured energy on flops, bytes and time.
 
     ``times`` are, per sweep point ``k``, the durations the energy readings cover, per execution: the
-    metered wall-clock window divided by the executions in it. Static power is drawn for the whole
+    metered wall-clock window divided by the executions in it; ``n`` the elements of every point, or of each. Static power is drawn for the whole
     window (barriers included), so this - not the processor's busy time - is the ``T`` of
     ``E = e_f N_f + e_b N_b + p_s T``; regressing on the busy time biases ``p_s`` upward.
     """
@@ -38,7 +39,7 @@ def energy_fit(times: dict[int, list[float]], joules: dict[int, list[float]], n:
     for k, ts in sorted(times.items()):
         for t, e in zip(ts, joules.get(k, []), strict=False):
             if e is not None:
-                f, b = sweep.counts(n, k)
+                f, b = sweep.counts(n[k] if isinstance(n, dict) else n, k)
                 F.append(f)
                 B.append(b)
                 T.append(t)

@@ -50,14 +50,39 @@ def run_doc(shape: Sequence[int], order: int, width: int, backend: str) -> dict[
             "boundary": {"kind": "cpml", "width": int(width)} if width else {"kind": "none"}}
 
 
+def precompile(index: int, count: int, backend: str, orders: Sequence[int], blocks: Sequence[Sequence[int]],
+               widths: Sequence[int]) -> None:
+    """Compile the Numba kernels the calibration will run, the half-steps split over ``count`` processes.
+
+    The C-PML kernels of one order take about half a minute to compile, one half-step's copies no longer than
+    the other's; compiled in two ranks at once, each into Numba's on-disk cache, every rank then loads the other's
+    from the cache at first call. Process ``index`` compiles the half-steps ``HALF_STEPS[index::count]`` of a
+    block with every kind of box (interior, x, y, x and y layers). Nothing here is timed.
+    """
+    if backend != "numba":
+        return
+    from mpi4py import MPI
+
+    from sims.fdm.solver import Simulation
+    from sims.fdm.spec import parse
+
+    width = max(widths)
+    for order in orders:
+        for phase in HALF_STEPS[index::count]:
+            sim = Simulation(parse(run_doc(blocks[0], order, width, backend)), MPI.COMM_SELF)
+            sim._half_step(phase)
+            del sim
+
+
 def measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[Sequence[int]],
             widths: Sequence[int], timed: Callable[[Callable[[], None] | None], list[float] | None],
-            progress: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+            progress: Callable[[str], None] | None = None, flush_bytes: int | None = None) -> dict[str, Any] | None:
     """Half-step and marshaling samples of ``backend`` on this rank when ``active``.
 
     ``timed(work)`` is called the same number of times on every rank (``work`` None on an idle rank) and
     returns the seconds of each timed repetition of ``work`` (None when idle). Returns the samples on an
-    active rank, None elsewhere.
+    active rank, None elsewhere. ``flush_bytes`` sizes the marshaling's cold-cache buffer (default 2 x LLC;
+    characterisation caps it by its memory budget).
     """
     from mpi4py import MPI
 
@@ -84,7 +109,7 @@ def measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[
                         half.append({"order": int(order), "phase": phase, "shape": [int(n) for n in shape],
                                      "width": int(width), **feats, "times_s": times})
                 if width == 0:
-                    marshal += _marshal_samples(sim, backend, order, shape, timed, Halo)
+                    marshal += _marshal_samples(sim, backend, order, shape, timed, Halo, flush_bytes)
                 del sim
             if progress:
                 progress(f"order {order} block {list(shape)}")
@@ -92,7 +117,7 @@ def measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[
 
 
 def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], timed: Callable,
-                     Halo: Any) -> list[dict[str, Any]]:
+                     Halo: Any, flush_bytes: int | None = None) -> list[dict[str, Any]]:
     """Pack and unpack of one ghost face per orientation with every implementation the backend uses (the same
     calls on every rank; ``sim`` is None on an idle one).
 
@@ -107,7 +132,7 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
     if sim is not None:
         from sims.bench.kernels import llc_bytes
 
-        flush = np.zeros(2 * llc_bytes() // 4, dtype=np.float32)
+        flush = np.zeros((flush_bytes if flush_bytes is not None else 2 * llc_bytes()) // 4, dtype=np.float32)
     for axis in range(3):
         elements = cost.face_elements(shape, axis, width)
         for impl in impls:

@@ -6,7 +6,8 @@ by the time.
 
 * Triad ``a = b + s*c`` in float32, STREAM counting: 12 bytes per element
   (read b, read c, write a; write-allocate traffic not counted). Arrays are sized
-  to ``factor`` x the last-level cache over the three arrays (:func:`triad_elements`).
+  to ``factor`` x the last-level cache over the three arrays, capped by a memory budget
+  (:mod:`sims.bench.plan`).
   numba: one fused loop. numpy: two in-place ufunc passes (``a = s*c`` then
   ``a += b``) without temporaries -- NumPy therefore moves about twice the bytes
   it is credited with (c->a, then a,b->a), so its triad rate is a lower bound of
@@ -24,18 +25,15 @@ by the time.
 
 from __future__ import annotations
 
-import glob
-import os
-import re
 from typing import Any
 
 import numpy as np
 
 from sims.backends.jit import jit
+from sims.bench.plan import llc_detected
 
 TRIAD_BYTES_PER_ELEMENT = 12
 TRIAD_SCALAR = 3.0
-DEFAULT_LLC_BYTES = 32 * 2**20
 
 #: numba FMA kernel: accumulator count (compile-time constant, 16 AVX2 vectors)
 #: and steps per call (~0.07-0.15 s on a 2 GHz AVX2/AVX-512 core).
@@ -52,46 +50,14 @@ FMA_CUPY_STEPS = 1024
 
 # --------------------------------------------------------------------------- cache size
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
-
-
-def _parse_size(text: str) -> int | None:
-    m = _SIZE_RE.match(text)
-    if not m:
-        return None
-    return int(m.group(1)) * _UNITS[m.group(2).upper()]
-
-
 def llc_bytes(cache_dir: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """Size in bytes of the last-level (highest-level data/unified) cache of cpu0.
-
-    Read from ``<cache_dir>/index*/{level,type,size}``; falls back to 32 MiB
-    when nothing readable is there.
-    """
-    best: tuple[int, int] | None = None  # (level, size)
-    for idx in sorted(glob.glob(os.path.join(cache_dir, "index*"))):
-        try:
-            with open(os.path.join(idx, "size")) as f:
-                size = _parse_size(f.read())
-            with open(os.path.join(idx, "level")) as f:
-                level = int(f.read().strip())
-            ctype = ""
-            tpath = os.path.join(idx, "type")
-            if os.path.exists(tpath):
-                with open(tpath) as f:
-                    ctype = f.read().strip()
-        except (OSError, ValueError):
-            continue
-        if size is None or size <= 0 or ctype.lower() == "instruction":
-            continue
-        if best is None or (level, size) > best:
-            best = (level, size)
-    return best[1] if best is not None else DEFAULT_LLC_BYTES
+    """Size in bytes of the last-level cache of cpu0 (:func:`sims.bench.plan.llc_detected`)."""
+    return llc_detected(cache_dir)[0]
 
 
 def triad_elements(factor: float = 8, llc: int | None = None) -> int:
-    """Elements per triad array so the three float32 arrays span ``factor`` x LLC.
+    """Elements per triad array so the three float32 arrays span ``factor`` x LLC, by the cache rule alone
+    (characterisation also caps it by a memory budget: :mod:`sims.bench.plan`).
 
     Rounded down to a multiple of 1024 (at least 1024).
     """

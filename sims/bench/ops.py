@@ -66,13 +66,21 @@ def setup(dtype: str, table_elements: int, seed: int) -> dict[str, Any]:
     dt = np.dtype(dtype)
     return {
         "buf": rng.uniform(0.5, 1.5, BLOCK).astype(dt),
-        "table": rng.uniform(-1e-3, 1e-3, int(table_elements)).astype(dt),
+        "table": _table(rng, int(table_elements), dt),
         "idx": rng.integers(0, int(table_elements), BLOCK * max(N_OPS)).astype(np.int64),
         # add: tiny step; mul: 1 + tiny; fma: contraction to a fixed point; divide: v -> d / v oscillates, bounded
         "c": {"add": 1e-7, "mul": 1.0 + 1e-7, "fma": 0.97, "divide": 1.0, "random": 0.0},
         "d": {"add": 0.0, "mul": 0.0, "fma": 0.03, "divide": 1.1, "random": 0.0},
         "dtype": dt,
     }
+
+
+def _table(rng: np.random.Generator, n: int, dt: np.dtype) -> np.ndarray:
+    """``n`` values uniform in [-1e-3, 1e-3) drawn directly in ``dt``: no float64 temporary beside the table."""
+    table = rng.random(n, dtype=dt)
+    table *= dt.type(2e-3)
+    table -= dt.type(1e-3)
+    return table
 
 
 def run(state: dict[str, Any], op: str, n_ops: int, backend: str = "numba") -> int:

@@ -3,8 +3,9 @@
 Per element the kernel reads one float32, applies ``k`` FMAs ``v = v * x + y``
 and writes the result: ``2 k`` flops and 8 bytes (STREAM counting, no
 write-allocate), intensity ``k / 4`` flop/byte. The input is processed in
-L1-sized blocks so the FMAs never add memory traffic; the arrays span at least
-twice the last-level cache. Sweeping ``k`` over :data:`KS` covers intensities
+L1-sized blocks so the FMAs never add memory traffic; the arrays have the triad's
+length (the cache rule capped by the memory budget, :mod:`sims.bench.plan`), and a point that is
+compute-bound for certain runs over fewer of them (:func:`point_elements`). Sweeping ``k`` over :data:`KS` covers intensities
 from 0.25 to 64 flop/byte (2.4 decades), through the machine's balance point.
 
 :func:`fit_roofline` fits ``T = max(N_f t_f, N_b t_b)`` (Williams et al.'s
@@ -80,9 +81,31 @@ def counts(n: int, k: int) -> tuple[int, int]:
     return 2 * k * n, BYTES_PER_ELEMENT * n
 
 
-def run(backend: Any, state: dict[str, Any], k: int) -> None:
-    """One pass of the sweep kernel with ``k`` FMAs per element."""
-    a, out, x, y = state["a"], state["out"], state["x"], state["y"]
+#: a point the processor's own t_f and t_b put this many times above the ridge is compute-bound for certain
+COMPUTE_MARGIN = 4.0
+#: a shortened point still runs at least this long (s), and at least as long as a pass of the whole array
+MIN_POINT_S = 0.1
+
+
+def point_elements(n: int, k: int, t_f: float, t_b: float) -> int:
+    """Elements of sweep point ``k``: all ``n`` unless the point is compute-bound by :data:`COMPUTE_MARGIN`
+    at the processor's measured ``t_f`` (s/flop) and ``t_b`` (s/byte); then only as many as keep it running
+    for :data:`MIN_POINT_S` or a memory-bound pass's time. A compute-bound point's time does not depend on
+    where its data lives, and its cost would otherwise grow with ``k x n`` - minutes per point on a machine
+    whose large cache made ``n`` large.
+    """
+    flop_s, byte_s = 2 * k * t_f, BYTES_PER_ELEMENT * t_b  # per element
+    if not (flop_s > 0 and byte_s > 0) or flop_s < COMPUTE_MARGIN * byte_s:
+        return int(n)
+    target = max(MIN_POINT_S, n * byte_s)
+    m = int(target / flop_s) // BLOCK * BLOCK
+    return int(min(n, max(64 * BLOCK, m)))
+
+
+def run(backend: Any, state: dict[str, Any], k: int, n: int | None = None) -> None:
+    """One pass of the sweep kernel with ``k`` FMAs per element over the first ``n`` elements (all by default)."""
+    m = state["n"] if n is None else int(n)
+    a, out, x, y = state["a"][:m], state["out"][:m], state["x"], state["y"]
     if backend.name == "numba":
         _sweep_nb(a, out, x, y, int(k), BLOCK)
         return
@@ -96,15 +119,14 @@ def run(backend: Any, state: dict[str, Any], k: int) -> None:
     # NumPy: block by block, k multiply+add ufunc passes on an in-cache block
     block = 65536
     buf = xp.empty(block, dtype=np.float32)
-    n = state["n"]
-    for s in range(0, n, block):
-        m = min(block, n - s)
-        b = buf[:m]
-        b[...] = a[s:s + m]
+    for s in range(0, m, block):
+        w = min(block, m - s)
+        b = buf[:w]
+        b[...] = a[s:s + w]
         for _ in range(k):
             xp.multiply(b, x, out=b)
             xp.add(b, y, out=b)
-        out[s:s + m] = b
+        out[s:s + w] = b
 
 
 def fit_roofline(flops, nbytes, times) -> dict[str, Any]:

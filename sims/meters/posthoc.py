@@ -131,14 +131,15 @@ def attach_trace_to_platform(platform_file: str | Path, trace: str | Path, chann
                               for k in ("energy_j", "energy_host_j", "energy_accel_j")})
     idle = idle_summary(idle_rows, f"trace {trace} integrated over characterisation's idle windows, median") \
         if idle_rows else None
-    n = int(windows["elements"])
     out_procs: dict[str, Any] = {}
     for role, samples in (windows.get("sweep") or {}).items():
         times: dict[int, list[float]] = {}
         joules: dict[int, list[float | None]] = {}
+        n: dict[int, int] = {}
         for s in samples:
             row = window_row(float(s["window"][0]), float(s["window"][1]), int(s["inner"]))
             # the energy fit's time base is what the reading covers: the window per execution
+            n[int(s["k"])] = int(s.get("elements") or windows["elements"])  # per point since the sweep shortens some
             times.setdefault(int(s["k"]), []).append((float(s["window"][1]) - float(s["window"][0])) / int(s["inner"]))
             joules.setdefault(int(s["k"]), []).append(None if row is None else share_or_total(row, role))
         out_procs[role] = energy_parameters(energy_fit(times, joules, n, "trace"))

@@ -14,10 +14,12 @@ from analysis.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
     config_hash,
+    node_memory_mb,
     platform_layouts,
     study_matrix,
     validate_config,
 )
+from analysis.estimates import characterize_layout, inter_node_layout, light_mb, validate_workers  # noqa: E402
 from analysis.registry import RegistryError, case, enabled_cases  # noqa: E402
 from analysis.dataset import Matrix  # noqa: E402
 from analysis.heal import at_start as heal_at_start  # noqa: E402
@@ -107,7 +109,7 @@ def _run_resource(name):
 def _characterize_resource(name):
     def resource(wildcards):
         platform = platform_layouts(config).get(wildcards.platform)
-        return job_resources(case_layout_of_platform(wildcards.platform), platform, LAUNCHER, PROFILE_DEFAULTS)[name]
+        return job_resources(get_characterize_layout(wildcards.platform), platform, LAUNCHER, PROFILE_DEFAULTS)[name]
 
     return resource
 
@@ -117,29 +119,23 @@ RUN_RESOURCES = {k: _run_resource(k) for k in JOB_RESOURCE_KEYS}
 CHARACTERIZE_RESOURCES = {k: _characterize_resource(k) for k in JOB_RESOURCE_KEYS}
 
 
-def case_layout_of_platform(platform):
-    from analysis.cluster import Layout
+# The memory of one node of each platform, and of the machine Snakemake runs on (its cgroup's limit where smaller)
+NODE_MB = {p: node_memory_mb(config, p)[0] for p in PLATFORMS}
 
-    procs = platform_layouts(config).get(platform, {})
-    gpus = sum(1 for role in ("host", "accel") if (procs.get(role) or {}).get("backend") == "cupy")
-    # the triad arrays span llc_factor x the last-level cache: a few hundred MB at most
-    return Layout(ranks=2, gpus_per_node=gpus, data_bytes_per_rank=512 * 2**20)
+
+def get_characterize_layout(platform):
+    """Two ranks, each holding the largest phase of its arrays: the cache rule capped by the node's budget."""
+    return characterize_layout(config, platform, NODE_MB.get(platform))
 
 
 def get_characterize_launch(wildcards):
-    return launch_prefix(LAUNCHER, case_layout_of_platform(wildcards.platform))
-
-
-def inter_node_layout(platform):
-    from analysis.cluster import Layout
-
-    return Layout(ranks=2, nodes=2, data_bytes_per_rank=64 * 2**20)  # one rank per node, 4 MiB messages
+    return launch_prefix(LAUNCHER, get_characterize_layout(wildcards.platform))
 
 
 def _inter_node_resource(name):
     def resource(wildcards):
         platform = platform_layouts(config).get(wildcards.platform)
-        return job_resources(inter_node_layout(wildcards.platform), platform, LAUNCHER, PROFILE_DEFAULTS)[name]
+        return job_resources(inter_node_layout(), platform, LAUNCHER, PROFILE_DEFAULTS)[name]
 
     return resource
 
@@ -148,7 +144,11 @@ INTER_NODE_RESOURCES = {k: _inter_node_resource(k) for k in JOB_RESOURCE_KEYS}
 
 
 def get_inter_node_launch(wildcards):
-    return launch_prefix(LAUNCHER, inter_node_layout(wildcards.platform))
+    return launch_prefix(LAUNCHER, inter_node_layout())
+
+
+# The jobs that run where Snakemake runs: their memory estimates (MB), by the runs they hold
+LIGHT_MB = {job: light_mb(job, len(RUNS), validate_workers(config)) for job in ("ingest", "gather", "validate", "report")}
 
 
 def get_inter_node_files(wildcards):

@@ -25,6 +25,8 @@ rule gather_runs:
         "logs/{study}/gather.log",
     params:
         attempts=config["runs"]["max_attempts"],
+    resources:
+        mem_mb=LIGHT_MB["gather"],
     shell:
         "hetval gather --runs results/runs --quarantine results/quarantine --retry results/retry"
         " --matrix {input.matrix:q} --max-attempts {params.attempts}"

@@ -19,6 +19,8 @@ rule report_validation:
         ),
     log:
         f"logs/{STUDY}/report.log",
+    resources:
+        mem_mb=LIGHT_MB["report"],
     params:
         title=config["report"]["title"],
         cases=" ".join(CASES),

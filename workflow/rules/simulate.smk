@@ -37,6 +37,8 @@ rule ingest_run:
     wildcard_constraints:
         run_id=LIGHT_RUNS_PATTERN,
     threads: 1
+    resources:
+        mem_mb=LIGHT_MB["ingest"],
     shell:
         "{params.command} 2>&1 | tee {log:q}"
 

@@ -28,6 +28,8 @@ rule validate_models:
         # where the Dask graph runs: a scheduler address, a SLURMCluster or a local cluster (config validate)
         dask=get_dask_options,
     threads: 2
+    resources:
+        mem_mb=LIGHT_MB["validate"],
     shell:
         "hetval validate --runs results/runs --study {params.study:q} --platform-file {input.platforms:q}"
         " --out {params.out:q} --scheduler={params.scheduler:q} {params.dask}"

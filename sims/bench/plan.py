@@ -1,0 +1,154 @@
+"""How large characterisation's arrays are: the cache rule, capped by a memory budget.
+
+STREAM's rule is that each array spans several times the last-level cache, so that the triad measures
+memory, not the cache. A machine's reported LLC ranges from a few MiB to hundreds (some virtual machines
+report the host's whole L3), and the rule alone then asks for more memory than a job may use. So the
+triad (and with it the intensity sweep and the random-access table, which share its length) is sized
+
+    n = min(llc_factor x LLC / 12 B,  memory_fraction x limit / ranks on the node / PEAK_BYTES_PER_ELEMENT)
+
+where ``limit`` is what the job may really use (:func:`sims.memory.memory_limit`: the machine, its memory
+cgroup, its rlimit, its SLURM allocation). Characterisation allocates one phase's arrays at a time, and its
+largest phase (the triad's three float32 arrays, or the float32 and float64 random-access tables) holds
+:data:`PEAK_BYTES_PER_ELEMENT` bytes per element. When the cap bites the platform file says so
+(``sizing``), with a flag when the triad's arrays fall below 4x the LLC (the triad then partly measures the
+cache). The same function gives the workflow its memory estimate of the job (:func:`estimate_bytes`).
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sims.memory import MemoryLimit
+
+#: bytes per triad element of the largest phase held at once (three float32 arrays; or float32 + float64 tables)
+PEAK_BYTES_PER_ELEMENT = 12
+#: the triad's counted bytes per element (STREAM: read b, read c, write a)
+TRIAD_BYTES = 12
+#: STREAM's own rule: each array at least this many times the last-level cache
+STREAM_RULE = 4
+#: the smallest triad (elements): a few MiB, still far above the sweep's and the ops' in-cache blocks
+MIN_ELEMENTS = 2**20
+#: default share of the job's memory that characterisation's arrays may take (``characterize.memory_fraction``)
+FRACTION = 0.5
+#: the FDM calibration's cold-cache buffer wants 2 x LLC bytes; it is capped by the same budget
+FLUSH_LLC_FACTOR = 2
+
+
+#: the LLC assumed where the machine does not report one
+DEFAULT_LLC_BYTES = 32 * 2**20
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def _parse_size(text: str) -> int | None:
+    m = _SIZE_RE.match(text)
+    if not m:
+        return None
+    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+
+
+def llc_detected(cache_dir: str = "/sys/devices/system/cpu/cpu0/cache") -> tuple[int, str]:
+    """Size in bytes of the last-level (highest-level data/unified) cache of cpu0, and where it comes from.
+
+    Read from ``<cache_dir>/index*/{level,type,size}``; falls back to :data:`DEFAULT_LLC_BYTES` when nothing
+    readable is there (the source then says so).
+    """
+    best: tuple[int, int] | None = None  # (level, size)
+    for idx in sorted(glob.glob(os.path.join(cache_dir, "index*"))):
+        try:
+            with open(os.path.join(idx, "size")) as f:
+                size = _parse_size(f.read())
+            with open(os.path.join(idx, "level")) as f:
+                level = int(f.read().strip())
+            ctype = ""
+            tpath = os.path.join(idx, "type")
+            if os.path.exists(tpath):
+                with open(tpath) as f:
+                    ctype = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        if size is None or size <= 0 or ctype.lower() == "instruction":
+            continue
+        if best is None or (level, size) > best:
+            best = (level, size)
+    if best is None:
+        return DEFAULT_LLC_BYTES, f"assumed: {cache_dir} does not say"
+    return best[1], f"detected: L{best[0]} of cpu0 ({cache_dir})"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The sizes characterisation uses on one rank, and why."""
+
+    llc_bytes: int
+    llc_source: str
+    llc_factor: float
+    memory_fraction: float
+    limit_bytes: int
+    limit_source: str
+    ranks_sharing: int
+    budget_bytes: int
+    wanted_elements: int
+    elements: int
+    flush_bytes: int
+
+    @property
+    def capped(self) -> bool:
+        """The memory budget, not the cache rule, set the triad's size."""
+        return self.elements < self.wanted_elements
+
+    @property
+    def below_stream_rule(self) -> bool:
+        """Each triad array is smaller than 4 x the LLC: the triad partly measures the cache."""
+        return 4 * self.elements < STREAM_RULE * self.llc_bytes
+
+    @property
+    def peak_bytes(self) -> int:
+        """The largest set of characterisation arrays one rank holds at once."""
+        return max(PEAK_BYTES_PER_ELEMENT * self.elements, self.flush_bytes)
+
+    def document(self) -> dict[str, Any]:
+        """The ``sizing`` entry of the platform file."""
+        return {
+            **asdict(self),
+            "capped": self.capped,
+            "below_stream_rule": self.below_stream_rule,
+            "triad_bytes_per_array": 4 * self.elements,
+            "wanted_bytes_per_array": 4 * self.wanted_elements,
+            "peak_bytes_per_rank": self.peak_bytes,
+            "rule": (f"triad arrays together span llc_factor ({self.llc_factor:g}) x LLC, each array >= "
+                     f"{STREAM_RULE} x LLC wanted; capped at memory_fraction ({self.memory_fraction:g}) x the job's "
+                     f"memory / {self.ranks_sharing} rank(s) on the node, {PEAK_BYTES_PER_ELEMENT} B per element "
+                     "held at once"),
+        }
+
+
+def plan(llc_bytes: int, llc_source: str, llc_factor: float, memory_fraction: float, limit: MemoryLimit,
+         ranks_sharing: int) -> Plan:
+    """The triad's length and the FDM calibration's flush buffer for one rank (see the module's docstring)."""
+    if not llc_factor > 0:
+        raise ValueError(f"llc_factor must be positive, got {llc_factor!r}")
+    if not 0 < memory_fraction <= 1:
+        raise ValueError(f"memory_fraction must be in (0, 1], got {memory_fraction!r}")
+    ranks = max(1, int(ranks_sharing))
+    budget = int(memory_fraction * limit.bytes / ranks)
+    wanted = _round(int(llc_factor * llc_bytes) // TRIAD_BYTES)
+    elements = max(MIN_ELEMENTS, min(wanted, _round(budget // PEAK_BYTES_PER_ELEMENT)))
+    flush = max(0, min(FLUSH_LLC_FACTOR * int(llc_bytes), budget)) // 4 * 4
+    return Plan(int(llc_bytes), llc_source, float(llc_factor), float(memory_fraction), int(limit.bytes), limit.source,
+                ranks, budget, wanted, elements, flush)
+
+
+def _round(n: int) -> int:
+    return max(1024, int(n) // 1024 * 1024)
+
+
+def estimate_bytes(p: Plan, ranks: int, base_bytes: int) -> int:
+    """Memory of a characterisation job of ``ranks`` ranks on one node: each rank's base and largest phase."""
+    return int(math.ceil(ranks * (base_bytes + p.peak_bytes)))
