@@ -324,12 +324,14 @@ def local_memory_mb() -> tuple[float, str]:
 
 
 def check_memory(config: Mapping[str, Any], runs: list[dict[str, Any]]) -> None:
-    """Refuse, before anything runs, a run whose memory estimate per node (its case's :meth:`layout`: data
-    per rank, ranks per node and slack - what its batch job asks for) exceeds its platform's node
-    (:func:`node_memory_mb`), naming the case key, the run and both figures."""
+    """Refuse, before anything runs, a job whose memory estimate per node exceeds its node
+    (:func:`node_memory_mb`), naming the key, the job and both figures: each platform's characterisation and
+    the light jobs first (:func:`_check_jobs`), then every run (its case's :meth:`layout`: data per rank, ranks
+    per node and slack - what its batch job asks for)."""
     from analysis.registry import case as case_of
 
     limits: dict[str, tuple[float | None, str]] = {}
+    _check_jobs(config, runs, limits)  # characterisation first: it runs first
     for spec in runs:
         kase = case_of(spec["case"])
         platform = spec.get("platform")
@@ -351,7 +353,6 @@ def check_memory(config: Mapping[str, Any], runs: list[dict[str, Any]]) -> None:
                 f"({layout.ranks_per_node} rank(s) of {layout.data_bytes_per_rank / 2**30:.2f} GiB data each, with "
                 f"slack), more than the {limit / 1024:.1f} GiB of {where} (allowed: runs that fit; give "
                 "platforms[].memory_gb if its nodes have more)")
-    _check_jobs(config, runs, limits)
 
 
 #: the config key that sizes each kind of job, named when it cannot fit

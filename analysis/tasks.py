@@ -55,19 +55,25 @@ class WorkersLost(RuntimeError):
     """The validation's Dask cluster has had no worker for longer than the connect timeout (one line)."""
 
 
-def gather_watched(client: Any, futures: list[Any], patience: float, poll: float = 2.0) -> list[Any]:
+def gather_watched(client: Any, futures: list[Any], patience: float, poll: float = 2.0,
+                   progress: Any = None, every: float = 10.0) -> list[Any]:
     """``client.gather(futures)``, failing with :class:`WorkersLost` when the cluster has had no worker for
     ``patience`` seconds (the results would never come) - a worker that dies is otherwise replaced or its
-    tasks rerun elsewhere, which a plain gather waits for."""
+    tasks rerun elsewhere, which a plain gather waits for. ``progress(done, total)`` is called every
+    ``every`` seconds while tasks remain."""
     from distributed import wait
 
     alone_since = None
+    said = time.monotonic()
     while True:
         try:
             wait(futures, timeout=poll)
             return client.gather(futures)
         except TimeoutError:
             pass
+        if progress is not None and time.monotonic() - said >= every:
+            said = time.monotonic()
+            progress(sum(1 for f in futures if f.done()), len(futures))
         if client.scheduler_info().get("workers"):
             alone_since = None
         elif alone_since is None:

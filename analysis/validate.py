@@ -338,7 +338,15 @@ def validate(
             futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), frame, keys, pure=False,
                                            key=f"validate-{name}-{f[0]}-{Path(f[2]).stem}") for f in mine]
         started = time.perf_counter()
-        done = {name: _combine(gather_watched(client, futs, where.connect_timeout), empty[name])
+
+        def progress(name: str) -> Any:
+            def say(finished: int, total: int) -> None:
+                log(f"[hetval validate] {name}: {finished} of {total} data file(s) read, reduced and predicted, "
+                    f"{time.perf_counter() - started:.0f} s elapsed; scoring comes next")
+            return say
+
+        done = {name: _combine(gather_watched(client, futs, where.connect_timeout, progress=progress(name)),
+                               empty[name])
                 for name, futs in futures.items()}
         log(f"[hetval validate] read, reduced and predicted {sum(d['records'] for d in done.values())} records "
             f"in {time.perf_counter() - started:.1f} s; scoring the cases")
@@ -347,7 +355,9 @@ def validate(
         context = Context(platforms, uncertainty=settings)
         tables: dict[str, list[pd.DataFrame]] = {}
         counts: dict[str, int] = {}
-        for name, case in registered.items():
+        for i, (name, case) in enumerate(registered.items()):
+            log(f"[hetval validate] scoring case {i + 1} of {len(registered)} ({name}), "
+                f"{time.perf_counter() - started:.1f} s into scoring")
             result = done[name]
             joined = result["frame"]
             if joined is not None:

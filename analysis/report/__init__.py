@@ -15,6 +15,8 @@ import argparse
 import datetime as _dt
 import importlib
 import os
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -108,7 +110,13 @@ def build_report(
     figures.mkdir(parents=True, exist_ok=True)
     plats = Path(platforms_dir) if isinstance(platforms_dir, str | os.PathLike) else [Path(p) for p in platforms_dir]
     inputs: Inputs = load_inputs(Path(validation_dir), plats, Path(quarantine_dir))
-    outputs = [s.build(inputs, figures) for s in page_sections(cases)]
+    sections = page_sections(cases)
+    started = time.perf_counter()
+    outputs = []
+    for i, s in enumerate(sections):
+        print(f"[hetval report] section {i + 1} of {len(sections)} ({s.title or type(s).__name__}), {time.perf_counter() - started:.1f} s "
+              "elapsed", file=sys.stderr, flush=True)
+        outputs.append(s.build(inputs, figures))
     notes = [n for o in outputs for n in o.notes]
     index = out / "index.html"
     lines = [title, "=" * len(title)]

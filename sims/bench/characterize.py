@@ -61,7 +61,7 @@ def sizing(comm: Any, spec: dict[str, Any]) -> Any:
         llc, source = int(float(spec["llc_mib"]) * 2**20), "override: characterize.llc_mib"
     else:
         llc, source = plan.llc_detected()
-    return plan.plan(llc, source, float(spec.get("llc_factor", 8)), float(spec.get("memory_fraction", plan.FRACTION)),
+    return plan.plan(llc, source, float(spec.get("llc_factor", 12)), float(spec.get("memory_fraction", plan.FRACTION)),
                      memory_limit(), sharing)
 
 

@@ -106,7 +106,7 @@ class Plan:
     @property
     def below_stream_rule(self) -> bool:
         """Each triad array is smaller than 4 x the LLC: the triad partly measures the cache."""
-        return 4 * self.elements < STREAM_RULE * self.llc_bytes
+        return 4 * self.elements < STREAM_RULE * self.llc_bytes - 4 * 1024  # rounding to 1024 elements
 
     @property
     def peak_bytes(self) -> int:

@@ -217,6 +217,10 @@ FDM_SCALE = "    scales: [{ranks: 1, shape: [24, 24, 24]}]\n"
     ("cases:\n  fdm:\n    position_fraction: [0.02, 0.5, 0.5]\n" + FDM_SCALE, ["source.position", "absorbing layer"]),
     ("cases:\n  fdm:\n    receivers_fraction: [[0.5, 0.5, 0.99]]\n" + FDM_SCALE, ["receivers[0]", "absorbing layer"]),
     ("cases:\n  fdm:\n    scales: [{ranks: 1, shape: [3000, 3000, 3000]}]\n", ["GiB per node"]),
+    # a node too small for the characterisation itself: the job, its estimate and the node's memory are named
+    ("platforms: [{name: small, host: {backend: numpy, cores: [0]}, accel: {backend: numba, cores: [1]}, "
+     "memory_gb: 1.2}]\ncases: {sa: {sizes: [1024]}}",
+     ["characterize.memory_fraction", "job characterize_platform small", "memory estimate", "1.2 GiB"]),
 ])
 def test_check_config_refuses_in_one_line(tmp_path, body, needles):
     (tmp_path / "bad.yaml").write_text("study: hostile\n" + body + "\n")

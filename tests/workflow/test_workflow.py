@@ -97,9 +97,17 @@ def test_bad_config_stops_before_anything_runs(env, tmp_path):
 
 @pytest.mark.slow
 def test_tiny_study_end_to_end(env, tmp_path):
+    from benchmarks.bench_memory import probe
+
     tiny = ["-c2", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml")]
-    first = snakemake(tiny, env, tmp_path)
+    first, jobs = probe(tiny, tmp_path, env=env, timeout=600)  # each job's process tree polled every 20 ms
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    # every job's memory estimate (the mem_mb it declares) covers the peak its whole process tree reached
+    jobs = [j for j in jobs if j["rule"]]
+    assert {j["rule"] for j in jobs} >= {"characterize_platform", "simulate_run", "ingest_run", "gather_runs",
+                                         "validate_models", "report_validation"}
+    over = [j for j in jobs if j["estimate_mb"] is None or j["peak_mb"] > j["estimate_mb"]]
+    assert not over, over
     assert "[hetval run] tiny sa p-DP on cpu-pair-numpy-numba: ok" in first.stdout
     assert "[hetval run] tiny la CP on cpu-pair-numpy-numba: ok" in first.stdout
     assert "[hetval run] tiny peach DP(0.5) on cpu-pair-numpy-numba: ok" in first.stdout

@@ -15,12 +15,17 @@ rule simulate_run:
         "logs/{study}/simulate/{run_id}.log",
     params:
         command=get_run_command,
+        spec=get_run_json,
+        ranks=get_run_ranks,
+        node_mb=get_run_node_mb,
     # one thread per rank, at least 2 for an MPI job: a multi-rank job never shares the cores with another
     threads: get_run_threads
     resources:
         **RUN_RESOURCES,
+    # the guard keeps a record of a run killed before it could write one (out of memory: says so in one line)
     shell:
-        "{params.command} 2>&1 | tee {log:q}"
+        "python -m sims.guard --record {output.record:q} --spec {params.spec:q} --ranks {params.ranks}"
+        " --estimate-mb {resources.mem_mb} --node-mb {params.node_mb} -- {params.command:q} 2>&1 | tee {log:q}"
 
 
 # Runs that measure nothing (published measurements ingested from the papers' tables) run where
