@@ -6,8 +6,10 @@ validation), and pairs each job with the ``mem_mb`` it declared (the workflow's 
 Snakemake's log). Prints one row per rule (jobs, the largest peak, the smallest estimate / peak ratio)
 and exits 1 when any job's peak exceeds its estimate. ::
 
-    python benchmarks/bench_memory.py                                   # the default study
-    python benchmarks/bench_memory.py --configfile config/studies/tiny.yaml
+    python benchmarks/bench_memory.py [--write]                          # the default study
+    python benchmarks/bench_memory.py --configfile config/studies/tiny.yaml [--write]
+
+``--write`` replaces its section of ``docs/benchmarks.md`` with the table, the date and the machine.
 
 The tiny study's check also runs in the test suite (``tests/workflow/test_workflow.py``).
 """
@@ -91,14 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configfile", default=None, help="a study file (default: the default study)")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--write", action="store_true", help="also write the table into docs/benchmarks.md")
     args = parser.parse_args(argv)
+    study = Path(args.configfile).stem if args.configfile else "default"
     with tempfile.TemporaryDirectory(prefix="hetval-memory-") as tmp:
         extra = ["--configfile", str(Path(args.configfile).resolve())] if args.configfile else []
-        print(f"[bench_memory] running the study in {tmp} with the job probe (20 ms) ...", flush=True)
+        print(f"[bench_memory] running the {study} study in {tmp} with the job probe (20 ms) ...", flush=True)
         t0 = time.monotonic()
         done, rows = probe([f"-c{args.cores}", *extra], Path(tmp))
-        print(f"[bench_memory] snakemake exit {done.returncode} after {time.monotonic() - t0:.0f} s, "
-              f"{len(rows)} jobs probed")
+        wall = time.monotonic() - t0
+        print(f"[bench_memory] snakemake exit {done.returncode} after {wall:.0f} s, {len(rows)} jobs probed")
     if done.returncode != 0:
         print(done.stderr[-3000:], file=sys.stderr)
         return 1
@@ -110,14 +114,23 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         by_rule.setdefault(r["rule"], []).append(r)
     over = [r for r in rows if r["estimate_mb"] is None or r["peak_mb"] > r["estimate_mb"]]
-    print(f"{'rule':24} {'jobs':>5} {'largest peak MB':>16} {'its estimate MB':>16} {'min estimate/peak':>18}")
+    table = ["| rule | jobs | largest peak (MB) | its estimate (MB) | smallest estimate / peak |", "|---|---|---|---|---|"]
     for rule, rs in sorted(by_rule.items()):
         top = max(rs, key=lambda r: r["peak_mb"])
         ratio = min((r["estimate_mb"] or 0) / r["peak_mb"] for r in rs if r["peak_mb"] > 0)
-        print(f"{rule:24} {len(rs):5d} {top['peak_mb']:16.0f} {top['estimate_mb'] or 0:16d} {ratio:18.2f}")
+        table.append(f"| {rule} | {len(rs)} | {top['peak_mb']:.0f} | {top['estimate_mb'] or 0} | {ratio:.2f} |")
+    verdict = ("PASS: every job's peak is within its estimate" if not over else f"FAIL: {len(over)} job(s) over")
+    print("\n".join(table))
     for r in over:
         print(f"OVER: {r['rule']} {r['output']}: peak {r['peak_mb']:.0f} MB, estimate {r['estimate_mb']} MB")
-    print("PASS: every job's peak is within its estimate" if not over else f"FAIL: {len(over)} job(s) over")
+    print(verdict)
+    if args.write:
+        from benchmarks.record import write_section
+
+        write_section(f"bench_memory-{study}", f"Memory: every job's estimate against its peak ({study} study)",
+                      f"Peak = resident memory of the job's whole process tree, polled every 20 ms; estimate = the "
+                      f"`mem_mb` the job declares. The study took {wall:.0f} s under the probe.\n\n"
+                      + "\n".join(table) + f"\n\n{verdict}.")
     return 1 if over else 0
 
 

@@ -1,86 +1,23 @@
 """Numba kernels of the staggered-grid elastic update: bulk, C-PML boxes, halo packing.
 
 The arithmetic is that of :mod:`sims.fdm.kernels_xp` (the reference), operation
-for operation, so the two agree to the last bit; only the loop structure differs.
+for operation, so the two agree to the last bit; only the loop structure differs:
 
-Loop structure, and why (each measured on this machine; a bullet says on what):
+* flat arrays and unsigned indices (no wrap-around checks, no per-row views);
+* order 2 one loop per written array, order 4 the three velocities and the three
+  shear stresses each in one loop;
+* a box inside the x and/or y layer runs its own compiled copy whose row loops
+  also update those layers' memory variables (each read and written once);
+* the z layers in a pass over a plane's rows after its bulk rows, a rank's two
+  z layers as one segment per pair of rows (ghost cells with weight 0);
+* every kernel compiled ``noalias`` (no runtime overlap checks), once per space
+  order, and once more with a ``prange`` outer loop for ranks of several threads.
 
-* **Flat arrays, unsigned indices.** Every field is seen as one flat array and
-  a point's neighbours as ``q +- stride``, with ``q`` and the strides unsigned.
-  Numba then emits neither negative-index wrap-around (which keeps LLVM from
-  vectorising) nor per-row array views. An earlier version made one-row views
-  of every neighbour row (20 per row for order 4); each view costs a reference
-  count increment and decrement, and the views alone took more time than the
-  arithmetic (order-4 velocity 4.2 ns/point against 2.0 flat).
-* **Loops per written array.** Order 2 has one loop per written array (three
-  velocity loops; for the stresses one for the three normal stresses and one
-  per shear stress): the rows a loop reads stay in L1 for the next loop, so
-  every wavefield row still comes from memory once per half-step, and fused,
-  the order-2 loops ran 1.6x slower. Order 4 updates the three velocities in
-  one loop and the three shear stresses in one loop (measured, single rank,
-  160 x 80 x 160: velocity 2.46 -> 2.22 ns a point, stress 2.60 -> 2.46; all
-  six stresses in one loop ran 2.6x slower). Before the kernels were compiled
-  ``noalias``, a loop writing several arrays stayed scalar.
-* **x and y layers inside the bulk rows' loops.** A box inside the x and/or
-  y layer runs a compiled copy of its own (:func:`kernel`'s ``x``, ``y``)
-  whose row loops also update those layers' memory variables from the very
-  difference they take for the bulk term and add the correction after the
-  bulk term (the reference's order of operations, so the same bits): each
-  memory variable is read and written once, and no second pass reads the
-  fields again. Measured, 2 ranks, kernels only, 184^3 with a 12-cell C-PML,
-  the time a step above the bulk step, in runs alternating with the earlier
-  separate passes: order 2 3.18-3.30 ms against 3.56-4.48; order 4
-  4.28-4.97 against 5.05-6.14. Order 4 keeps one loop per component here
-  (one loop for the three, as in its bulk rows, took 7.19-8.34 ms).
-* **z layers in a pass over the plane's rows after its bulk rows.** A row's
-  z-layer cells are short loops; in the same loop nest as the bulk rows
-  (after each row) they made the whole 1.7x slower (in a later run, with
-  the merged segments below: 5.3-5.8 ms above the bulk step against
-  3.1-3.4). The planes are an outer loop of ``CHUNK`` planes, each pass an
-  inner one (2 or 4 planes per pass: within the noise). The pass itself
-  costs about twice its memory variables' traffic, and the same under a C
-  compiler (``benchmarks/zlayer_model.py``, a one-core model). The memory-variable update and the corrections it feeds are
-  one loop (the normal strain's feeds the three normal stresses).
-* **The two z layers as one segment per pair of rows.** Where a rank holds both z layers, the high layer of
-  row ``j - 1``, the ghost cells after it and before row ``j``, and the low layer of row ``j`` are contiguous
-  in memory; their memory variables are stored the same way (the solver's ``_merge_z_layers``) and one loop
-  of ``2 w + 4`` cells replaces two of ``w`` (a ghost cell has ``a = 0``, ``b = 1``, weight 0 and receives
-  ``+ 0``). Measured, 184^3 with a 12-cell C-PML, 2 ranks, kernels only, three rounds alternating with
-  two loops: the z layers' time a step 1.78-2.03 ms against 2.27-2.66 (whole runs in 20 interleaved
-  pairs: 1.026x the rate, pairs 0.89-1.12, within the noise of whole runs). A row's three memory-variable components one after the other (one stream, not three)
-  was slower: 2.4 against 1.6 ms of z work a step, 2 ranks.
-* **No overlap checks.** The kernels are compiled ``noalias`` (see
-  :func:`sims.backends.jit.jit`): without it LLVM guards every vectorised loop
-  with a runtime overlap check per pair of arrays, which dominates the short
-  loops of the C-PML (a z-layer cell 2.1 ns against 1.6) and costs the bulk
-  rows too (single rank, in one run: 184^3 with a C-PML 29.2 ms a step
-  against 25.2, order 4 on 160^3 24.0 against 22.1). The solver checks, when
-  it builds its kernel calls, that no array a call writes overlaps another of
-  its arguments.
-* **One compiled copy per order.** Every kernel is compiled once per space
-  order, the order a constant of the copy, so a copy holds the loops of its
-  own order only (``stress_box``: 4,899 and 5,314 machine instructions for
-  orders 2 and 4, against 7,771 for the one copy of both; single rank, 184^3
-  with a 12-cell C-PML, order 2, in one run: 30.8 ms a step against 28.4,
-  the bulk step 20.7 against 19.7; order 4 within the noise). The z layers'
-  short loops keep the order-4 form of the difference for both orders (with
-  ``c2 = 0`` it equals the reference's ``F[q+1] - F[q]``; the plain
-  difference made LLVM vectorise those 12-cell loops worse: 6.7 ms of z-layer
-  work a step against 5.1).
-* **Threads.** Every kernel is also compiled with the outer ``i`` loop a
-  ``prange`` (``*_par``) for ranks given several threads. Points of one
-  half-step are independent, so both give the same bits. :func:`kernel`
-  picks the copy.
-
-Order 2 has its own bulk rows (nearest neighbours only, half the loads); the
-C-PML memory variables of order 2 use the same first differences.
-
-Why this module is long: the bulk rows, the C-PML rows and the z-layer loops
-must stay operation for operation the reference's arithmetic (the seismograms
-are compared to the bit), and they share the inline difference and indexing
-helpers and the per-order, per-layer compiled copies; kept together, one
-reading shows that they agree. The measurements above are why each loop looks
-as it does, and belong next to it.
+The measurements behind each choice are in ``docs/fdm.md`` ("Why the Numba
+kernels look as they do"). Why this module is long: the bulk rows, the C-PML
+rows and the z-layer loops share inline helpers and must stay operation for
+operation the reference's arithmetic: kept together, one reading shows that
+they agree.
 """
 
 from __future__ import annotations

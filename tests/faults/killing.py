@@ -30,7 +30,7 @@ from tests.conftest import BIN, REPO, tool_env
 MICRO = """\
 study: micro
 runs: {warmup: 0, repetitions: 2}
-characterize: {warmup: 1, repetitions: 5, llc_factor: 2, gemm_sizes: [128]}
+characterize: {warmup: 1, repetitions: 5, llc_factor: 2, llc_mib: 32, gemm_sizes: [128]}
 uncertainty: {resamples: 100}
 validate: {workers: 1, connect_timeout: 20}
 cases:

@@ -205,7 +205,7 @@ def test_tiny_study_end_to_end(env, tmp_path):
     before = digests()
     other = tmp_path / "other.yaml"
     other.write_text(yaml.safe_dump({"study": "other", "runs": {"warmup": 0, "repetitions": 1},
-                                     "characterize": {"warmup": 0, "repetitions": 5, "llc_factor": 2, "gemm_sizes": [128]},
+                                     "characterize": {"warmup": 0, "repetitions": 5, "llc_factor": 2, "llc_mib": 32, "gemm_sizes": [128]},
                                      "cases": {"fdm": {"steps": 2, "marshaling": ["device-pack"],
                                                        "boundary": {"kind": "cpml", "width": 2},
                                                        "scales": [{"ranks": 1, "shape": [12, 12, 12]}]}}}))
