@@ -267,7 +267,7 @@ def _fdm_calibration_spec(config: Mapping[str, Any], platform: str) -> dict[str,
             **({"widths": char["fdm_widths"]} if char.get("fdm_widths") else {})}
 
 
-def study_matrix(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+def study_matrix(config: Mapping[str, Any], check: bool = True) -> list[dict[str, Any]]:
     """Every run of the study as a run spec (with ``run_id``), case by registered case, in a stable order.
 
     A spec holds only what defines a run, so that changing an unrelated key
@@ -284,7 +284,8 @@ def study_matrix(config: Mapping[str, Any]) -> list[dict[str, Any]]:
         if spec["run_id"] in seen:
             raise ConfigError(f"cases.{spec['case']}: run {spec['run_id']} ({spec.get('variant')}) is listed twice")
         seen.add(spec["run_id"])
-    check_memory(config, runs)
+    if check:  # not inside a batch job's own Snakemake: its allocation is not the node the study was checked for
+        check_memory(config, runs)
     return runs
 
 

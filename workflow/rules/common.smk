@@ -29,7 +29,8 @@ from sims.record import stable_hash  # noqa: E402
 
 try:
     validate_config(config)
-    RUNS = {spec["run_id"]: spec for spec in study_matrix(config)}
+    # the memory check runs where the study is planned, not again inside each batch job (held to its allocation)
+    RUNS = {spec["run_id"]: spec for spec in study_matrix(config, check=workflow.is_main_process)}
 except (ConfigError, RegistryError) as exc:
     print("hetval: config error:", exc, file=sys.stderr)
     sys.exit(2)
