@@ -307,6 +307,12 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
     blocks = [tuple(int(n) for n in b) for b in fdm.get("blocks") or cost.BLOCKS]
     widths = [int(w) for w in fdm.get("widths") or cost.WIDTHS]
     cost.check_blocks(blocks, widths)
+    from sims.fdm.counts import BYTES_BULK
+
+    # A run's face is cold after a step of its block has streamed through the caches, no colder: the flush is
+    # 2 x LLC (capped by the memory budget) or a step's traffic on the largest block, whichever is smaller - on
+    # a machine reporting a cache of hundreds of MiB, 2 x LLC per timed copy took minutes.
+    flush_bytes = min(int(flush_bytes), BYTES_BULK * max(int(b[0]) * int(b[1]) * int(b[2]) for b in blocks))
     rank = comm.Get_rank()
     drivers = [i for i, r in enumerate(ROLES) if spec["layout"][r]["backend"] == backend]
     alone_rank = drivers[0] if drivers else 0
@@ -341,7 +347,7 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
     if rank != 0:
         return None
     merged = {"alone": gathered[alone_rank]["alone"], **({"shared": gathered[0]["shared"]} if "shared" in modes else {})}
-    return fdm_calib.document(merged, blocks, widths)
+    return {**fdm_calib.document(merged, blocks, widths), "flush_bytes": flush_bytes}
 
 
 def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[str, Any],

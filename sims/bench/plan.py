@@ -36,7 +36,8 @@ STREAM_RULE = 4
 MIN_ELEMENTS = 2**20
 #: default share of the job's memory that characterisation's arrays may take (``characterize.memory_fraction``)
 FRACTION = 0.5
-#: the FDM calibration's cold-cache buffer wants 2 x LLC bytes; it is capped by the same budget
+#: the FDM calibration's cold-cache buffer wants 2 x LLC bytes; it is capped by the same budget (and by a step's
+#: traffic on the largest calibration block: :func:`sims.bench.characterize._fdm_calibration`)
 FLUSH_LLC_FACTOR = 2
 
 
