@@ -202,6 +202,9 @@ def _write_inputs(root: Path, evil_variant: bool = False) -> dict[str, Path]:
     half = _platform_file()
     half["platform"] = "half-characterised"
     half["processors"]["accel"]["t_b"] = None
+    half["sizing"] = {"host": {"capped": True, "below_stream_rule": True, "triad_bytes_per_array": 512 * 2**20,
+                               "wanted_bytes_per_array": 2048 * 2**20, "llc_bytes": 512 * 2**20,
+                               "limit_source": "memory cgroup /sys/fs/cgroup/memory/job"}}
     (dirs["platforms"] / "half-characterised.yaml").write_text(yaml.safe_dump(half))
     (dirs["platforms"] / "broken.yaml").write_text("processors: [unclosed\n")
     study_q = dirs["quarantine"] / "sa-small"
@@ -290,6 +293,13 @@ def test_unusable_platform_files_are_reported(built: tuple) -> None:
     assert "broken.yaml: unreadable" in page
     assert "half-characterised/accel: no roofline" in text
     assert len(list((dirs["report"] / "figures").glob("roofline-*.png"))) == 3
+
+
+def test_a_capped_characterisation_is_flagged(built: tuple) -> None:
+    _, _, page = built
+    assert ("half-characterised/host: the triad&#39;s arrays were capped by the memory budget at 512 MiB each (the "
+            "cache rule wanted 2048 MiB for an LLC of 512 MiB; memory cgroup /sys/fs/cgroup/memory/job); below 4 x the "
+            "LLC, the triad partly measures the cache.") in page
 
 
 def test_every_model_is_shown(built: tuple) -> None:

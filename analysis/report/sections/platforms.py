@@ -239,6 +239,14 @@ class PlatformsSection(Section):
         for problem in inputs.platform_problems:
             out.para(problem, "missing")
         for plat in inputs.platforms:
+            for name, size in (plat.data.get("sizing") or {}).items():
+                if isinstance(size, dict) and size.get("capped"):
+                    out.para(f"{plat.name}/{name}: the triad's arrays were capped by the memory budget at "
+                             f"{size.get('triad_bytes_per_array', 0) / 2**20:.0f} MiB each (the cache rule wanted "
+                             f"{size.get('wanted_bytes_per_array', 0) / 2**20:.0f} MiB for an LLC of "
+                             f"{size.get('llc_bytes', 0) / 2**20:.0f} MiB; {size.get('limit_source')})"
+                             + ("; below 4 x the LLC, the triad partly measures the cache." if
+                                size.get("below_stream_rule") else "."), "alert")
             for name, proc in plat.data.get("processors", {}).items():
                 if not isinstance(proc, dict):
                     continue
