@@ -5,11 +5,12 @@ write a failed record, so the run would vanish from the study. The workflow star
 characterisation) under this guard::
 
     python -m sims.guard --record results/raw/<study>/<run_id>.json --spec '<run spec JSON>' --ranks 2 \
-        --estimate-mb 1536 --node-mb 24000 -- <the run's command>
+        --estimate-mb 1536 -- <the run's command>
 
 When the command ends and no record exists, the guard writes a ``failed`` record (every rank's absence as
 one row, ``rep`` 0) whose error says what happened in one line - ``killed by the kernel (out of memory):
-estimate 1.5 GiB, node 23.4 GiB`` when the kernel's count of out-of-memory kills rose while the job ran -
+estimate 1.5 GiB, node 23.4 GiB`` when the kernel's count of out-of-memory kills rose while the job ran (the
+node's figure is what the job may use: the machine's memory, or the memory cgroup's or SLURM's limit, named) -
 and exits 0, so that gather keeps the failure and its retry rule decides (a run that fails the same way
 ``runs.max_attempts`` times in a row is given up, not retried in a loop). Without ``--record`` (a
 characterisation) the line goes to standard error and the command's own status is kept.
@@ -29,10 +30,10 @@ from sims.memory import oom_kills
 
 
 def describe(returncode: int, oom_before: int | None, oom_after: int | None, estimate_mb: float | None,
-             node_mb: float | None) -> str:
+             node_mb: float | None, node_what: str = "node") -> str:
     """One line: why a job ended without its output."""
     sizes = ", ".join(x for x in (f"estimate {estimate_mb / 1024:.1f} GiB" if estimate_mb else "",
-                                  f"node {node_mb / 1024:.1f} GiB" if node_mb else "") if x)
+                                  f"{node_what} {node_mb / 1024:.1f} GiB" if node_mb else "") if x)
     if oom_before is not None and oom_after is not None and oom_after > oom_before:
         return "killed by the kernel (out of memory)" + (f": {sizes}" if sizes else "")
     sig = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
@@ -64,12 +65,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", default=None, help="the run spec as JSON text (with --record)")
     parser.add_argument("--ranks", type=int, default=1, help="the run's ranks (with --record)")
     parser.add_argument("--estimate-mb", type=float, default=None, help="the job's memory estimate (MB per node)")
-    parser.add_argument("--node-mb", type=float, default=None, help="the node's memory (MB)")
+    parser.add_argument("--node-mb", type=float, default=None,
+                        help="the node's memory (MB; default: what this job may use, as sims.memory measures it)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command (one shell string or words)")
     args = parser.parse_args(argv)
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not words:
         parser.error("no command after --")
+    if args.node_mb is None:
+        from sims.memory import memory_limit
+
+        limit = memory_limit()
+        args.node_mb = limit.bytes / 2**20
+        node_what = "node" if limit.source == "this machine" else f"limit ({limit.source})"
+    else:
+        node_what = "node"
     before = oom_kills()
     proc = subprocess.run(words[0] if len(words) == 1 else words, shell=len(words) == 1)
     after = oom_kills()
@@ -77,12 +87,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.record is None:
         if proc.returncode != 0:
-            print(f"hetval: {describe(proc.returncode, before, after, args.estimate_mb, args.node_mb)}",
+            print(f"hetval: {describe(proc.returncode, before, after, args.estimate_mb, args.node_mb, node_what)}",
                   file=sys.stderr, flush=True)
         return proc.returncode
     if Path(args.record).exists():
         return proc.returncode
-    why = describe(proc.returncode, before, after, args.estimate_mb, args.node_mb)
+    why = describe(proc.returncode, before, after, args.estimate_mb, args.node_mb, node_what)
     spec = json.loads(args.spec or "{}")
     records = failed_record(spec, args.ranks, why)
     rec.write_raw(args.record, records[0]["run_id"], records, keep=True)

@@ -120,3 +120,13 @@ def test_a_run_killed_for_memory_leaves_a_record_that_says_so(env, tmp_path):
     assert len(rows) == 1 and rows[0]["status"] == "failed"
     assert rows[0]["error"] == "killed by the kernel (out of memory): estimate 1.5 GiB, node 23.4 GiB"
     assert "FAILED - killed by the kernel (out of memory)" in proc.stdout
+
+
+def test_the_guard_says_why_in_one_line():
+    from sims.guard import describe
+
+    assert describe(137, 4, 5, 1536, 6144, "limit (memory cgroup /job)") == \
+        "killed by the kernel (out of memory): estimate 1.5 GiB, limit (memory cgroup /job) 6.0 GiB"
+    assert describe(-9, 4, 4, None, None) == "ended by SIGKILL and wrote no record"
+    assert describe(143, None, None, 1024, None) == "ended by SIGTERM and wrote no record (estimate 1.0 GiB)"
+    assert describe(3, 0, 0, None, None) == "exited with status 3 and wrote no record"

@@ -12,7 +12,6 @@ rule characterize_platform:
     params:
         spec=get_characterize_spec,
         launch=get_characterize_launch,
-        node_mb=get_platform_node_mb,
     # first among the jobs ready at the start: it compiles the FDM kernels on both ranks at once (half the time
     # of the first FDM run compiling them alone), and the p-DP runs wait for it
     priority: 10
@@ -21,7 +20,7 @@ rule characterize_platform:
         **CHARACTERIZE_RESOURCES,
     # the guard says in one line why a characterisation died without a platform file (out of memory, a signal)
     shell:
-        "python -m sims.guard --estimate-mb {resources.mem_mb} --node-mb {params.node_mb} --"
+        "python -m sims.guard --estimate-mb {resources.mem_mb} --"
         " {params.launch} python -m mpi4py -m sims.bench"
         " --spec {params.spec:q} --out {output.platform:q} 2>&1 | tee {log:q}"
 

@@ -95,15 +95,6 @@ def get_run_ranks(wildcards):
     return get_run_layout(wildcards).ranks
 
 
-def get_platform_node_mb(wildcards):
-    return NODE_MB.get(wildcards.platform) or 0
-
-
-def get_run_node_mb(wildcards):
-    """The memory of one node of the run's platform (MB; 0 when nothing says), for the guard's one line."""
-    return NODE_MB.get(get_run(wildcards).get("platform")) or 0
-
-
 def get_run_threads(wildcards):
     spec = get_run(wildcards)
     return case(spec["case"]).threads(spec)

@@ -17,7 +17,6 @@ rule simulate_run:
         command=get_run_command,
         spec=get_run_json,
         ranks=get_run_ranks,
-        node_mb=get_run_node_mb,
     # one thread per rank, at least 2 for an MPI job: a multi-rank job never shares the cores with another
     threads: get_run_threads
     resources:
@@ -25,7 +24,7 @@ rule simulate_run:
     # the guard keeps a record of a run killed before it could write one (out of memory: says so in one line)
     shell:
         "python -m sims.guard --record {output.record:q} --spec {params.spec:q} --ranks {params.ranks}"
-        " --estimate-mb {resources.mem_mb} --node-mb {params.node_mb} -- {params.command:q} 2>&1 | tee {log:q}"
+        " --estimate-mb {resources.mem_mb} -- {params.command:q} 2>&1 | tee {log:q}"
 
 
 # Runs that measure nothing (published measurements ingested from the papers' tables) run where
