@@ -86,9 +86,9 @@ def relative_nonnegative_fit(columns: list[ArrayLike], y: ArrayLike) -> LinearFi
     """Least squares of ``y`` on the regressor columns minimising *relative* residuals (each row weighted by
     ``1 / y``: timings spanning a decade count alike), with every coefficient >= 0 (a cost is never negative).
 
-    Non-negativity by the active-set method of Lawson and Hanson, "Solving Least Squares Problems" (1974),
-    ch. 23 (NNLS), on the weighted columns scaled to a largest magnitude of 1. A column that is zero in every
-    row gets coefficient 0. R² is of ``y`` itself; the residuals are relative, ``(y - A coef) / y``.
+    Non-negativity by SciPy's ``optimize.nnls`` (the active-set method of Lawson and Hanson, "Solving Least
+    Squares Problems" (1974), ch. 23) on the weighted columns scaled to a largest magnitude of 1. A column that is
+    zero in every row gets coefficient 0. R² is of ``y`` itself; the residuals are relative, ``(y - A coef) / y``.
     """
     y = np.asarray(y, dtype=float)
     A = np.column_stack([np.asarray(c, dtype=float) for c in columns])
@@ -101,28 +101,11 @@ def relative_nonnegative_fit(columns: list[ArrayLike], y: ArrayLike) -> LinearFi
     scale = np.max(np.abs(W), axis=0)
     live = scale > 0
     Ws = np.where(live, W / np.where(live, scale, 1.0), 0.0)
-    b = np.ones_like(y)
+    from scipy.optimize import nnls
+
     x = np.zeros(A.shape[1])
-    passive = np.zeros(A.shape[1], dtype=bool)
-    for _ in range(6 * A.shape[1] + 10):
-        grad = Ws.T @ (b - Ws @ x)
-        grad[passive | ~live] = -np.inf
-        j = int(np.argmax(grad))
-        if grad[j] <= 1e-12:
-            break
-        passive[j] = True
-        while True:
-            z = np.zeros_like(x)
-            z[passive] = np.linalg.lstsq(Ws[:, passive], b, rcond=None)[0]
-            if np.all(z[passive] > 0):
-                x = z
-                break
-            neg = passive & (z <= 0)
-            gap = x[neg] - z[neg]
-            step = float(np.min(np.where(gap > 0, x[neg] / np.where(gap > 0, gap, 1.0), 0.0)))
-            x = x + step * (z - x)
-            passive &= x > 1e-15
-            x[~passive] = 0.0
+    if live.any():
+        x[live] = nnls(Ws[:, live], np.ones_like(y))[0]
     coef = np.where(live, x / np.where(live, scale, 1.0), 0.0)
     pred = A @ coef
     return LinearFit(tuple(float(c) for c in coef), r_squared(y, pred), tuple(float(r) for r in (y - pred) / y))

@@ -54,55 +54,21 @@ POOR_SMAPE = 0.1
 ALPHA = 0.05
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
-    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 400):
-        m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-14:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularised incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
 def t_sf(t: float, dof: int) -> float:
-    """Upper tail P(T > t) of Student's t with ``dof`` degrees of freedom."""
-    tail = 0.5 * _betainc(dof / 2.0, 0.5, dof / (dof + t * t))
-    return tail if t >= 0 else 1.0 - tail
+    """Upper tail P(T > t) of Student's t with ``dof`` degrees of freedom (SciPy's ``stats.t``)."""
+    from scipy.stats import t as student
+
+    return float(student.sf(t, dof))
 
 
 @functools.lru_cache(maxsize=4096)
 def t_quantile(q: float, dof: int) -> float:
-    """The ``q`` quantile of Student's t (q > 0.5), by bisection on :func:`t_sf`; NaN without a degree of freedom."""
+    """The ``q`` quantile of Student's t (SciPy's ``stats.t``); NaN without a degree of freedom."""
     if dof < 1:
         return math.nan
-    lo, hi = 0.0, 1.0
-    while t_sf(hi, dof) > 1.0 - q:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if t_sf(mid, dof) > 1.0 - q else (lo, mid)
-    return 0.5 * (lo + hi)
+    from scipy.stats import t as student
+
+    return float(student.ppf(q, dof))
 
 
 def t975(dof: int) -> float:
