@@ -42,10 +42,7 @@ def characterize_plan(config: Mapping[str, Any], platform: str, node_mb: float |
     from sims.memory import MemoryLimit, memory_limit
 
     char = config["characterize"]
-    if char.get("llc_mib"):
-        llc, source = int(float(char["llc_mib"]) * 2**20), "override: characterize.llc_mib"
-    else:
-        llc, source = plan.llc_detected()
+    llc, source = plan.cache_size(char.get("llc_mib"))
     limit = MemoryLimit(int(node_mb * 2**20), "node") if node_mb else memory_limit()
     return plan.plan(llc, source, float(char["llc_factor"]), float(char["memory_fraction"]), limit, 2)
 

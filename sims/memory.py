@@ -27,10 +27,6 @@ class MemoryLimit:
     bytes: int
     source: str
 
-    @property
-    def gib(self) -> float:
-        return self.bytes / 2**30
-
 
 def physical_bytes() -> int | None:
     """The machine's physical memory (bytes), or None where the OS does not say."""
@@ -146,11 +142,6 @@ def memory_limit() -> MemoryLimit:
     if not candidates:
         return MemoryLimit(8 * 2**30, "assumed (the OS does not say)")
     return min(candidates, key=lambda c: c.bytes)
-
-
-def tree_rss_bytes(pid: int) -> int:
-    """Resident memory of process ``pid`` and all its descendants (bytes; 0 when it is gone)."""
-    return _subtree(*_proc_table(), pid)
 
 
 def oom_kills() -> int | None:

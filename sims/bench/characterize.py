@@ -57,10 +57,7 @@ def sizing(comm: Any, spec: dict[str, Any]) -> Any:
         sharing = node.Get_size()
     finally:
         node.Free()
-    if spec.get("llc_mib"):
-        llc, source = int(float(spec["llc_mib"]) * 2**20), "override: characterize.llc_mib"
-    else:
-        llc, source = plan.llc_detected()
+    llc, source = plan.cache_size(spec.get("llc_mib"))
     return plan.plan(llc, source, float(spec.get("llc_factor", 12)), float(spec.get("memory_fraction", plan.FRACTION)),
                      memory_limit(), sharing)
 

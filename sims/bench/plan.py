@@ -12,13 +12,12 @@ cgroup, its rlimit, its SLURM allocation). Characterisation allocates one phase'
 largest phase (the triad's three float32 arrays, or the float32 and float64 random-access tables) holds
 :data:`PEAK_BYTES_PER_ELEMENT` bytes per element. When the cap bites the platform file says so
 (``sizing``), with a flag when the triad's arrays fall below 4x the LLC (the triad then partly measures the
-cache). The same function gives the workflow its memory estimate of the job (:func:`estimate_bytes`).
+cache). The workflow estimates the job from the same plan (``analysis/estimates.py``).
 """
 
 from __future__ import annotations
 
 import glob
-import math
 import os
 import re
 from dataclasses import asdict, dataclass
@@ -81,6 +80,13 @@ def llc_detected(cache_dir: str = "/sys/devices/system/cpu/cpu0/cache") -> tuple
     if best is None:
         return DEFAULT_LLC_BYTES, f"assumed: {cache_dir} does not say"
     return best[1], f"detected: L{best[0]} of cpu0 ({cache_dir})"
+
+
+def cache_size(llc_mib: float | None) -> tuple[int, str]:
+    """The LLC the cache rule uses: ``characterize.llc_mib`` when set (an override, recorded as such), else detected."""
+    if llc_mib:
+        return int(float(llc_mib) * 2**20), "override: characterize.llc_mib"
+    return llc_detected()
 
 
 @dataclass(frozen=True)
@@ -148,8 +154,3 @@ def plan(llc_bytes: int, llc_source: str, llc_factor: float, memory_fraction: fl
 
 def _round(n: int) -> int:
     return max(1024, int(n) // 1024 * 1024)
-
-
-def estimate_bytes(p: Plan, ranks: int, base_bytes: int) -> int:
-    """Memory of a characterisation job of ``ranks`` ranks on one node: each rank's base and largest phase."""
-    return int(math.ceil(ranks * (base_bytes + p.peak_bytes)))
