@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.config import ConfigError, load_config, study_matrix
+from analysis.planning.config import ConfigError, load_config, study_matrix
 from analysis.registry import RegistryError
 
 
@@ -81,7 +81,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_gather(args: argparse.Namespace) -> int:
-    from analysis.dataset import Matrix, clear_tmp, gather
+    from analysis.storage.dataset import Matrix, clear_tmp, gather
     from sims.atomic import atomic_write_text
 
     files = [_existing(f, "raw record") for f in args.records]
@@ -137,9 +137,9 @@ def cmd_ingest_published(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from analysis.tasks import WorkersLost
-    from analysis.uncertainty import Settings
-    from analysis.validate import ClusterStartError, DaskSettings, validate
+    from analysis.scoring.tasks import WorkersLost
+    from analysis.scoring.uncertainty import Settings
+    from analysis.scoring.validate import ClusterStartError, DaskSettings, validate
 
     runs = _existing(args.runs, "--runs", directory=True)
     if not any(runs.glob("study=*/case=*/*.parquet")):
@@ -219,7 +219,7 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
 
 def _history(args: argparse.Namespace) -> tuple[Any, str, dict]:
     """The history frame of the chosen study, its path and the layered config's ``history`` section."""
-    from analysis import history
+    from analysis.tracking import history
 
     config = _config(args)
     section = dict(config.get("history") or {})
@@ -234,7 +234,7 @@ def _history(args: argparse.Namespace) -> tuple[Any, str, dict]:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from analysis.track import Rule, track
+    from analysis.tracking.track import Rule, track
 
     frame, path, section = _history(args)
     for opt in ("window", "min_history", "z", "min_change"):
@@ -242,7 +242,7 @@ def cmd_track(args: argparse.Namespace) -> int:
             section[opt] = getattr(args, opt)
     rule = Rule.from_config(section)
     findings, stats = track(frame, rule)
-    from analysis import history
+    from analysis.tracking import history
 
     latest = frame.iloc[-1]
     meta = history.snapshot_row(path, str(latest["study"]), str(latest["snapshot"]))
@@ -264,7 +264,7 @@ def cmd_track(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from analysis.track import compare, resolve
+    from analysis.tracking.track import compare, resolve
 
     frame, _, _ = _history(args)
     try:
@@ -415,8 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.history import HistoryError
-    from analysis.schema import DatasetSchemaError
+    from analysis.storage.schema import DatasetSchemaError
+    from analysis.tracking.history import HistoryError
     from sims.platform_file import PlatformFileError
     from sims.yamlfile import YAMLFileError
 

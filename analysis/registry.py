@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from analysis.cluster import Layout
+from analysis.planning.jobs import Layout
 
 if TYPE_CHECKING:  # pandas and dask are imported by the cases and models that use them
     import pandas as pd
@@ -100,7 +100,7 @@ class Case(abc.ABC):
 
     def layout(self, spec: Mapping[str, Any]) -> Layout:
         """Where the run's ranks sit - nodes, ranks, threads per rank, GPUs per node, data per rank - which
-        is what its batch job asks for (:func:`analysis.cluster.job_resources`). The default: the spec's
+        is what its batch job asks for (:func:`analysis.planning.jobs.job_resources`). The default: the spec's
         ``ranks`` on one node, one thread each, one GPU per processor with the ``cupy`` backend."""
         procs = (spec.get("layout") or {}).values()
         gpus = sum(1 for p in procs if isinstance(p, Mapping) and p.get("backend") == "cupy")
@@ -127,7 +127,7 @@ class Case(abc.ABC):
     def bound_inputs(self, joined: pd.DataFrame) -> pd.DataFrame:
         """The joined runs as the bounds count them: for a case whose phases run against different compute
         ceilings, each processor's ``t_f_<role>`` becomes the ceiling of the kernels it ran and its
-        ``traffic_<role>`` the memory traffic they must move (:mod:`analysis.ceilings`). Default: unchanged."""
+        ``traffic_<role>`` the memory traffic they must move (:mod:`analysis.scoring.ceilings`). Default: unchanged."""
         return joined
 
     @abc.abstractmethod

@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-gib", type=float, default=None, help="run the overrides under this memory ceiling")
     parser.add_argument("--write", action="store_true", help="also write the table into docs/benchmarks.md")
     args = parser.parse_args(argv)
-    from analysis.config import characterize_spec, load_config
-    from analysis.estimates import characterize_layout
+    from analysis.planning.config import characterize_spec, load_config
+    from analysis.planning.estimates import characterize_layout
 
     config = load_config()
     platform = config["platforms"][0]["name"]

@@ -28,7 +28,7 @@ REPS = 7
 def cases():
     import numpy as np
 
-    from analysis.models import fdm, hetero, peach, perop, roofline
+    from analysis.equations import fdm, hetero, peach, perop, roofline
 
     rng = np.random.default_rng(0)
     intensity = np.logspace(-2, 3, N)

@@ -58,7 +58,7 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def load(validation: Path):
     import pandas as pd
 
-    from analysis.predictors.peapaw import MODEL as PEAPAW
+    from analysis.models.peapaw import MODEL as PEAPAW
 
     runs = pd.read_parquet(validation / "runs.parquet")
     runs = runs[runs["model"] == PEAPAW].reset_index(drop=True)
@@ -104,9 +104,9 @@ def redraw(frame, pool, rng, reps_n, step=None):
 
 
 def snapshot_rows(runs, fdm, settings):
-    from analysis import history
     from analysis.cases.fdm import score_fdm
     from analysis.cases.wp import score_groups
+    from analysis.tracking import history
 
     tables = {"fidelity": score_groups(runs, settings)}
     if len(fdm):
@@ -143,7 +143,7 @@ def one_history(runs, fdm, pool, rng, settings, snapshots, reps_n, inject=None):
 def groups_to_break(runs, fdm):
     """(table, mask, group label, model, tightness) of every group a step can be injected into."""
     from analysis.cases.fdm import SCALE_KEYS
-    from analysis.predictors.fdm import MODEL as FDM_MODEL
+    from analysis.models.fdm import MODEL as FDM_MODEL
 
     out = []
     for key, g in runs.groupby(["case", "size"], sort=True):
@@ -157,8 +157,8 @@ def groups_to_break(runs, fdm):
 def main() -> int:
     import numpy as np
 
-    from analysis.track import Rule, track
-    from analysis.uncertainty import Settings
+    from analysis.scoring.uncertainty import Settings
+    from analysis.tracking.track import Rule, track
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--study", default="default")
@@ -213,7 +213,7 @@ def main() -> int:
 
 
 def detection(runs, fdm, pool, rng, settings, rule, targets, step, histories, snapshots, reps_n) -> None:
-    from analysis.track import track
+    from analysis.tracking.track import track
 
     t = time.perf_counter()
     caught = named = 0
@@ -247,7 +247,7 @@ def speed(runs, fdm, settings, n: int) -> None:
 
     import numpy as np
 
-    from analysis import history
+    from analysis.tracking import history
 
     rows = snapshot_rows(runs, fdm, settings)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,7 @@
 """Validation at scale: gather and validate 10^4, 10^5 and 10^6 runs (x 5 repetitions) on this machine.
 
 Run from the repository root (no study needed: the records are synthetic-but-realistic replicas of the
-default study's 73 real measured runs, ``analysis/synthetic.py``)::
+default study's 73 real measured runs, ``analysis/storage/synthetic.py``)::
 
     python benchmarks/bench_validate.py [--sizes 10000 100000 1000000] [--workers 2] [--raw-max 100000]
 
@@ -48,9 +48,9 @@ def write_direct(seed, n: int, runs_dir: Path, batch: int = 200) -> int:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from analysis import synthetic
-    from analysis.dataset import bucket_of, bucket_path
-    from analysis.schema import FILE_SCHEMA, PARTITION_KEYS
+    from analysis.storage import synthetic
+    from analysis.storage.dataset import bucket_of, bucket_path
+    from analysis.storage.schema import FILE_SCHEMA, PARTITION_KEYS
 
     writers: dict[tuple[str, str], pq.ParquetWriter] = {}
     pending: list[pa.Table] = []
@@ -140,7 +140,7 @@ def exponent(sizes: list[int], times: list[float]) -> float:
 def main() -> int:
     import pyarrow.parquet as pq
 
-    from analysis import synthetic
+    from analysis.storage import synthetic
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])

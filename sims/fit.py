@@ -4,7 +4,7 @@ Every calibrated parameter in hetval (the intensity-sweep roofline, the
 per-operation costs, the ping-pong latency and bandwidth, Choi's energy
 regression) is a least-squares fit whose samples, R² and residuals are kept
 next to the value. They all go through :func:`linear_fit` and :func:`r_squared`;
-the empirical scaling models (``analysis.models.extrap``), which also need the
+the empirical scaling models (``analysis.equations.extrap``), which also need the
 coefficients' covariance over regressors spanning many decades, through
 :func:`scaled_lstsq`.
 """

@@ -1,6 +1,6 @@
 """The run-record contract: field names and types, ids, provenance, and the raw-record writer.
 
-This module is the single definition of the record's fields. ``analysis.schema``
+This module is the single definition of the record's fields. ``analysis.storage.schema``
 builds the pyarrow schema of the Parquet dataset from :data:`FIELDS`, so the
 writer (here) and the reader (``analysis``) cannot drift apart.
 """

@@ -146,7 +146,7 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
     a barrier; any error turns the run into one ``failed`` record, and a
     frequency that cannot be set into one ``skipped`` record.
     """
-    from sims.cases.frequency import NotControllable, pinned
+    from sims.la.frequency import NotControllable, pinned
     from sims.meters.node import node_rank, open_meters
 
     rank, size = comm.Get_rank(), comm.Get_size()

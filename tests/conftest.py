@@ -29,7 +29,7 @@ def default_dataset(root: Path) -> Path:
     import gzip
     import json
 
-    from analysis import dataset
+    from analysis.storage import dataset
     from sims.record import write_raw
 
     data = REPO / "tests" / "data"

@@ -7,8 +7,15 @@ import os
 
 import pytest
 
-from analysis.cluster import Layout, LayoutError, job_resources, launch_prefix, profile_defaults, scale_layout
-from analysis.config import ConfigError, load_config, study_matrix
+from analysis.planning.config import ConfigError, load_config, study_matrix
+from analysis.planning.jobs import (
+    Layout,
+    LayoutError,
+    job_resources,
+    launch_prefix,
+    profile_defaults,
+    scale_layout,
+)
 from analysis.registry import case
 from sims import placement
 from sims._threads import relative_cores

@@ -15,7 +15,7 @@ from tests.conftest import REPO
 PACKAGES = ("sims", "analysis")
 #: The sims modules analysis may import: records, counts, identities, vocabulary and the shared helpers.
 PURE = {"sims", "sims.vocab", "sims.atomic", "sims.fit", "sims.platform_file", "sims.record", "sims.sa.counts",
-        "sims.sa.case", "sims.cases.matrix", "sims.fdm.counts", "sims.fdm.cost", "sims.fdm.spec", "sims.fdm.decomp",
+        "sims.sa.case", "sims.la.matrix", "sims.fdm.counts", "sims.fdm.cost", "sims.fdm.spec", "sims.fdm.decomp",
         "sims.fdm.stability", "sims.fdm.medium", "sims.fdm.source", "sims.yamlfile", "sims.fingerprint",
         "sims.placement", "sims.memory", "sims.bench", "sims.bench.plan"}
 #: The one documented exception: `hetval attach-trace` runs the measurement side's trace tool.

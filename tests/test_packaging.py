@@ -59,7 +59,7 @@ def test_without_a_study_it_says_which_file_it_wants(installed, tmp_path):
 
 
 def test_the_papers_tables_and_the_report_template_are_in_the_wheel(installed, tmp_path):
-    code = ("from analysis.published import evaluate; from importlib.resources import files; "
+    code = ("from analysis.scoring.claims import evaluate; from importlib.resources import files; "
             "claims = evaluate(); print(len(claims)); "
             "print(files('analysis.report').joinpath('templates/page.html.j2').is_file())")
     out = run(installed, "python", "-c", code, cwd=tmp_path)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.config import load_schema
+from analysis.planning.config import load_schema
 from analysis.registry import cases, models, models_for
 from sims import vocab
-from sims.cases.matrix import LA_WPS
+from sims.la.matrix import LA_WPS
 
 
 def test_schema_enums_come_from_the_vocabulary():
@@ -43,7 +43,7 @@ def test_every_registered_case_has_a_model_and_its_tables():
 
 def test_the_models_p_dp_share_is_the_runners_balanced_split():
     """PeaPaw's p-DP host share (rate form, vectorised over I) and the split the runner uses are one split."""
-    from analysis.models import hetero
+    from analysis.equations import hetero
 
     host, accel = hetero.Processor(t_f=2e-10, t_b=1e-10), hetero.Processor(t_f=5e-11, t_b=3e-11)
     for intensity in (0.1, 1.0, 7.6, 64.0):

@@ -20,12 +20,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from analysis import scaling
-from analysis.cluster import Layout, LayoutError, scale_layout
-from analysis.config import ConfigError, platform_layouts
-from analysis.predictors.fdm import MODEL
+from analysis.models.fdm import MODEL
+from analysis.planning.config import ConfigError, platform_layouts
+from analysis.planning.jobs import Layout, LayoutError, scale_layout
 from analysis.registry import Case
-from analysis.runs import (
+from analysis.scoring import scaling
+from analysis.scoring.runs import (
     FIDELITY_TAIL,
     fidelity_types,
     params_doc,
@@ -33,7 +33,7 @@ from analysis.runs import (
     score_batch,
     tightness_intervals,
 )
-from analysis.uncertainty import Settings
+from analysis.scoring.uncertainty import Settings
 from sims.fdm.spec import SpecError, parse, run_identity
 from sims.placement import THREADS_VARIABLE
 from sims.record import run_id_of
@@ -198,8 +198,8 @@ DRIFT_MAX_RUNS = 64
 
 def code_path(backend: str, ranks: int, marshaling: str) -> str:
     """What a run of a marshaling design actually executes: one rank exchanges nothing, and on a CPU backend
-    device-pack and gpu-aware are the same Numba copies (:func:`analysis.models.fdm.marshal_impl`)."""
-    from analysis.models.fdm import marshal_impl
+    device-pack and gpu-aware are the same Numba copies (:func:`analysis.equations.fdm.marshal_impl`)."""
+    from analysis.equations.fdm import marshal_impl
 
     if int(ranks) == 1:
         return "no exchange"
@@ -264,7 +264,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
 
 def score_fdm(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFrame:
     """Fidelity of the model's ranking of marshaling designs and of decompositions at each scale, every
-    group scored at once (:func:`analysis.runs.score_batch`); rows ordered by scale, then axis, then the
+    group scored at once (:func:`analysis.scoring.runs.score_batch`); rows ordered by scale, then axis, then the
     fixed design."""
     frames = []
     floor, pairs = drift_floor(runs) if {"backend", "marshaling"} <= set(runs.columns) else (0.0, 0)

@@ -2,7 +2,7 @@
 
 Config ``cases.la``: ``sizes`` (``{matmul: n, transpose: m}`` per run; PeaPaw 1024 and 8192), ``wps``
 (CP = transpose on the host, multiply on the accelerator), ``alphas``, ``dtype``, ``seed``. The job is
-:class:`sims.cases.job.MatrixRun`; counts are :mod:`sims.cases.matrix`. The recorded ``size`` is the
+:class:`sims.la.job.MatrixRun`; counts are :mod:`sims.la.matrix`. The recorded ``size`` is the
 elements of the two outputs, ``n^2 + m^2``.
 """
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from analysis import ceilings
 from analysis.cases.wp import WPCase
-from sims.cases.matrix import LA_WPS
+from analysis.scoring import ceilings
+from sims.la.matrix import LA_WPS
 
 SCHEMA = yaml.safe_load(f"""
 type: object
@@ -60,7 +60,7 @@ class LACase(WPCase):
     title = "linear algebra (matrix multiply + transpose), PeaPaw §6.3.2"
     order = 20
     schema = SCHEMA
-    job = "sims.cases.job:MatrixRun"
+    job = "sims.la.job:MatrixRun"
 
     def params_of(self, section: Mapping[str, Any], size: Any) -> dict[str, Any]:
         return {"n_mm": int(size["matmul"]), "n_tr": int(size["transpose"]), "dtype": section["dtype"]}
@@ -75,7 +75,7 @@ class LACase(WPCase):
 
     def phase_work(self, params: Mapping[str, Any]) -> ceilings.Work | None:
         """The product against the GEMM ceiling at the run's precision, with its compulsory traffic; the
-        transpose's bytes (:data:`sims.cases.matrix.PHASE_KERNELS`)."""
+        transpose's bytes (:data:`sims.la.matrix.PHASE_KERNELS`)."""
         return ceilings.matrix_work(params)
 
     def data_bytes(self, spec: Mapping[str, Any]) -> float:

@@ -1,9 +1,9 @@
 """PEACH's workloads (MatrixMultiply, MatrixTranspose) split by alpha over a grid, optionally at (f_C, f_G).
 
 Config ``cases.peach``: ``workloads`` (``{name, n, dtype}``), ``alphas``, ``frequencies``, ``seed``. The
-job is :class:`sims.cases.job.MatrixRun`. Validation scores each *curve* (one workload, size, platform and
+job is :class:`sims.la.job.MatrixRun`. Validation scores each *curve* (one workload, size, platform and
 frequency pair over the alpha grid) with the end-point calibrated PEACH model
-(:mod:`analysis.predictors.peach`): relative error at the interior points, ranking of the grid by time
+(:mod:`analysis.models.peach`): relative error at the interior points, ranking of the grid by time
 and by energy, measured best alpha against ``alpha_perf`` (eq. 13) and ``alpha_eff`` (eq. 15).
 """
 
@@ -16,16 +16,16 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from analysis import ceilings
 from analysis.cases.wp import run_command, two_processor_spec
-from analysis.config import platform_layouts
-from analysis.models import peach
-from analysis.predictors.energy_roofline import ROOFLINE_ENERGY_MODEL
-from analysis.predictors.peach import CURVE_KEYS, MODEL
+from analysis.equations import peach
+from analysis.models.energy_roofline import ROOFLINE_ENERGY_MODEL
+from analysis.models.peach import CURVE_KEYS, MODEL
+from analysis.planning.config import platform_layouts
 from analysis.registry import Case
-from analysis.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
-from analysis.uncertainty import UNCERTAINTY_COLUMNS, Settings
-from sims.cases.matrix import PEACH_WORKLOADS
+from analysis.scoring import ceilings
+from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
+from analysis.scoring.uncertainty import UNCERTAINTY_COLUMNS, Settings
+from sims.la.matrix import PEACH_WORKLOADS
 from sims.vocab import dp_variant
 
 SCHEMA = yaml.safe_load(f"""
@@ -85,7 +85,7 @@ def _score_quantity(rows: pd.DataFrame, gid: np.ndarray, quantity: str, params: 
     """Fidelity of every curve by ``quantity`` (``time``: times; ``energy``: ``W / eta``), all curves at once.
 
     A curve is scored when it has a calibration, at least two points, and every measured and predicted value
-    is finite and positive; ranking and intervals by :func:`analysis.runs.score_batch`.
+    is finite and positive; ranking and intervals by :func:`analysis.scoring.runs.score_batch`.
     """
     calibrated = np.array([q is not None for q in params], dtype=bool)
     if quantity == "time":
@@ -187,7 +187,7 @@ class PEACHCase(Case):
     schema = SCHEMA
     tables = ("peach_runs", "peach_fidelity", "energy_roofline")
     sections = ("analysis.report.sections.peach:PEACHSection",)
-    job = "sims.cases.job:MatrixRun"
+    job = "sims.la.job:MatrixRun"
 
     def data_bytes(self, spec: Mapping[str, Any]) -> float:
         p = spec["params"]  # three n x n matrices for the multiply, two for the transpose

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import metrics
-from analysis.config import ConfigError
-from analysis.published import load_yaml
+from analysis.planning.config import ConfigError
 from analysis.registry import Case, Model
 from analysis.resources import PUBLISHED_MEASUREMENTS
+from analysis.scoring import metrics
+from analysis.scoring.claims import load_yaml
 from sims import record as rec
 
 CASE = "published"
@@ -184,7 +184,7 @@ class PublishedCase(Case):
     order = 50
     schema = SCHEMA
     tables = ("published_runs", "published_fidelity")
-    sections = ("analysis.report.sections.published:PublishedSection",)
+    sections = ("analysis.report.sections.claims:PublishedSection",)
     light = True  # ingests a table: nothing to measure, never a batch job
 
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from analysis import ceilings
 from analysis.cases.wp import WPCase
+from analysis.scoring import ceilings
 from sims.sa.counts import DTYPE, PHASE_COUNTS, PHASE_KERNELS, POWADD_TERMS
 from sims.vocab import ROLES, WPS
 

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import ceilings, guidelines, scaling
-from analysis.config import platform_layouts
-from analysis.predictors.peapaw import MODEL as PEAPAW
+from analysis.models.peapaw import MODEL as PEAPAW
+from analysis.planning.config import platform_layouts
 from analysis.registry import Case, models_for
-from analysis.runs import (
+from analysis.scoring import ceilings, guidelines, scaling
+from analysis.scoring.runs import (
     FIDELITY_TAIL,
     GROUP_KEYS,
     SAMPLE_COLUMNS,
@@ -34,7 +34,7 @@ from analysis.runs import (
     score_batch,
     tightness_intervals,
 )
-from analysis.uncertainty import Settings
+from analysis.scoring.uncertainty import Settings
 from sims.record import run_id_of
 from sims.vocab import dp_variant
 

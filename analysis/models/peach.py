@@ -1,117 +1,153 @@
-"""PEACH: performance and energy of cooperative hybrid computing split by a fraction ``alpha`` (Ge et al. 2014).
+"""PEACH on measured curves: ``R(alpha)`` (eq. 7) and ``eta(alpha)`` (eq. 12) from each curve's own end points.
 
-A workload ``W`` is split: ``alpha W`` on the accelerator (rate ``R_G``),
-``(1 - alpha) W`` on the host (rate ``R_C``), eq. 1-5. Everything is
-vectorised: ``alpha`` and the parameters broadcast as NumPy arrays. Units are
-the caller's, consistently (e.g. W in GFLOP, R in GFLOP/s, P in W: energy in
-J, efficiency in GFLOP/J = GFLOPS/W).
+One *curve* is the set of runs of one PEACH workload (MatrixMultiply or
+MatrixTranspose) at one size, on one platform, at one ``(f_C, f_G)`` setting,
+over the configured ``alpha`` grid. The model's parameters come from the curve's
+own end points, as PEACH obtains them (§VI: "we run MatrixMultiply 100% on the
+CPU and then 100% on the GPU"):
 
-Offload overhead ``T_OH`` (eq. 6-7) is paid only when work is offloaded
-(``alpha > 0``): with nothing on the accelerator there is no transfer or
-launch. The hosting power ``P_OH`` (eq. 11) is drawn while the accelerator's
-part outlasts the host's, ``max(T_G - T_C, 0)``, as eq. 11-12 write it.
+* ``R_C = W / T(alpha=0)`` and ``R_G = W / T(alpha=1)`` (eq. 1-5); ``T_OH = 0``
+  here because each processor owns its data (nothing is copied inside the
+  measured region);
+* with measured energy: ``P0`` = the platform's measured idle power,
+  ``Pd_C = E(0)/T(0) - P0`` and ``Pd_G = E(1)/T(1) - P0`` (eq. 9-11; ``P_OH`` is
+  folded into ``Pd_G`` because a system meter cannot separate them).
+
+The interior points are then predictions, scored by the PEACH case
+(:mod:`analysis.cases.peach`). The end points reproduce themselves by
+construction; their error is reported but they say nothing about the model.
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import numpy as np
-from numpy.typing import ArrayLike
+import pandas as pd
 
-OBJECTIVES = ("performance", "energy")
+from analysis.equations import peach
+from analysis.registry import Model
+from analysis.scoring.runs import params_doc
 
-
-def _positive(name: str, value: ArrayLike) -> np.ndarray:
-    a = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(a)) or np.any(a <= 0):
-        raise ValueError(f"{name} must be finite and positive, got {value!r}")
-    return a
+CURVE_KEYS = ["study", "platform", "workload", "size", "frequency"]
+MODEL = "PEACH (end-point calibrated)"
 
 
-def _nonnegative(name: str, value: ArrayLike) -> np.ndarray:
-    a = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(a)) or np.any(a < 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
-    return a
+def curves(reduced: pd.DataFrame) -> pd.DataFrame:
+    """Reduced PEACH runs (one row per run) with the curve keys and the work ``W`` unpacked from ``params``."""
+    out = reduced.copy()
+    p = out["params"].map(params_doc)
+    out["workload"] = p.map(lambda d: d.get("workload")).astype("string")
+    out["frequency"] = p.map(lambda d: json.dumps(d.get("frequency"), sort_keys=True) if d.get("frequency")
+                             else "default").astype("string")
+    out["work_unit"] = p.map(lambda d: d.get("work_unit")).astype("string")
+    out["work"] = p.map(lambda d: float(sum((d.get("work") or {}).values())) if d.get("work") else np.nan)
+    return out
 
 
-def _alpha(alpha: ArrayLike) -> np.ndarray:
-    a = np.asarray(alpha, dtype=float)
-    if not np.all(np.isfinite(a)) or np.any((a < 0) | (a > 1)):
-        raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
-    return a
+def predict_curve(g: pd.DataFrame, idle_w: float | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Predictions for one curve: per-run rows and the calibrated parameters (empty rows without both end points)."""
+    g = g.sort_values("alpha", kind="stable")
+    a = g["alpha"].to_numpy(dtype="float64")
+    W = float(g["work"].iloc[0])
+    t = g["time_median_s"].to_numpy(dtype="float64")
+    ends = {0.0: np.flatnonzero(np.isclose(a, 0.0)), 1.0: np.flatnonzero(np.isclose(a, 1.0))}
+    if not (len(ends[0.0]) and len(ends[1.0])) or not np.isfinite(W) or W <= 0:
+        return g.iloc[:0], {}
+    i0, i1 = ends[0.0][0], ends[1.0][0]
+    R_C, R_G = W / t[i0], W / t[i1]
+    rate_p = peach.rate(a, R_C, R_G, 0.0, W)
+    out = g.copy()
+    out["rate_measured"] = W / t
+    out["rate_predicted"] = rate_p
+    out["time_predicted_s"] = W / rate_p
+    out["time_rel_error"] = np.abs(out["time_predicted_s"] - t) / t
+    out["endpoint"] = np.isclose(a, 0.0) | np.isclose(a, 1.0)
+    e = g["energy_median_j"].to_numpy(dtype="float64")
+    params: dict[str, Any] = {"R_C": R_C, "R_G": R_G, "P0": np.nan, "Pd_C": np.nan, "Pd_G": np.nan, "W": W}
+    out["eta_measured"] = W / e
+    out["eta_predicted"] = np.nan
+    if idle_w is not None and np.isfinite(idle_w) and np.isfinite(e[i0]) and np.isfinite(e[i1]):
+        pd_c = max(e[i0] / t[i0] - idle_w, 0.0)
+        pd_g = max(e[i1] / t[i1] - idle_w, 0.0)
+        params.update(P0=idle_w, Pd_C=pd_c, Pd_G=pd_g)
+        out["eta_predicted"] = peach.efficiency(a, R_C, R_G, idle_w, pd_c, pd_g, 0.0, 0.0, W)
+    out["energy_rel_error"] = np.abs(out["eta_predicted"] - out["eta_measured"]) / out["eta_measured"]
+    return out, params
 
 
-def times(alpha: ArrayLike, R_C: ArrayLike, R_G: ArrayLike, T_OH: ArrayLike = 0.0, W: ArrayLike = 1.0):
-    """``(T_C, T_G, T)``: host time, accelerator time and the run's time (eq. 4-6)."""
-    a = _alpha(alpha)
-    R_C, R_G, W = _positive("R_C", R_C), _positive("R_G", R_G), _positive("W", W)
-    T_OH = _nonnegative("T_OH", T_OH)
-    T_C = (1.0 - a) * W / R_C
-    T_G = a * W / R_G
-    T = np.maximum(T_C, np.where(a > 0, T_G + T_OH, 0.0))
-    return T_C, T_G, T
+class PEACHModel(Model):
+    """End-point calibrated PEACH curves; needs whole curves, so it runs on the computed frame."""
 
+    name = MODEL
+    cases = ("peach",)
+    needs = ("idle_w",)
+    table = "peach_runs"
+    rowwise = False
 
-def rate(alpha: ArrayLike, R_C: ArrayLike, R_G: ArrayLike, T_OH: ArrayLike = 0.0, W: ArrayLike = 1.0):
-    """Compute rate ``R = W / T`` of the split (eq. 7; eq. 8 when ``T_OH = 0``)."""
-    _, _, T = times(alpha, R_C, R_G, T_OH, W)
-    return np.asarray(W, dtype=float) / T
+    def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        """Per-run rows of every curve with both end points; the calibration in ``attrs["params"]``.
 
+        Every curve at once (:func:`predict_curve`'s rules as arrays): curves in key order, each sorted by
+        ``alpha``; a curve's end points are its first rows at ``alpha`` 0 and 1.
+        """
+        params: dict[tuple[str, ...], dict[str, Any]] = {}
+        if not len(runs):
+            out = curves(runs.iloc[:0])
+            out.attrs["params"] = params
+            return out
+        c = curves(runs).sort_values([*CURVE_KEYS, "alpha"], kind="stable").reset_index(drop=True)
+        gid = c.groupby(CURVE_KEYS, sort=False, dropna=False).ngroup().to_numpy()
+        n_curves = int(gid.max()) + 1
+        first = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
+        a = c["alpha"].to_numpy(dtype="float64")
+        t = c["time_median_s"].to_numpy(dtype="float64")
+        e = c["energy_median_j"].to_numpy(dtype="float64")
+        W_c = c["work"].to_numpy(dtype="float64")[first]
+        idle_c = (c["idle_w"].to_numpy(dtype="float64") if "idle_w" in c else np.full(len(c), np.nan))[first]
 
-def energy(alpha: ArrayLike, R_C: ArrayLike, R_G: ArrayLike, P0: ArrayLike, Pd_C: ArrayLike, Pd_G: ArrayLike,
-           P_OH: ArrayLike = 0.0, T_OH: ArrayLike = 0.0, W: ArrayLike = 1.0):
-    """System energy ``E = T P0 + T_C Pd_C + T_G Pd_G + max(T_G - T_C, 0) P_OH`` (eq. 11)."""
-    T_C, T_G, T = times(alpha, R_C, R_G, T_OH, W)
-    P0, Pd_C, Pd_G = _nonnegative("P0", P0), _nonnegative("Pd_C", Pd_C), _nonnegative("Pd_G", Pd_G)
-    P_OH = _nonnegative("P_OH", P_OH)
-    return T * P0 + T_C * Pd_C + T_G * Pd_G + np.maximum(T_G - T_C, 0.0) * P_OH
+        def first_at(mask: np.ndarray) -> np.ndarray:
+            pos = np.full(n_curves, -1)
+            hits = np.flatnonzero(mask)
+            g, at = np.unique(gid[hits], return_index=True)
+            pos[g] = hits[at]
+            return pos
 
-
-def efficiency(alpha: ArrayLike, R_C: ArrayLike, R_G: ArrayLike, P0: ArrayLike, Pd_C: ArrayLike, Pd_G: ArrayLike,
-               P_OH: ArrayLike = 0.0, T_OH: ArrayLike = 0.0, W: ArrayLike = 1.0):
-    """Energy efficiency ``eta = W / E`` (eq. 12; with ``T_OH`` through eq. 6 and 11)."""
-    return np.asarray(W, dtype=float) / energy(alpha, R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)
-
-
-def _candidates(R_C: float, R_G: float, T_OH: float, W: float) -> list[float]:
-    """Where the piecewise-linear time and energy can have their optimum: ends and breakpoints."""
-    a, b, t = 1.0 / R_C, 1.0 / R_G, T_OH / W
-    out = [0.0, 1.0]
-    for x in ((a - t) / (a + b), a / (a + b)):  # T_C = T_G + T_OH, and T_C = T_G (the hosting term)
-        if 0.0 < x < 1.0:
-            out.append(float(x))
-    return sorted(set(out))
-
-
-def best_alpha(objective: str, R_C: float, R_G: float, P0: float = 0.0, Pd_C: float = 0.0, Pd_G: float = 0.0,
-               P_OH: float = 0.0, T_OH: float = 0.0, W: float = 1.0, step: float | None = None) -> tuple[float, float, float]:
-    """The split maximising performance or energy efficiency: ``(alpha, rate, efficiency)``.
-
-    ``step=None``: the continuous optimum. For performance it is eq. 13,
-    ``alpha_perf = R_G / (R_C + R_G)``, when ``T_OH = 0`` (with an overhead, the
-    point where host and accelerator plus overhead finish together, unless not
-    offloading at all is faster). For energy, eq. 15 minimises a piecewise-linear
-    function of ``alpha``, so its minimum lies at an end (0 or 1) or a breakpoint;
-    those points are evaluated exactly. With a ``step`` the search is over the
-    grid ``0, step, 2 step, ..., 1`` as the papers' tables were made. Ties go to
-    the smallest ``alpha`` (the least offloading).
-
-    The efficiency returned needs ``P0``, ``Pd_C``, ``Pd_G``; with all zero it is ``inf``.
-    """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    if step is None:
-        grid = np.array(_candidates(float(R_C), float(R_G), float(T_OH), float(W)))
-    else:
-        if not 0 < step <= 1:
-            raise ValueError(f"step must lie in (0, 1], got {step!r}")
-        n = int(round(1.0 / step))
-        if not np.isclose(n * step, 1.0):
-            raise ValueError(f"step must divide 1 (0.01, 0.02, 0.05, 0.1, ...), got {step!r}")
-        grid = np.linspace(0.0, 1.0, n + 1)
-    r = rate(grid, R_C, R_G, T_OH, W)
-    with np.errstate(divide="ignore"):
-        eta = np.asarray(W, dtype=float) / energy(grid, R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)
-    score = r if objective == "performance" else eta
-    best = int(np.flatnonzero(np.isclose(score, score.max(), rtol=1e-12, atol=0.0))[0])
-    return float(grid[best]), float(r[best]), float(eta[best])
+        i0, i1 = first_at(np.isclose(a, 0.0)), first_at(np.isclose(a, 1.0))
+        good = (i0 >= 0) & (i1 >= 0) & np.isfinite(W_c) & (W_c > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t0, t1 = t[np.maximum(i0, 0)], t[np.maximum(i1, 0)]
+            e0, e1 = e[np.maximum(i0, 0)], e[np.maximum(i1, 0)]
+            R_C, R_G = W_c / t0, W_c / t1
+            metered = good & np.isfinite(idle_c) & np.isfinite(e0) & np.isfinite(e1)
+            Pd_C = np.where(metered, np.maximum(e0 / t0 - idle_c, 0.0), np.nan)
+            Pd_G = np.where(metered, np.maximum(e1 / t1 - idle_c, 0.0), np.nan)
+        keep = good[gid]
+        out = c[keep].reset_index(drop=True)
+        g, a, t, e = gid[keep], a[keep], t[keep], e[keep]
+        W = W_c[g]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate_p = peach.rate(a, R_C[g], R_G[g], 0.0, W)
+            out["rate_measured"] = W / t
+            out["rate_predicted"] = rate_p
+            out["time_predicted_s"] = W / rate_p
+            out["time_rel_error"] = np.abs(out["time_predicted_s"].to_numpy() - t) / t
+            out["endpoint"] = np.isclose(a, 0.0) | np.isclose(a, 1.0)
+            out["eta_measured"] = W / e
+            eta = np.full(len(out), np.nan)
+            m = metered[g]
+            if m.any():
+                gm = g[m]
+                eta[m] = peach.efficiency(a[m], R_C[gm], R_G[gm], idle_c[gm], Pd_C[gm], Pd_G[gm], 0.0, 0.0, W[m])
+            out["eta_predicted"] = eta
+            out["energy_rel_error"] = np.abs(eta - out["eta_measured"].to_numpy()) / out["eta_measured"].to_numpy()
+        heads = c.loc[first, CURVE_KEYS].itertuples(index=False, name=None)
+        for k, key in enumerate(heads):
+            if good[k]:
+                params[tuple(str(v) for v in key)] = {
+                    "R_C": float(R_C[k]), "R_G": float(R_G[k]), "W": float(W_c[k]),
+                    "P0": float(idle_c[k]) if metered[k] else np.nan,
+                    "Pd_C": float(Pd_C[k]), "Pd_G": float(Pd_G[k])}
+        out.attrs["params"] = params
+        return out

@@ -1,52 +1,75 @@
-"""Composable per-operation time and energy model (Kannan, Badr, Hamedani, Enright Jerger: "Offloading to the GPU").
-
-Time of a piece of code on a device: ``T = sum_op W_op tau_op + T_transfer`` with
-``T_transfer = B_to Q_there + B_from Q_back``; at basic-block granularity the
-block's time is ``T_BBL = max(sum_op v_op tau_op, sigma tau_transfer)`` for the
-instruction mix ``v_op`` and working set ``sigma``. Energy per unit of work
-``E / W = eps_op + pi0 T / W``. ``tau_op`` (s), ``eps_op`` (J) and ``pi0`` (W)
-are fitted per operation x data type x device by least squares from
-parametrised microbenchmarks (characterisation, :mod:`sims.bench.ops`, through :mod:`sims.fit`). Counts may be scalars or arrays
-(broadcast); operation names are strings, e.g. ``"float4/add"``.
-"""
+"""The per-operation model (Kannan et al.) applied to SA runs, from the characterised add/mul costs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import warnings
 
 import numpy as np
-from numpy.typing import ArrayLike
+import pandas as pd
+
+from analysis.equations import perop
+from analysis.models.peapaw import predict_sa
+from analysis.registry import Model
+from analysis.scoring import metrics
+from analysis.scoring.runs import params_doc
+from analysis.storage.platforms import TAU_COLS
+from sims.sa.counts import PHASE_COUNTS, PHASE_OPERATIONS
+
+PEROP_MODEL = "per-operation (Kannan)"
 
 
-def _checked_tau(tau: Mapping[str, float], ops: Sequence[str]) -> None:
-    missing = sorted(set(ops) - set(tau))
-    if missing:
-        raise ValueError(f"no per-operation cost for {', '.join(missing)} (known: {', '.join(sorted(tau))})")
+def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
+    """The per-operation model (Kannan et al.) for SA runs with characterised ``tau_add``/``tau_mul``.
+
+    Each processor's part takes the basic-block form ``max(sum_op v_op tau_op,
+    bytes t_b)`` over its elements and phases (VecAdd: 1 add; PowAdd: 2016
+    multiplications and 32 adds per element, 12 and 256 bytes); the parts run
+    concurrently, so the run's time is the longer part. Runs without
+    per-operation costs for their platform are dropped (no prediction).
+    """
+    have = runs.dropna(subset=TAU_COLS) if set(TAU_COLS) <= set(runs.columns) else runs.iloc[:0]
+    out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
+    have = have.loc[out.index] if len(have) else have  # the rows predict_sa kept, in its order
+    descs = [params_doc(p) for p in have["params"]] if len(have) else []
+    parts = {}
+    for role in ("host", "accel"):
+        n = np.array([float((d.get("elements") or {}).get(role, 0) or 0) for d in descs], dtype=np.float64)
+        phases = [tuple((d.get("phases") or {}).get(role) or ()) for d in descs]
+        part = np.full(len(have), np.nan)
+        kind = pd.Series(phases, dtype=object).astype(str).to_numpy() if len(have) else np.empty(0, dtype=object)
+        cols = [f"tau_add_{role}", f"tau_mul_{role}", f"t_b_{role}"]
+        platform = have.groupby(cols, sort=False, dropna=False).ngroup().to_numpy() if len(have) else kind
+        # one call of the model's array function per (platform, phase list) of this processor
+        for key in set(zip(platform.tolist(), kind.tolist(), strict=True)):
+            rows = np.flatnonzero((platform == key[0]) & (kind == key[1]) & (n > 0))
+            if not len(rows) or not phases[rows[0]]:
+                continue
+            ph = phases[rows[0]]
+            tau_add, tau_mul, t_b = (float(have[c].iloc[rows[0]]) for c in cols)
+            counts = {op: n[rows] * sum(PHASE_OPERATIONS[p][op] for p in ph) for op in ("add", "mul")}
+            nbytes = n[rows] * sum(PHASE_COUNTS[p][1] for p in ph)
+            part[rows] = perop.basic_block_time(counts, {"add": tau_add, "mul": tau_mul}, nbytes, t_b)
+        parts[role] = part
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        t_pred = np.fmax(parts["host"], parts["accel"]) if len(have) else np.full(0, np.nan)
+    out["model"] = pd.Series([PEROP_MODEL] * len(out), index=out.index, dtype="string")
+    out["time_predicted_s"] = t_pred
+    out["perf_predicted"] = out["flops"] / out["time_predicted_s"]
+    ok = np.isfinite(t_pred)
+    tight = np.full(len(out), np.nan)
+    if ok.any():
+        tight[ok] = metrics.tightness(out["perf_measured"].to_numpy()[ok], out["perf_predicted"].to_numpy()[ok])
+    out["tightness"] = tight
+    return out[ok] if len(out) else out
 
 
-def compute_time(counts: Mapping[str, ArrayLike], tau: Mapping[str, float]):
-    """``sum_op v_op tau_op`` (s) for the operation counts ``counts``."""
-    _checked_tau(tau, list(counts))
-    total = 0.0
-    for op, v in counts.items():
-        v = np.asarray(v, dtype=float)
-        if np.any(v < 0):
-            raise ValueError(f"count of {op!r} must be >= 0")
-        total = total + v * float(tau[op])
-    return total
+class PerOperation(Model):
+    """Basic-block max form over each processor's operation counts and bytes (SA runs)."""
 
+    name = PEROP_MODEL
+    cases = ("sa",)
+    needs = (*TAU_COLS, "t_b_host", "t_b_accel")
 
-def transfer_time(B_to: ArrayLike, B_from: ArrayLike, Q_there: float, Q_back: float):
-    """``B_to Q_there + B_from Q_back`` (s): bytes to and from the device times the per-byte costs."""
-    return np.asarray(B_to, dtype=float) * Q_there + np.asarray(B_from, dtype=float) * Q_back
-
-
-def time(counts: Mapping[str, ArrayLike], tau: Mapping[str, float], B_to: ArrayLike = 0.0, B_from: ArrayLike = 0.0,
-         Q_there: float = 0.0, Q_back: float = 0.0):
-    """``T = T_compute + T_transfer`` (s)."""
-    return compute_time(counts, tau) + transfer_time(B_to, B_from, Q_there, Q_back)
-
-
-def basic_block_time(counts: Mapping[str, ArrayLike], tau: Mapping[str, float], sigma: ArrayLike, tau_transfer: float):
-    """``T_BBL = max(sum_op v_op tau_op, sigma tau_transfer)`` (s) of one basic block."""
-    return np.maximum(compute_time(counts, tau), np.asarray(sigma, dtype=float) * tau_transfer)
+    def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        return predict_perop(runs)

@@ -161,7 +161,7 @@ def fmt_fraction(x: Any) -> str:
 
 def fmt_interval(row: Any, metric: str, digits: int = 2) -> str:
     """A figure with its bootstrap interval, ``"0.80 [0.60, 0.93]"`` (the bare value when the row has none)."""
-    from analysis.uncertainty import format_interval
+    from analysis.scoring.uncertainty import format_interval
 
     get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
     value = get(metric)

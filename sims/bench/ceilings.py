@@ -17,7 +17,7 @@ processor and precision:
 
 Each case declares which class each of its phases runs against
 (``PHASE_KERNELS`` of its job's module); the models read the ceiling of that
-class at the run's precision (:mod:`analysis.ceilings`).
+class at the run's precision (:mod:`analysis.scoring.ceilings`).
 """
 
 from __future__ import annotations

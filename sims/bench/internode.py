@@ -4,7 +4,7 @@ Characterisation measures a platform's processors and the MPI path between
 its two ranks *inside one node* (:mod:`sims.bench.characterize`). A platform
 whose runs span nodes also needs the path *between* nodes, which the FDM
 model uses for every halo message to a rank on another node
-(:mod:`analysis.models.fdm`). This job measures it: launched with two ranks
+(:mod:`analysis.equations.fdm`). This job measures it: launched with two ranks
 on two nodes (``srun --mpi=pmi2 -n 2 -N 2``, which the workflow's
 ``characterize_inter_node`` rule does), it checks that the ranks really sit on
 different nodes, runs the same ping-pong as characterisation and writes

@@ -12,7 +12,7 @@ cgroup, its rlimit, its SLURM allocation). Characterisation allocates one phase'
 largest phase (the triad's three float32 arrays, or the float32 and float64 random-access tables) holds
 :data:`PEAK_BYTES_PER_ELEMENT` bytes per element. When the cap bites the platform file says so
 (``sizing``), with a flag when the triad's arrays fall below 4x the LLC (the triad then partly measures the
-cache). The workflow estimates the job from the same plan (``analysis/estimates.py``).
+cache). The workflow estimates the job from the same plan (``analysis/planning/estimates.py``).
 """
 
 from __future__ import annotations

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import ceilings
 from analysis.cases.la import CASE as LA
 from analysis.cases.sa import CASE as SA
-from analysis.models import hetero
-from analysis.predictors.peapaw import predict_sa
+from analysis.equations import hetero
+from analysis.models.peapaw import predict_sa
+from analysis.scoring import ceilings
 from sims.bench import ceilings as bench
-from sims.cases import matrix
+from sims.la import matrix
 
 T = {"t_f_vector_float32": 1 / 20e9, "t_f_vector_float64": 1 / 15e9, "t_f_gemm_float32": 1 / 120e9,
      "t_f_gemm_float64": 1 / 60e9}

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from analysis.schema import FILE_SCHEMA
+from analysis.storage.schema import FILE_SCHEMA
 from tests.conftest import BIN, REPO
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from analysis.config import ConfigError, load_config, merge, study_matrix, validate_config
+from analysis.planning.config import ConfigError, load_config, merge, study_matrix, validate_config
 
 
 def minimal() -> dict:

@@ -186,7 +186,7 @@ def test_a_scheduler_that_accepts_and_never_answers_is_one_line_within_the_timeo
 
 def test_gather_fails_in_one_line_when_the_cluster_loses_every_worker(runs, env):
     """Results that can never come: the only worker is killed while its task runs."""
-    from analysis.tasks import WorkersLost, gather_watched
+    from analysis.scoring.tasks import WorkersLost, gather_watched
 
     c = DaskCluster(runs, env, workers=1)
     try:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import dataset
-from analysis.schema import FILE_SCHEMA, RUN_SCHEMA, RecordError, check_record
+from analysis.storage import dataset
+from analysis.storage.schema import FILE_SCHEMA, RUN_SCHEMA, RecordError, check_record
 from sims.record import FIELDS, write_raw
 
 

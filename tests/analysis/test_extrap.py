@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import scaling
-from analysis.models import extrap
+from analysis.equations import extrap
+from analysis.scoring import scaling
 
 P = np.repeat([1.0, 2.0, 4.0, 8.0, 16.0, 32.0], 5)
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from analysis.cases.fdm import score_fdm
-from analysis.models import fdm
-from analysis.predictors.fdm import CALIBRATED, predict_calibrated
+from analysis.equations import fdm
+from analysis.models.fdm import CALIBRATED, predict_calibrated
 from sims.bench import fdm_calib
 from sims.fdm import cost
 from sims.fit import relative_nonnegative_fit
@@ -179,7 +179,7 @@ def test_predictor_gives_phases_and_the_worst_one_and_nothing_without_a_calibrat
 
 def test_identical_code_measures_the_drift_and_a_difference_within_it_is_not_a_ranking():
     from analysis.cases.fdm import code_path, drift_floor
-    from analysis.uncertainty import Settings
+    from analysis.scoring.uncertainty import Settings
 
     assert code_path("numba", 1, "host-staging") == code_path("numba", 1, "device-pack") == "no exchange"
     assert code_path("numba", 2, "device-pack") == code_path("numba", 2, "gpu-aware") != code_path("numba", 2, "host-staging")
@@ -210,7 +210,7 @@ def test_identical_code_measures_the_drift_and_a_difference_within_it_is_not_a_r
 def test_characterisation_calibrates_the_fdm_backend_of_the_fdm_platform_only(tmp_path):
     import yaml
 
-    from analysis.config import REPO, ConfigError, characterize_spec, load_config
+    from analysis.planning.config import REPO, ConfigError, characterize_spec, load_config
 
     tiny = REPO / "config" / "studies" / "tiny.yaml"
     config = load_config(tiny)

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from analysis.cases.fdm import reduce_fdm, score_fdm
-from analysis.models import fdm
-from analysis.predictors.fdm import predict_fdm
+from analysis.equations import fdm
+from analysis.models.fdm import predict_fdm
 from sims.fdm import counts
 from sims.vocab import FDM_PHASES
 
@@ -124,7 +124,7 @@ def test_neighbours_on_another_node_pay_the_inter_node_ping_pong():
 def test_fdm_predictor_needs_the_inter_node_ping_pong_for_runs_across_nodes():
     import pandas as pd
 
-    from analysis.predictors.fdm import predict_fdm
+    from analysis.models.fdm import predict_fdm
 
     row = {"run_id": "r", "grid": '{"shape":[64,16,16],"spacing":10.0}', "decomposition": "[4,1,1]", "order": 2,
            "steps": 10, "marshaling": "host-staging", "boundary": "none", "ranks": 4, "backend": "numba",

@@ -1,13 +1,13 @@
-"""PeaPaw's partitioning guidelines: checked in validation (analysis.guidelines), shown by the report section."""
+"""PeaPaw's partitioning guidelines: checked in validation (analysis.scoring.guidelines), shown by the report section."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from analysis.guidelines import evaluate
 from analysis.report.common import Inputs
 from analysis.report.sections.guidelines import GuidelinesSection
+from analysis.scoring.guidelines import evaluate
 
 
 def processors(**energy) -> pd.DataFrame:

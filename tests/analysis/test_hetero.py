@@ -1,4 +1,4 @@
-"""Tests of analysis.models.hetero: hand-computed values, the PerDome/PeaPaw published numbers, properties.
+"""Tests of analysis.equations.hetero: hand-computed values, the PerDome/PeaPaw published numbers, properties.
 
 Published numbers that the papers' own inputs do not reproduce
 ---------------------------------------------------------------
@@ -48,8 +48,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from analysis.models import hetero
-from analysis.models.hetero import Processor
+from analysis.equations import hetero
+from analysis.equations.hetero import Processor
 
 PS = 1e-12  # s per ps
 PJ = 1e-12  # J per pJ

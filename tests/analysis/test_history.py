@@ -1,4 +1,4 @@
-"""The history store (analysis.history) and the regression rule (analysis.track)."""
+"""The history store (analysis.tracking.history) and the regression rule (analysis.tracking.track)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import history
 from analysis.cli import main
-from analysis.track import Rule, compare, judge, resolve, track
+from analysis.tracking import history
+from analysis.tracking.track import Rule, compare, judge, resolve, track
 
 
 def _fidelity(tau: float, tight: float = 0.8) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Tests of analysis.metrics: hand-computed values, the tie rules of the module docstring, invariants."""
+"""Tests of analysis.scoring.metrics: hand-computed values, the tie rules of the module docstring, invariants."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis import metrics
+from analysis.scoring import metrics
 
 positive = st.floats(min_value=1e-6, max_value=1e6)
 distinct_values = st.lists(positive, min_size=2, max_size=12, unique=True)

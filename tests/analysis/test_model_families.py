@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.models import perop, roofline
+from analysis.equations import perop, roofline
 
 PS = 1e-12
 # Kannan et al., "Timing Model for the CPU & GPU" table (ps per operation)

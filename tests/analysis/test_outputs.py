@@ -8,8 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import dataset, validate
-from analysis.metrics import TIGHTNESS
+from analysis.scoring import validate
+from analysis.scoring.metrics import TIGHTNESS
+from analysis.storage import dataset
 from tests.conftest import default_dataset
 
 
@@ -17,7 +18,7 @@ from tests.conftest import default_dataset
 def outputs(tmp_path_factory):
     root = default_dataset(tmp_path_factory.mktemp("outputs"))
     from analysis.resources import PUBLISHED_MACHINES
-    from analysis.uncertainty import Settings
+    from analysis.scoring.uncertainty import Settings
 
     validate.validate(root / "runs", root, root / "validation", platform_files=[root / "platform.yaml"],
                       published_dir=PUBLISHED_MACHINES,
@@ -88,7 +89,7 @@ def test_published_claims_carry_both_numbers_the_tolerance_and_the_reason(output
 def test_the_dataset_keeps_structured_fields_as_arrow_maps(outputs):
     import pyarrow.parquet as pq
 
-    from analysis.schema import FILE_SCHEMA
+    from analysis.storage.schema import FILE_SCHEMA
 
     table = dataset.read_runs(outputs / "runs")
     for f in (outputs / "runs").rglob("*.parquet"):  # as written in every file, not as read_runs casts them

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.models import peach
+from analysis.equations import peach
 
 rates = st.floats(min_value=1.0, max_value=5000.0)
 powers = st.floats(min_value=0.0, max_value=500.0)

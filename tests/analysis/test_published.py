@@ -6,12 +6,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis import published
+from analysis.scoring import claims
 
 
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
-    return pd.DataFrame(published.evaluate())
+    return pd.DataFrame(claims.evaluate())
 
 
 def _row(table, paper, where, platform, quantity, inputs=None):
@@ -24,17 +24,17 @@ def _row(table, paper, where, platform, quantity, inputs=None):
 
 
 def test_catalogs_carry_provenance():
-    assert published.load_catalog(published.PEACH)["systems"]["System-I"]["R_G"]["value"] == 1052.4
-    for name in (published.PERDOME, published.PEAPAW):
-        cat = published.load_catalog(name)
+    assert claims.load_catalog(claims.PEACH)["systems"]["System-I"]["R_G"]["value"] == 1052.4
+    for name in (claims.PERDOME, claims.PEAPAW):
+        cat = claims.load_catalog(name)
         for proc in cat["processors"].values():
             for key in ("t_f", "t_b"):
                 assert proc[key]["obtained"] == "published" and proc[key]["source"]
         for host_accel in cat["platforms"].values():
             assert set(host_accel) == {"host", "accel"}
     # the two papers' tables differ for the same machine: both are kept
-    assert published.processor(published.load_catalog(published.PERDOME), "i7-2600K").t_f == pytest.approx(73.5e-12)
-    assert published.processor(published.load_catalog(published.PEAPAW), "i7-2600K").t_f == pytest.approx(9.5e-12)
+    assert claims.processor(claims.load_catalog(claims.PERDOME), "i7-2600K").t_f == pytest.approx(73.5e-12)
+    assert claims.processor(claims.load_catalog(claims.PEAPAW), "i7-2600K").t_f == pytest.approx(9.5e-12)
 
 
 def test_perdome_claims(table):
@@ -76,6 +76,6 @@ def test_peach_table_vii_corner_cells(table):
 def test_bad_catalog_names_the_key(tmp_path):
     (tmp_path / "perdome-2015.yaml").write_text(yaml.safe_dump({"paper": "x", "processors": {}}))
     with pytest.raises(ValueError, match="missing key 'table'"):
-        published.load_catalog("perdome-2015", tmp_path)
+        claims.load_catalog("perdome-2015", tmp_path)
     with pytest.raises(ValueError, match="no such published platform catalog"):
-        published.load_catalog("nothing", tmp_path)
+        claims.load_catalog("nothing", tmp_path)

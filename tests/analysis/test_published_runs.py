@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from analysis.cases import published as published_runs
-from analysis.schema import check_record
+from analysis.storage.schema import check_record
 
 TABLE = "peach-2014-table-viii"
 

@@ -46,7 +46,7 @@ def test_a_plugin_that_does_not_load_is_named(monkeypatch):
 
 
 def test_a_plugin_that_is_not_a_case_is_refused(monkeypatch):
-    fake_entry_points(monkeypatch, registry.CASE_GROUP, ("odd", "analysis.predictors.fdm:FDMModel"))
+    fake_entry_points(monkeypatch, registry.CASE_GROUP, ("odd", "analysis.models.fdm:FDMModel"))
     with pytest.raises(registry.RegistryError, match="is not a Case"):
         registry.cases()
 
@@ -81,9 +81,9 @@ def test_unknown_case_lists_the_registered_ones():
 def test_every_built_in_model_finds_what_it_needs_and_a_missing_column_is_named():
     import pandas as pd
 
-    from analysis.platforms import BACKEND_COLS, FDM_CALIBRATION_COL, PLATFORM_COLS, Platforms
-    from analysis.schema import RUN_SCHEMA
-    from analysis.validate import check_needs
+    from analysis.scoring.validate import check_needs
+    from analysis.storage.platforms import BACKEND_COLS, FDM_CALIBRATION_COL, PLATFORM_COLS, Platforms
+    from analysis.storage.schema import RUN_SCHEMA
 
     empty = Platforms(pd.DataFrame(columns=["platform", *PLATFORM_COLS]),
                       pd.DataFrame(columns=["platform", "backend", *BACKEND_COLS, FDM_CALIBRATION_COL]))

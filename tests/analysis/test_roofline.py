@@ -1,4 +1,4 @@
-"""Tests of analysis.models.roofline against hand-computed values and the papers' equations."""
+"""Tests of analysis.equations.roofline against hand-computed values and the papers' equations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.models import roofline
+from analysis.equations import roofline
 
 # Time per flop/byte drawn log-uniformly over the range of real processors (0.1 ps .. 1 ns).
 seconds_per_unit = st.floats(min_value=-13.0, max_value=-9.0).map(lambda e: 10.0**e)

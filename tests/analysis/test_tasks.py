@@ -1,4 +1,4 @@
-"""analysis.tasks.for_arrays: in a process started as Distributed's nanny starts its workers (MALLOC_TRIM_THRESHOLD_
+"""analysis.scoring.tasks.for_arrays: in a process started as Distributed's nanny starts its workers (MALLOC_TRIM_THRESHOLD_
 set), large temporaries stop costing a fresh zero-filled mapping each once the task called for_arrays()."""
 
 import os
@@ -11,7 +11,7 @@ import pytest
 PROBE = textwrap.dedent("""
     import resource, sys
     import numpy as np
-    from analysis import tasks as malloc
+    from analysis.scoring import tasks as malloc
 
     def faults(rounds=40, n=3 << 16):   # 1.5 MiB arrays (below a huge page: 384 small pages each), written, freed
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -1,4 +1,4 @@
-"""Bootstrap intervals, the Mann-Whitney test and the noise-aware best (analysis.uncertainty)."""
+"""Bootstrap intervals, the Mann-Whitney test and the noise-aware best (analysis.scoring.uncertainty)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import metrics
-from analysis.runs import score_alternatives, tightness_intervals
-from analysis.uncertainty import (
+from analysis.scoring import metrics
+from analysis.scoring.runs import score_alternatives, tightness_intervals
+from analysis.scoring.uncertainty import (
     Settings,
     batch_ranking,
     format_interval,
@@ -35,7 +35,7 @@ def test_mann_whitney_exact_agrees_with_brute_force_permutations_with_ties():
     x, y = [3.0, 5.0, 5.0, 7.0], [1.0, 3.0, 5.0]
     pooled = np.array(x + y)
     # brute force on the values' ranks
-    from analysis.uncertainty import _avg_ranks
+    from analysis.scoring.uncertainty import _avg_ranks
 
     ranks = _avg_ranks(pooled)
     obs = ranks[:4].sum()
@@ -136,8 +136,8 @@ def test_format_interval():
 
 # ---- the batched path (many groups at once) against the one-group rules ----------------------------------------
 
-from analysis.runs import score_batch  # noqa: E402
-from analysis.uncertainty import (  # noqa: E402
+from analysis.scoring.runs import score_batch  # noqa: E402
+from analysis.scoring.uncertainty import (  # noqa: E402
     _mann_whitney_rows,
     _median_positions,
     interval,
@@ -250,7 +250,7 @@ def test_interval_rows_without_missing_values_take_the_partition_path():
 def test_score_batch_spread_over_a_dask_cluster_equals_one_piece():
     from distributed import Client, LocalCluster
 
-    from analysis.runs import scoring_on
+    from analysis.scoring.runs import scoring_on
 
     rng = np.random.default_rng(9)
     k, G = 3, 25
@@ -279,7 +279,7 @@ def test_pad_sorted_fast_path_equals_the_general_one():
 
 
 def test_energy_sources_per_run_none_single_and_mixed():
-    from analysis.runs import energy_sources
+    from analysis.scoring.runs import energy_sources
 
     run = pd.Series(["a", "a", "b", "b", "c", "c"], name="run_id")
     src = pd.Series(["rapl", "rapl", "rapl", "nvml", None, None], dtype="string")

@@ -7,14 +7,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis import dataset, validate
 from analysis.cases.wp import FIDELITY_COLUMNS, score_groups
-from analysis.models import hetero
-from analysis.platforms import energy_fit_problem, load_platforms
-from analysis.predictors.energy_roofline import ROOFLINE_ENERGY_COLUMNS, predict_energy_roofline
-from analysis.predictors.peapaw import ENERGY_MODEL, MODEL, predict_energy, predict_sa
-from analysis.predictors.perop import PEROP_MODEL, predict_perop
-from analysis.runs import failed_runs, reduce_repetitions
+from analysis.equations import hetero
+from analysis.models.energy_roofline import ROOFLINE_ENERGY_COLUMNS, predict_energy_roofline
+from analysis.models.peapaw import ENERGY_MODEL, MODEL, predict_energy, predict_sa
+from analysis.models.perop import PEROP_MODEL, predict_perop
+from analysis.scoring import validate
+from analysis.scoring.runs import failed_runs, reduce_repetitions
+from analysis.storage import dataset
+from analysis.storage.platforms import energy_fit_problem, load_platforms
 from sims.record import FIELDS, write_raw
 
 T = {"t_f_host": 1e-10, "t_b_host": 1e-10, "t_f_accel": 2.5e-11, "t_b_accel": 5e-11}

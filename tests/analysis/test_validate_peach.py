@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from analysis.cases.peach import FIDELITY_COLUMNS, RUN_COLUMNS, score_curves
-from analysis.models import peach
-from analysis.predictors.peach import PEACHModel
+from analysis.equations import peach
+from analysis.models.peach import PEACHModel
 
 ALPHAS = np.round(np.linspace(0, 1, 11), 10)
 

@@ -211,7 +211,7 @@ def check(work: Path) -> list[str]:
     """What is wrong with the study in ``work`` (empty: dataset = raw records, report newer and consistent)."""
     import pyarrow.compute as pc
 
-    from analysis.dataset import read_runs
+    from analysis.storage.dataset import read_runs
 
     results = work / "results"
     problems = []

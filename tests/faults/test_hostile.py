@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis import dataset, heal, retry
-from analysis.dataset import Matrix
-from analysis.manifest import check_manifest
+from analysis.planning import heal, retry
+from analysis.storage import dataset
+from analysis.storage.dataset import Matrix
+from analysis.storage.manifest import check_manifest
 from sims.record import FIELDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -275,7 +276,7 @@ def test_a_data_file_of_an_older_layout_is_rebuilt_and_refused_by_validation_in_
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from analysis.schema import FILE_SCHEMA
+    from analysis.storage.schema import FILE_SCHEMA
 
     files = [put(root, "s", rid) for rid in ("a" * 16, "a" + "c" * 15)]
     res, _ = run_gather(root, files)

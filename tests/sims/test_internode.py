@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from analysis.platforms import Platforms
+from analysis.storage.platforms import Platforms
 from sims.platform_file import network_overlay_path, read_platform
 from tests.conftest import run_mpi
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from sims.backends import get_backend
-from sims.cases import kernels, matrix
-from sims.cases.frequency import NotControllable, cpu_control, pinned
+from sims.la import kernels, matrix
+from sims.la.frequency import NotControllable, cpu_control, pinned
 
 
 def test_la_counts_reproduce_peapaw_intensities():

@@ -73,7 +73,7 @@ def test_trace_not_covering_the_run_is_refused(mpiexec, env, tmp_path):
 
 
 def test_frequency_the_platform_cannot_set_is_a_skipped_record(mpiexec, env, tmp_path):
-    from sims.cases.frequency import cpu_control
+    from sims.la.frequency import cpu_control
 
     out = tmp_path / "rec.json"
     for freq, expect in (({"f_G": 705}, "is a GPU clock, but the accel processor is a CPU"),
@@ -111,7 +111,7 @@ def test_trace_attached_after_the_study(mpiexec, env, tmp_path):
         assert r["energy_host_j"] / r["energy_accel_j"] == pytest.approx(4.0)
         assert 50.0 <= r["energy_j"] / r["time_s"] < 75.0
     # the records stay valid for gather, and a second attach leaves them alone
-    from analysis.schema import check_record
+    from analysis.storage.schema import check_record
 
     for r in after:
         check_record(r)

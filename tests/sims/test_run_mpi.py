@@ -131,7 +131,7 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
 def test_characterize_without_a_meter_then_attach_a_later_trace(mpiexec, env, tmp_path):
     """No meter while characterising: the idle and sweep windows are kept; a later trace gives idle power and the fit."""
     from analysis.cli import main
-    from analysis.platforms import load_platforms
+    from analysis.storage.platforms import load_platforms
     from sims.platform_file import overlay_path
     from sims.platform_file import read_platform as load_platform
     out = tmp_path / "pair.yaml"

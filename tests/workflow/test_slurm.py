@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from analysis.config import load_config, study_matrix
+from analysis.planning.config import load_config, study_matrix
 from analysis.registry import case
 from tests.conftest import REPO
 from tests.workflow.test_workflow import job_counts, snakemake

@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from analysis import history
-from analysis.dataset import read_runs
-from analysis.schema import FILE_SCHEMA, RUN_SCHEMA
+from analysis.storage.dataset import read_runs
+from analysis.storage.schema import FILE_SCHEMA, RUN_SCHEMA
+from analysis.tracking import history
 from tests.conftest import BIN, REPO
 
 STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))

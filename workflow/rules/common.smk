@@ -9,8 +9,8 @@ import sys
 REPO_DIR = os.path.dirname(os.path.abspath(workflow.basedir))
 sys.path.insert(0, REPO_DIR)
 
-from analysis.cluster import COMPUTED, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
-from analysis.config import (  # noqa: E402
+from analysis.planning.jobs import COMPUTED, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
+from analysis.planning.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
     config_hash,
@@ -19,12 +19,12 @@ from analysis.config import (  # noqa: E402
     study_matrix,
     validate_config,
 )
-from analysis.estimates import characterize_layout, inter_node_layout, light_mb, validate_workers  # noqa: E402
+from analysis.planning.estimates import characterize_layout, inter_node_layout, light_mb, validate_workers  # noqa: E402
 from analysis.registry import RegistryError, case, enabled_cases  # noqa: E402
-from analysis.dataset import Matrix  # noqa: E402
-from analysis.heal import at_start as heal_at_start  # noqa: E402
+from analysis.storage.dataset import Matrix  # noqa: E402
+from analysis.planning.heal import at_start as heal_at_start  # noqa: E402
 from analysis.resources import PUBLISHED_MACHINES  # noqa: E402
-from analysis.validate import output_files  # noqa: E402
+from analysis.scoring.validate import output_files  # noqa: E402
 from sims.record import stable_hash  # noqa: E402
 
 try:
@@ -100,7 +100,7 @@ def get_run_threads(wildcards):
     return case(spec["case"]).threads(spec)
 
 
-# A job's resources come from its layout and its platform's `slurm` mapping (analysis.cluster); a scheduler
+# A job's resources come from its layout and its platform's `slurm` mapping (analysis.planning.jobs); a scheduler
 # key no platform sets is not declared, so the profile's default-resources apply to it untouched.
 PROFILE_DEFAULTS = profile_defaults(getattr(workflow.resource_settings.default_resources, "args", None))
 JOB_RESOURCE_KEYS = [*COMPUTED, *scheduler_keys(platform_layouts(config))]

@@ -2,7 +2,7 @@
 # The command comes from the run's registered case: sims.run on the platform's two ranks (SA, LA,
 # PEACH), sims.fdm on the scale's ranks (FDM; seismograms under results/fdm/<study>/<run_id>/),
 # hetval ingest-published for published measurements (a light run: see ingest_run below).
-# Every run job asks for exactly its own resources (analysis.cluster.job_resources): nodes, tasks,
+# Every run job asks for exactly its own resources (analysis.planning.jobs.job_resources): nodes, tasks,
 # cpus per task, GPUs, memory, and the platform's partition/account/constraint/QOS when it sets them.
 
 

@@ -37,7 +37,7 @@ def meter_statement(platforms: list, metered: int) -> tuple[str, str, str]:
 
 def model_gaps(platforms: list) -> list[str]:
     """Per characterised platform, why its energy models cannot be scored (no fitted parameters, an unphysical fit)."""
-    from analysis.platforms import energy_fit_problem
+    from analysis.storage.platforms import energy_fit_problem
 
     out = []
     for plat in platforms:

@@ -22,7 +22,7 @@ MAX_SNAPSHOTS = 200
 
 def load_history(inputs: Inputs) -> tuple[pd.DataFrame | None, str]:
     """The study's history named by the validation summary's provenance, and a status line."""
-    from analysis import history
+    from analysis.tracking import history
 
     prov = (inputs.summary or {}).get("provenance") or {}
     path, study = prov.get("history"), prov.get("study")
@@ -95,7 +95,7 @@ class HistorySection(Section):
     title = "History"
 
     def build(self, inputs: Inputs, out_dir: Path) -> SectionOutput:
-        from analysis.track import track
+        from analysis.tracking.track import track
 
         out = SectionOutput()
         out.heading("History: model accuracy over time", 2, "history")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.predictors.peach import CURVE_KEYS
+from analysis.models.peach import CURVE_KEYS
 from analysis.report.common import (
     TABLE_ROWS,
     FigureEntry,

@@ -79,7 +79,7 @@ def _obtained(param: Any) -> str:
 
 def platform_rows(platforms: Sequence[PlatformFile]) -> list[list[str]]:
     """One table row per (platform, processor) with the machine parameters in readable units."""
-    from analysis.platforms import energy_fit_problem
+    from analysis.storage.platforms import energy_fit_problem
 
     rows = []
     for plat in platforms:

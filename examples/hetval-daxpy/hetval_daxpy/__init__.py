@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.cases.wp import WPCase
-from analysis.predictors.peapaw import MODEL as PEAPAW
-from analysis.predictors.peapaw import predict_sa
+from analysis.models.peapaw import MODEL as PEAPAW
+from analysis.models.peapaw import predict_sa
 from analysis.registry import Model
 from sims.platform_file import read_rates
 from sims.vocab import balanced_alpha, data_parallel_alpha, roofline_time

@@ -5,7 +5,7 @@ with where it is printed and the inputs it should follow from: a published
 platform catalog (``analysis/resources/published/machines/*.yaml``, the papers' machine
 tables with provenance) and the workload partitions' essential parameters
 (PerDome Table 2, PeaPaw §6.3). :func:`evaluate` recomputes every claim with
-:mod:`analysis.models.hetero` and says whether it reproduces within the
+:mod:`analysis.equations.hetero` and says whether it reproduces within the
 stated tolerance; nothing is adjusted to match. The validation job writes the
 result to ``results/validation/published.parquet`` and the report shows it.
 """
@@ -20,7 +20,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-from analysis.models import hetero, peach
+from analysis.equations import hetero, peach
 from analysis.resources import PUBLISHED_MACHINES
 from sims.yamlfile import load_mapping
 

@@ -1,6 +1,6 @@
 """A memory estimate for every job of the workflow, and the check that refuses a study whose job cannot fit.
 
-Runs take theirs from their case's :class:`~analysis.cluster.Layout`. The other jobs:
+Runs take theirs from their case's :class:`~analysis.planning.jobs.Layout`. The other jobs:
 
 - **characterize** - two ranks, each its base plus the largest phase of arrays it holds
   (:mod:`sims.bench.plan`: the cache rule capped by the memory budget of the node it runs on);
@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from analysis.cluster import MEMORY_SLACK, RANK_BASE_MB, Layout
+from analysis.planning.jobs import MEMORY_SLACK, RANK_BASE_MB, Layout
 
 #: one light Python process (NumPy, pandas, pyarrow, the registries loaded), MB
 PROCESS_MB = 384

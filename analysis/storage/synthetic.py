@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from sims.record import FDM_PHASES, stable_hash
 
-SEED = Path(__file__).resolve().parent.parent / "tests" / "data" / "default-records.json.gz"
+SEED = Path(__file__).resolve().parents[2] / "tests" / "data" / "default-records.json.gz"
 
 
 def load_seed(path: str | Path = SEED) -> list[dict]:
@@ -39,7 +39,7 @@ def load_seed(path: str | Path = SEED) -> list[dict]:
 
 def seed_table(docs: list[dict]) -> pa.Table:
     """The seed's records as one table in the run schema (sorted by run_id, rep)."""
-    from analysis.schema import RUN_SCHEMA, check_record
+    from analysis.storage.schema import RUN_SCHEMA, check_record
 
     rows = [check_record(r) for d in docs for r in d["records"]]
     return pa.Table.from_pylist(rows, schema=RUN_SCHEMA).sort_by([("run_id", "ascending"), ("rep", "ascending")])

@@ -9,7 +9,7 @@ whatever cluster :func:`dask_client` chooses, and a cluster of more workers
 runs more files at once (16 per case and study). The client gathers the
 results, applies the group-wise models (PEACH's curves) and lets each case
 score its predictions into its tables, as arrays over all groups at once
-(:func:`analysis.runs.score_batch`). Tables of the same name from several
+(:func:`analysis.scoring.runs.score_batch`). Tables of the same name from several
 cases are concatenated; every table is written atomically as
 ``<out>/<table>.parquet``, with ``failed.parquet``, ``published.parquet``
 (the papers' own claims, recomputed) and ``summary.json``.
@@ -30,15 +30,16 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import history, tasks
-from analysis.dataset import check_layout, partition_files, read_file
-from analysis.platforms import Platforms
 from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
-from analysis.runs import failed_runs, scoring_on
-from analysis.schema import RUN_SCHEMA
-from analysis.tables import to_arrow
-from analysis.tasks import gather_watched
-from analysis.uncertainty import Settings
+from analysis.scoring import tasks
+from analysis.scoring.runs import failed_runs, scoring_on
+from analysis.scoring.tables import to_arrow
+from analysis.scoring.tasks import gather_watched
+from analysis.scoring.uncertainty import Settings
+from analysis.storage.dataset import check_layout, partition_files, read_file
+from analysis.storage.platforms import Platforms
+from analysis.storage.schema import RUN_SCHEMA
+from analysis.tracking import history
 from sims.atomic import atomic_write_parquet, atomic_write_text
 
 #: Tables every validation writes besides the cases' own.
@@ -310,8 +311,8 @@ def validate(
     ``platform_files`` (the study's characterised platforms) overrides ``platforms_dir``'s ``*.yaml``.
     A scheduler that does not answer within ``connect_timeout`` seconds raises ``OSError`` /
     ``TimeoutError`` (the CLI says so in one line). ``uncertainty`` sets the bootstrap and the noise
-    test (:mod:`analysis.uncertainty`); with ``history_path`` the validation appends one snapshot to the
-    history (:mod:`analysis.history`).
+    test (:mod:`analysis.scoring.uncertainty`); with ``history_path`` the validation appends one snapshot to the
+    history (:mod:`analysis.tracking.history`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -384,7 +385,7 @@ def validate(
                                       "published_value", "ours_value", "tolerance", "difference", "reproduced",
                                       "reason", "inputs", "note"])
     if published_dir:
-        from analysis import published as pub
+        from analysis.scoring import claims as pub
 
         published = pd.DataFrame(pub.evaluate(Path(published_dir)), columns=published.columns)
         log(f"[hetval validate] published claims: {int(published['reproduced'].sum())} of {len(published)} "

@@ -1,4 +1,4 @@
-"""Empirical scaling fits (Extra-P's normal form, :mod:`analysis.models.extrap`) beside the analytical models.
+"""Empirical scaling fits (Extra-P's normal form, :mod:`analysis.equations.extrap`) beside the analytical models.
 
 A *series* is one configuration measured at several scales: for the FDM code one grid, order,
 boundary, marshaling design and backend over the rank count (strong scaling; at each rank count
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.models import extrap
+from analysis.equations import extrap
 from sims.fdm.spec import grid_label
 
 COLUMNS = ["study", "case", "platform", "series", "parameter", "n_scales", "scales", "hypothesis", "adj_r2", "smape",

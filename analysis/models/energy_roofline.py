@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.models import roofline
-from analysis.platforms import ENERGY_COLS, ENERGY_PARAMS
+from analysis.equations import roofline
 from analysis.registry import Model
+from analysis.storage.platforms import ENERGY_COLS, ENERGY_PARAMS
 
 ROOFLINE_ENERGY_MODEL = "energy roofline (Choi)"
 
@@ -23,7 +23,7 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
     """Choi's energy roofline ``E = e_f N_f + e_b N_b + p_s max(t_f N_f, t_b N_b)`` against metered runs.
 
     ``N_b`` is the traffic the bound counts and ``t_f`` the ceiling of the kernels the processor ran
-    (:mod:`analysis.ceilings`); ``bytes`` in the rows is the recorded (papers') count, ``traffic`` what was used.
+    (:mod:`analysis.scoring.ceilings`); ``bytes`` in the rows is the recorded (papers') count, ``traffic`` what was used.
 
     One row per metered run and *working processor* whose energy the meter
     attributed to it (``energy_<role>_median_j``), with that processor's static
@@ -46,7 +46,7 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
             counted: dict[str, float] = {}
             idle: set[str] = set()
             for role in ("host", "accel"):
-                # the traffic the bound counts and the ceiling of the kernels this processor ran (analysis.ceilings)
+                # the traffic the bound counts and the ceiling of the kernels this processor ran (analysis.scoring.ceilings)
                 traffic = f"traffic_{role}" if hasattr(row, f"traffic_{role}") else f"bytes_{role}"
                 nf, nb = (float(getattr(row, q) or 0.0) for q in (f"flops_{role}", traffic))
                 nf, nb = (0.0 if np.isnan(nf) else nf), (0.0 if np.isnan(nb) else nb)

@@ -22,7 +22,7 @@ from sims.vocab import is_name
 from sims.yamlfile import YAMLFileError, load_mapping
 
 #: The checkout this package lives in, when it lives in one (an editable install)
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def default_config() -> Path:
@@ -364,8 +364,8 @@ _JOB_KEYS = {"characterize_platform": "characterize.memory_fraction", "gather_ru
 def _check_jobs(config: Mapping[str, Any], runs: list[dict[str, Any]],
                 limits: dict[str, tuple[float | None, str]]) -> None:
     """Refuse a study one of whose other jobs (characterisation, gather, validation, report:
-    :func:`analysis.estimates.study_jobs`) cannot fit the node it runs on, naming the job and both figures."""
-    from analysis.estimates import study_jobs
+    :func:`analysis.planning.estimates.study_jobs`) cannot fit the node it runs on, naming the job and both figures."""
+    from analysis.planning.estimates import study_jobs
 
     for p in config["platforms"]:
         if p["name"] not in limits:

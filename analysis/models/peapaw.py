@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import metrics
-from analysis.models import hetero
-from analysis.platforms import ENERGY_COLS, PLATFORM_COLS, PROBLEM_COLS
+from analysis.equations import hetero
 from analysis.registry import Model
-from analysis.runs import _intensity
+from analysis.scoring import metrics
+from analysis.scoring.runs import _intensity
+from analysis.storage.platforms import ENERGY_COLS, PLATFORM_COLS, PROBLEM_COLS
 from sims.vocab import WPS
 
 MODEL = "PerDome/PeaPaw"
@@ -37,14 +37,14 @@ def by_processors(runs: pd.DataFrame, energy: bool = False) -> Iterator[tuple[np
         rows = np.flatnonzero(codes == code)
         v = dict(zip(cols, values[rows[0]].tolist(), strict=True))
         if not all(np.isfinite(x) and (x > 0 if k.startswith("t_") else x >= 0) for k, x in v.items()):
-            continue  # a ceiling this platform never measured (analysis.ceilings): no bound rather than a wrong one
+            continue  # a ceiling this platform never measured (analysis.scoring.ceilings): no bound rather than a wrong one
         yield (rows, *(hetero.Processor(**{p: v[f"{p}_{role}"] for p in params}) for role in ("host", "accel")))
 
 
 def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     """Add intensities, measured performance and the PerDome/PeaPaw bound for each SA run.
 
-    Intensities are flops over the memory traffic the bound counts (``traffic*``, :mod:`analysis.ceilings`:
+    Intensities are flops over the memory traffic the bound counts (``traffic*``, :mod:`analysis.scoring.ceilings`:
     for a product run as BLAS its compulsory traffic, not the papers' classic-kernel bytes), and ``t_f_<role>``
     is the compute ceiling of the kernels the processor ran (the case's ``bound_inputs``).
     ``CO``, ``GO``, ``CP``, ``CP-reverse`` use the four-term bound from
@@ -87,7 +87,7 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     out["perf_predicted"] = predicted
     out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
     tight = np.full(len(out), np.nan)
-    have = np.isfinite(predicted)  # no bound where a ceiling was not measured (analysis.ceilings)
+    have = np.isfinite(predicted)  # no bound where a ceiling was not measured (analysis.scoring.ceilings)
     if have.any():
         tight[have] = metrics.tightness(out["perf_measured"].to_numpy()[have], predicted[have])
     out["tightness"] = tight

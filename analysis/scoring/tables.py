@@ -17,7 +17,7 @@ import json
 import pandas as pd
 import pyarrow as pa
 
-from analysis.metrics import TIGHTNESS
+from analysis.scoring.metrics import TIGHTNESS
 from sims.vocab import FDM_MODEL_PARTS, FDM_PHASES, ROLES
 
 _RANKING = {

@@ -15,7 +15,7 @@ lives (:func:`read_raw_file`), is copied to ``<quarantine>/<study>/`` under its
 own name with ``<name>.reason.txt`` beside it, and its rows stay out of the
 dataset; a data file that does not read is set aside there and rebuilt from the
 raw records. The manifest's checksums of the data files are
-:mod:`analysis.manifest`'s. For such a file and for a ``failed`` run (whose record is gathered
+:mod:`analysis.storage.manifest`'s. For such a file and for a ``failed`` run (whose record is gathered
 like any other) a retry request ``<retry>/<study>/<run_id>.json`` is written:
 the workflow's run rule takes that file as an input when it exists, so the
 next invocation redoes exactly those runs, and a run that succeeds is not
@@ -37,9 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from analysis.manifest import sha256_of, study_files
-from analysis.retry import attempts_path, given_up, note_attempt
-from analysis.schema import (
+from analysis.planning.retry import attempts_path, given_up, note_attempt
+from analysis.storage.manifest import sha256_of, study_files
+from analysis.storage.schema import (
     DATASET_SCHEMA,
     FILE_SCHEMA,
     PARTITION_KEYS,
@@ -71,7 +71,7 @@ class GatherResult:
     removed_runs: list[str] = field(default_factory=list)
     #: runs that failed (or were quarantined) the same way ``max_attempts`` times: not retried
     given_up: list[dict[str, Any]] = field(default_factory=list)
-    #: every data file of the gathered studies: its size and SHA-256 (:func:`analysis.manifest.check_manifest`)
+    #: every data file of the gathered studies: its size and SHA-256 (:func:`analysis.storage.manifest.check_manifest`)
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:

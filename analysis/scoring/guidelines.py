@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.models import hetero
-from analysis.runs import _intensity
+from analysis.equations import hetero
+from analysis.scoring.runs import _intensity
 
 COLUMNS = ["platform", "study", "case", "size", "size_label", "bl_host", "bl_accel", "p_category", "p_guideline", "e_category",
            "best_measured", "guideline_wps", "follows", "least_energy"]

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-#: Ranking metrics of :mod:`analysis.metrics` whose intervals are computed, in table order.
+#: Ranking metrics of :mod:`analysis.scoring.metrics` whose intervals are computed, in table order.
 INTERVAL_METRICS = ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error",
                     "tightness_median")
 #: Columns :func:`group_uncertainty` adds to a fidelity row.
@@ -252,7 +252,7 @@ def interval_rows(values: NDArray[np.float64], level: float) -> tuple[NDArray[np
 
 
 def batch_ranking(M: NDArray[np.float64], p: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-    """The five ranking metrics of :mod:`analysis.metrics` for every row of ``M`` against ``p``.
+    """The five ranking metrics of :mod:`analysis.scoring.metrics` for every row of ``M`` against ``p``.
 
     ``M`` is ``(B, k)`` measured times (one resample per row) and ``p`` the ``k``
     predicted times; or ``(G, B, k)`` and ``(G, k)`` for ``G`` groups at once

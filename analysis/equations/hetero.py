@@ -52,7 +52,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from analysis.models import roofline
+from analysis.equations import roofline
 
 __all__ = [
     "RTOL",

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.ceilings import CEILING_COLS, ceiling_values
+from analysis.scoring.ceilings import CEILING_COLS, ceiling_values
 from sims.platform_file import PlatformFileError, read_platform
 
 TAU_COLS = ["tau_add_host", "tau_mul_host", "tau_add_accel", "tau_mul_accel"]
 ENERGY_PARAMS = ("e_f", "e_b", "p_s")
 ENERGY_COLS = [f"{p}_{r}" for r in ("host", "accel") for p in ENERGY_PARAMS]
-#: ``t_f_<class>_<dtype>_<role>``: the compute ceilings per kernel class (:mod:`analysis.ceilings`)
+#: ``t_f_<class>_<dtype>_<role>``: the compute ceilings per kernel class (:mod:`analysis.scoring.ceilings`)
 PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *ENERGY_COLS, "idle_w", *CEILING_COLS]
 #: why a role's fitted energy parameters are not used ("" when they are, or when there are none)
 PROBLEM_COLS = ["energy_problem_host", "energy_problem_accel"]

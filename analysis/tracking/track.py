@@ -205,7 +205,7 @@ def judge(series: pd.DataFrame, rule: Rule) -> dict[str, Any] | None:
 
 
 def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = None) -> tuple[list[Finding], dict]:
-    """Findings for the latest snapshot of every series in the history ``frame`` (:func:`analysis.history.read`).
+    """Findings for the latest snapshot of every series in the history ``frame`` (:func:`analysis.tracking.history.read`).
 
     Only series present in the latest snapshot of the study's latest fingerprint are judged (a model
     or group that is gone is not a regression). Returns the findings and counts of what was judged.

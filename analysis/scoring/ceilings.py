@@ -111,8 +111,8 @@ def apply(joined: pd.DataFrame, key: str, work: Callable[[Hashable], Work | None
 
 def matrix_work(params: Mapping[str, Any]) -> Work | None:
     """Per role, the flops per (class, dtype) and the compulsory traffic of an LA or PEACH run, from the rows
-    of each phase its record's ``params`` give (:mod:`sims.cases.matrix`)."""
-    from sims.cases import matrix
+    of each phase its record's ``params`` give (:mod:`sims.la.matrix`)."""
+    from sims.la import matrix
 
     try:
         dtype = str(params.get("dtype") or "float32")

@@ -7,8 +7,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from analysis.retry import read_json
-from analysis.schema import DATASET_SCHEMA
+from analysis.planning.retry import read_json
+from analysis.storage.schema import DATASET_SCHEMA
 
 
 def sha256_of(path: Path) -> str:

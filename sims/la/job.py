@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sims.cases import kernels, matrix
 from sims.job import PhaseJob
+from sims.la import kernels, matrix
 from sims.platform_file import read_rates
 
 

@@ -1,8 +1,8 @@
 """Per-run reduction of repetitions and per-group ranking fidelity: the pure pandas steps every case shares.
 
 Each function is a typed pure pandas transform, tested with pandas and lifted
-onto Dask by the validation engine (:mod:`analysis.validate`) with
-one Dask task per data file (:func:`analysis.validate.case_frame`).
+onto Dask by the validation engine (:mod:`analysis.scoring.validate`) with
+one Dask task per data file (:func:`analysis.scoring.validate.case_frame`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import tasks
-from analysis.uncertainty import (
+from analysis.scoring import tasks
+from analysis.scoring.uncertainty import (
     UNCERTAINTY_COLUMNS,
     Settings,
     batch_ranking,
@@ -29,7 +29,7 @@ from analysis.uncertainty import (
 
 #: Keys that identify one comparison group of the WP cases (SA, LA and their kind).
 GROUP_KEYS = ["study", "case", "platform", "size"]
-#: The ranking-fidelity metrics of :func:`analysis.metrics.ranking_summary`, in table order.
+#: The ranking-fidelity metrics of :func:`analysis.scoring.metrics.ranking_summary`, in table order.
 RANKING_METRICS = ["kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error"]
 #: Columns of every fidelity table after its own keys: the metrics, the picks and the tightness summary.
 FIDELITY_TAIL = ["n_alternatives", *RANKING_METRICS, "best_measured", "best_predicted",
@@ -79,7 +79,7 @@ def scoring_on(client: Any, groups_per_task: int = 20_000, patience: float = 30.
     """Inside this block :func:`score_batch` scores more than ``groups_per_task`` groups as Dask tasks of that
     many groups on ``client``'s cluster (the validation job's), so a larger cluster scores faster. The result
     is the same as scoring in one piece: a group's resamples depend only on the seed and its shape. A cluster
-    left without workers for ``patience`` seconds fails the scoring (:func:`analysis.tasks.gather_watched`)."""
+    left without workers for ``patience`` seconds fails the scoring (:func:`analysis.scoring.tasks.gather_watched`)."""
     token = _SCORING.set((client, int(groups_per_task), float(patience)))
     try:
         yield
@@ -95,9 +95,9 @@ def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], t
     ``gid`` labels the group of each entry (a new group starts wherever it changes). ``measured`` and
     ``predicted`` are times (or energies), ``tightness`` the fraction of the bound reached, ``samples``
     the repetitions. Groups of the same size are scored together as arrays
-    (:func:`analysis.uncertainty.batch_ranking`, :func:`analysis.uncertainty.uncertainty_rows`), by the
-    same definitions as :func:`analysis.metrics.ranking_summary` and
-    :func:`analysis.uncertainty.group_uncertainty`. Inside :func:`scoring_on` a large batch is scored as
+    (:func:`analysis.scoring.uncertainty.batch_ranking`, :func:`analysis.scoring.uncertainty.uncertainty_rows`), by the
+    same definitions as :func:`analysis.scoring.metrics.ranking_summary` and
+    :func:`analysis.scoring.uncertainty.group_uncertainty`. Inside :func:`scoring_on` a large batch is scored as
     tasks on the cluster; each task receives plain arrays (the repetitions already padded and sorted, the
     names as codes), never Python lists, so shipping a chunk costs a memory copy, not a pickle per value.
     """
@@ -174,14 +174,14 @@ def _score_arrays(starts: np.ndarray, m: np.ndarray, p: np.ndarray, t: np.ndarra
 
 
 def _score_chunk(args: tuple[Any, ...]) -> pd.DataFrame:
-    tasks.for_arrays()  # a Dask worker's allocator, as a plain process's (see analysis.tasks)
+    tasks.for_arrays()  # a Dask worker's allocator, as a plain process's (see analysis.scoring.tasks)
     return _score_arrays(*args)
 
 
 def tightness_intervals(runs: pd.DataFrame, settings: Settings | None = None,
                         median: str = "time_median_s", samples: str = "time_reps_s") -> pd.DataFrame:
     """``runs`` with ``tightness_lo``/``tightness_hi``: each run's tightness interval from its repetitions
-    (:func:`analysis.uncertainty.run_intervals`, every run at once).
+    (:func:`analysis.scoring.uncertainty.run_intervals`, every run at once).
 
     Rows ranked by energy (``quantity == "energy"``) resample their energy repetitions instead.
     """

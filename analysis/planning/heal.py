@@ -10,10 +10,10 @@ workflow is parsed, before Snakemake builds its job graph) turns each into somet
   owner is gone from this host removes it, saying so. A lock whose owner is alive, or unknown, is left
   for Snakemake to report.
 * **A dataset that differs from what gather wrote.** The gather manifest lists every data file of the
-  study with its checksum (:func:`analysis.manifest.check_manifest`). A file missing, added or changed
+  study with its checksum (:func:`analysis.storage.manifest.check_manifest`). A file missing, added or changed
   makes the manifest older than its inputs (its time is set to the epoch), so gather - and everything
   after it - runs again and rebuilds the dataset from the raw records.
-* **Runs given up after repeated failures** (:mod:`analysis.retry`) are retried again when the user asks
+* **Runs given up after repeated failures** (:mod:`analysis.planning.retry`) are retried again when the user asks
   (config ``retry_failed``) or when the code changed since their last attempt.
 """
 
@@ -70,7 +70,7 @@ def claim_lock(snakemake_dir: str | Path = ".snakemake") -> None:
 def stale_manifest(manifest: str | Path, runs_dir: str | Path, study: str, log: Any = print) -> list[str]:
     """When ``study``'s data files differ from what ``manifest`` records, say how and age the manifest to the
     epoch, so that Snakemake reruns gather (an output older than its inputs) and what follows it."""
-    from analysis.manifest import check_manifest
+    from analysis.storage.manifest import check_manifest
 
     problems = check_manifest(manifest, runs_dir, study)
     if problems:
@@ -87,7 +87,7 @@ def at_start(study: str, retry_failed: bool, dryrun: bool, log: Any = print, res
              snakemake_dir: str | Path = ".snakemake") -> None:
     """Everything above, for one invocation of the workflow on ``study`` (a dry run changes nothing but the
     manifest's time, so that it shows what the real run will redo)."""
-    from analysis.retry import revive
+    from analysis.planning.retry import revive
     from sims.record import git_state
 
     results = Path(results)

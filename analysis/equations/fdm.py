@@ -1,0 +1,288 @@
+"""Performance model of the FDM-seismology code: per-rank stencil, halo exchange and host<->device time.
+
+Per time step and rank ``r`` (Panwar 2014, ch. 4's decomposition of an FDM
+step into computation and the data movement of each marshaling design; the
+compute term is the roofline of Williams et al.)::
+
+    T_compute(r) = max(B(r) t_b, F(r) t_f) * oversubscription
+    T_pack(r)    = T_unpack(r) = 2 H(r) t_b          (read the face, write the buffer)
+    T_halo(r)    = sum over exchanges and split axes of (L + h_axis(r) t_net)
+                   (L_inter + h_axis(r) t_net_inter for a neighbour on another node)
+    T_h2d(r)     = host-staging: 2 x the exchanged fields' bytes t_pcie
+                   device-pack:  2 H(r) t_pcie
+                   gpu-aware:    0  (also 0 on CPU backends: nothing lives on a device)
+
+``B``, ``F`` are the step's compulsory bytes and flops on the rank's block
+(:mod:`sims.fdm.counts`), ``H`` the halo bytes it sends per step, ``L`` and
+``t_net`` the ping-pong latency and inverse bandwidth. The run's predicted
+time is ``steps x max_r sum`` of the terms, the slowest rank setting the pace
+as the measured ``time_s`` does. When several ranks share the cores of a
+node, ``t_b`` is the bandwidth each core gets while all stream at once
+(the platform's ``t_b_shared``) and ranks beyond the core count time-share
+(``oversubscription = ranks per node / cores``). A run over several nodes
+places its ranks in consecutive blocks per node; a halo message to a rank on
+another node takes the inter-node ping-pong's latency and bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sims.fdm import counts
+from sims.fdm.decomp import split
+
+#: float32 wavefields exchanged after the velocity and after the stress update
+EXCHANGED_FIELDS = (3, 6)
+MARSHALING = ("host-staging", "device-pack", "gpu-aware")
+
+
+@dataclass(frozen=True)
+class RankGeometry:
+    """Per-rank quantities of one decomposed grid, as arrays over ranks."""
+
+    points: np.ndarray  # owned cells
+    padded_points: np.ndarray  # cells including two ghost layers per side
+    pml_axis_points: np.ndarray  # owned cells inside the layer of an axis, summed over axes
+    face_points: np.ndarray  # (ranks, 3): cells of one ghost layer normal to each axis
+    neighbours: np.ndarray  # (ranks, 3): neighbours along each axis (0, 1 or 2)
+    off_node: np.ndarray | None = None  # (ranks, 3): of those, neighbours on another node (None: one node)
+    nodes: int = 1  # nodes the ranks are placed on, in consecutive blocks
+
+
+def thread_share(g: RankGeometry, threads: int) -> np.ndarray | float:
+    """The fraction of each rank's stencil work its busiest thread does: ``ceil(n_x / threads) / n_x`` (the
+    kernels' parallel loop deals out the block's ``n_x = points / (n_y n_z)`` x planes); 1 with one thread."""
+    if threads <= 1:
+        return 1.0
+    n = np.round(g.points / g.face_points[:, 0])
+    return np.ceil(n / threads) / n
+
+
+def rank_blocks(shape, dims) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
+    """Every rank's owned block ``(start, stop)``, ranks in the Cartesian communicator's order (last axis fastest)."""
+    parts = [split(int(shape[a]), int(dims[a])) for a in range(3)]
+    return [((px[0], py[0], pz[0]), (px[1], py[1], pz[1]))
+            for px in parts[0] for py in parts[1] for pz in parts[2]]
+
+
+def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False, nodes: int = 1) -> RankGeometry:
+    """The blocks of a ``dims`` decomposition of ``shape`` (as :mod:`sims.fdm.decomp` cuts them).
+
+    With a free surface the top (low z) face has no absorbing layer. With ``nodes > 1`` the ranks are
+    placed in blocks of ``ceil(ranks / nodes)`` consecutive ranks per node (the batch scheduler's default
+    block distribution; ranks numbered as the Cartesian communicator numbers them, last axis fastest), and
+    ``off_node`` counts each rank's neighbours on another node.
+    """
+    shape = [int(s) for s in shape]
+    dims = [int(d) for d in dims]
+    if len(shape) != 3 or len(dims) != 3 or min(dims) < 1 or any(d > n for d, n in zip(dims, shape, strict=True)):
+        raise ValueError(f"cannot decompose grid {shape} over process grid {dims}")
+
+    pts, padded, pml, faces, nbrs = [], [], [], [], []
+    coords = [(cx, cy, cz) for cx in range(dims[0]) for cy in range(dims[1]) for cz in range(dims[2])]
+    for c, (start, stop) in zip(coords, rank_blocks(shape, dims), strict=True):
+        rng = tuple(zip(start, stop, strict=True))
+        n = [e - s for s, e in rng]
+        pts.append(n[0] * n[1] * n[2])
+        padded.append(math.prod(m + 4 for m in n))
+        inside = 0
+        if pml_width:
+            for a in range(3):
+                s, e = rng[a]
+                low = 0 if (a == 2 and free_surface) else max(0, min(e, pml_width) - s)
+                layer = low + max(0, e - max(s, shape[a] - pml_width))
+                inside += min(layer, n[a]) * math.prod(n[b] for b in range(3) if b != a)
+        pml.append(inside)
+        faces.append([n[1] * n[2], n[0] * n[2], n[0] * n[1]])
+        nbrs.append([(c[a] > 0) + (c[a] < dims[a] - 1) for a in range(3)])
+    off_node = None
+    if nodes > 1:
+        per_node = -(-math.prod(dims) // int(nodes))
+        coords = np.array(coords)
+        rank_of = lambda c: (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]  # noqa: E731
+        here = rank_of(coords) // per_node
+        off = np.zeros((len(coords), 3))
+        for a in range(3):
+            for step in (-1, 1):
+                other = coords.copy()
+                other[:, a] += step
+                inside = (other[:, a] >= 0) & (other[:, a] < dims[a])
+                off[:, a] += inside & (rank_of(np.where(inside[:, None], other, coords)) // per_node != here)
+        off_node = off
+    return RankGeometry(np.array(pts, float), np.array(padded, float), np.array(pml, float),
+                        np.array(faces, float), np.array(nbrs, float), off_node, max(1, int(nodes)))
+
+
+def messages(g: RankGeometry, order: int, latency: float, t_net: float, latency_inter: float | None = None,
+             t_net_inter: float | None = None) -> np.ndarray:
+    """Seconds per step every rank spends in its halo messages: per exchange and split axis with a neighbour,
+    ``latency + h t_net`` (``latency_inter + h t_net_inter`` when the neighbour is on another node; the two
+    directions of an axis overlap, so an axis costs the dearer of its messages)."""
+    w = order // 2
+    out = np.zeros(len(g.points))
+    for nf in EXCHANGED_FIELDS:
+        per_axis = 4.0 * w * nf * g.face_points  # one direction; both directions overlap
+        cost = latency + per_axis * t_net
+        if g.off_node is not None and bool(np.any(g.off_node > 0)):
+            cost = np.where(g.off_node > 0, np.maximum(cost, latency_inter + per_axis * t_net_inter), cost)
+        out += np.sum(np.where(g.neighbours > 0, cost, 0.0), axis=1)
+    return out
+
+
+def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float, t_b: float, latency: float,
+              t_net: float, t_pcie: float | None = None, on_device: bool = False, cores: int | None = None,
+              latency_inter: float | None = None, t_net_inter: float | None = None,
+              threads: int = 1) -> dict[str, np.ndarray]:
+    """Predicted seconds per step for every rank: ``compute``, ``pack``, ``unpack``, ``halo``, ``h2d``, ``total``.
+
+    ``t_b`` is the per-core inverse bandwidth that applies with all ranks of the
+    node streaming; ``cores`` the cores they share on a node (None: one per rank).
+    A rank of ``threads`` threads splits its stencil over them by x planes, as the
+    kernels' parallel loop does: its compute is that of its largest share,
+    ``ceil(n_x / threads)`` of its ``n_x`` planes; marshaling stays on one thread,
+    and time sharing counts ``ranks per node x threads`` against the cores.
+    A message to a neighbour on another node (the geometry's ``off_node``) costs
+    ``latency_inter + h t_net_inter`` (the platform's inter-node ping-pong)
+    instead of the intra-node ``latency + h t_net``; the two directions of an
+    axis overlap, so an axis costs the dearer of its messages.
+    """
+
+    if order not in counts.FLOPS_VELOCITY:
+        raise ValueError(f"order must be 2 or 4, got {order!r}")
+    if marshaling not in MARSHALING:
+        raise ValueError(f"marshaling must be one of {', '.join(MARSHALING)}, got {marshaling!r}")
+    for name, v in (("t_f", t_f), ("t_b", t_b), ("latency", latency), ("t_net", t_net)):
+        if not (v >= 0 and math.isfinite(v)):
+            raise ValueError(f"{name} must be a finite non-negative number, got {v!r}")
+    g = geometry
+    spans = g.off_node is not None and bool(np.any(g.off_node > 0))
+    if spans:
+        for name, v in (("latency_inter", latency_inter), ("t_net_inter", t_net_inter)):
+            if v is None or not (v >= 0 and math.isfinite(v)):
+                raise ValueError(f"the ranks span nodes: {name} (the inter-node ping-pong) must be a finite "
+                                 f"non-negative number, got {v!r}")
+    ranks = len(g.points)
+    threads = max(1, int(threads))
+    per_node = -(-ranks // g.nodes)
+    # time sharing of the node's cores: by every thread in the stencil, by one thread per rank in marshaling
+    over, over_marshal = ((max(1.0, per_node * threads / cores), max(1.0, per_node / cores)) if cores else (1.0, 1.0))
+    nbytes = g.points * counts.BYTES_BULK + g.pml_axis_points * counts.BYTES_PML_AXIS
+    flops = g.points * counts.flops_per_point(order) + g.pml_axis_points * counts.FLOPS_PML_AXIS[order]
+    compute = np.maximum(nbytes * t_b, flops * t_f) * over * thread_share(g, threads)
+    w = order // 2
+    fields = sum(EXCHANGED_FIELDS)
+    sent = 4.0 * w * fields * np.sum(g.face_points * g.neighbours, axis=1)  # bytes sent per step
+    pack = 2.0 * sent * t_b * over_marshal
+    unpack = pack.copy()
+    halo = messages(g, order, latency, t_net, latency_inter, t_net_inter)
+    h2d = np.zeros(ranks)
+    if on_device:
+        if t_pcie is None:
+            raise ValueError("a device run needs t_pcie (host<->device s/byte)")
+        exchanging = np.sum(g.neighbours, axis=1) > 0
+        if marshaling == "host-staging":
+            h2d = np.where(exchanging, 2.0 * 4.0 * fields * g.padded_points * t_pcie, 0.0)
+        elif marshaling == "device-pack":
+            h2d = 2.0 * sent * t_pcie
+    total = compute + pack + unpack + halo + h2d
+    return {"compute": compute, "pack": pack, "unpack": unpack, "halo": halo, "h2d": h2d, "total": total}
+
+
+def run_time(shape, dims, order: int, steps: int, marshaling: str, pml_width: int = 0, free_surface: bool = False,
+             nodes: int = 1, **params) -> dict[str, float]:
+    """Predicted run time (s) and its parts on the slowest rank: ``steps x max over ranks``."""
+    parts = step_time(rank_geometry(shape, dims, pml_width, free_surface, nodes), order, marshaling, **params)
+    slowest = int(np.argmax(parts["total"]))
+    return {k: float(v[slowest]) * steps for k, v in parts.items()}
+
+
+# --------------------------------------------------------------------------- calibrated model
+
+def marshal_impl(backend: str, marshaling: str) -> str:
+    """Which copy the solver marshals halos with: the Numba pack kernel, or the array module's slicing."""
+    return "numba" if backend == "numba" and marshaling != "host-staging" else "xp"
+
+
+def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: dict, *, backend: str,
+                         latency: float, t_net: float, pml_width: int = 0, free_surface: bool = False,
+                         cores: int | None = None, nodes: int = 1, latency_inter: float | None = None,
+                         t_net_inter: float | None = None, threads: int = 1) -> dict[str, np.ndarray]:
+    """Seconds per step of every rank and phase (the solver's phases, :data:`sims.vocab.FDM_PHASES`, and
+    ``total``) from the FDM kernels' calibration (:mod:`sims.bench.fdm_calib`, one mode's ``half_steps`` and ``marshal`` fits).
+
+    Per rank ``r`` and step, with the features ``x(r)`` of :func:`sims.fdm.cost.block_features`::
+
+        velocity(r) = c_velocity . x(r)            stress(r) = c_stress . x(r)
+        pack(r)     = sum over the two exchanges (3 and 6 fields) and the axes with neighbours of
+                      neighbours x fields x (per_call_axis + per_element_axis x face elements)
+        unpack(r)   = the same with the unpack fits
+        busy(r)     = velocity + stress + pack + unpack
+        message(r)  = the analytical model's halo term (ping-pong latency + bytes x t_net per exchange and axis)
+
+    The ranks of a step wait for each other in the halo exchange, so a step lasts ``max_r (busy + message)``
+    and a rank's measured halo phase is that step minus its own busy time. When a node holds more ranks than
+    cores, the ranks time-share them: a step lasts at least the node's busy time divided by its cores
+    (work-conserving time sharing; not measured by the calibration, which runs one rank per core).
+
+    A rank of ``threads`` threads runs its half-steps in the kernels' parallel loop over x planes: each
+    half-step takes :func:`thread_share` of its one-thread time (the busiest thread's planes; the
+    calibration's *shared* mode is the per-core cost with every core busy), marshaling stays on one
+    thread, and for time sharing the half-steps occupy ``threads`` cores.
+    """
+    if order not in counts.FLOPS_VELOCITY:
+        raise ValueError(f"order must be 2 or 4, got {order!r}")
+    if marshaling not in MARSHALING:
+        raise ValueError(f"marshaling must be one of {', '.join(MARSHALING)}, got {marshaling!r}")
+    if backend == "cupy":
+        raise ValueError("the calibrated FDM model does not cover GPU runs: their host<->device copies and kernel "
+                         "launches are not calibrated")
+    from sims.fdm import cost
+
+    half = calibration["half_steps"].get(str(order))
+    if not half or any(p not in half for p in ("velocity", "stress")):
+        raise KeyError(f"no half-step calibration for order {order}")
+    impl = (calibration["marshal"].get(str(order)) or {}).get(marshal_impl(backend, marshaling)) or {}
+    geometry = rank_geometry(shape, dims, pml_width, free_surface, nodes)
+    blocks = rank_blocks(shape, dims)
+    feats = np.array([[cost.block_features(shape, s, e, pml_width, free_surface)[f] for f in cost.FEATURES]
+                      for s, e in blocks], dtype=float)
+    threads = max(1, int(threads))
+    share = thread_share(geometry, threads)
+    out = {p: feats @ np.array([half[p]["coefficients"][f] for f in cost.FEATURES]) * share
+           for p in ("velocity", "stress")}
+    w = order // 2
+    for direction in ("pack", "unpack"):
+        fits = impl.get(direction) or {}
+        t = np.zeros(len(blocks))
+        for a in range(3):
+            if not np.any(geometry.neighbours[:, a] > 0):
+                continue
+            fit = fits.get("xyz"[a])
+            if fit is None:
+                raise KeyError(f"no {direction} calibration for {marshal_impl(backend, marshaling)} on axis {'xyz'[a]}")
+            per_field = fit["per_call_s"] + fit["per_element_s"] * w * geometry.face_points[:, a]
+            t += geometry.neighbours[:, a] * sum(EXCHANGED_FIELDS) * per_field
+        out[direction] = t
+    message = messages(geometry, order, latency, t_net, latency_inter, t_net_inter)
+    busy = out["velocity"] + out["stress"] + out["pack"] + out["unpack"]
+    step = float(np.max(busy + message))
+    per_node = -(-len(blocks) // geometry.nodes)
+    if cores and per_node * threads > cores:
+        node = np.arange(len(blocks)) // per_node
+        core_seconds = (out["velocity"] + out["stress"]) * threads + out["pack"] + out["unpack"]
+        step = max(step, float(np.max(np.bincount(node, core_seconds)[node] / cores + message)))
+    out["halo"] = np.where(np.sum(geometry.neighbours, axis=1) > 0, step - busy, 0.0)
+    out["h2d"] = np.zeros(len(blocks))
+    out["total"] = busy + out["halo"]
+    return out
+
+
+def calibrated_run_time(shape, dims, order: int, steps: int, marshaling: str, calibration: dict,
+                        **params) -> dict[str, float]:
+    """Predicted run time (s): ``steps x`` the slowest rank's step, and per phase ``steps x`` the phase's slowest
+    rank (as the runs record each phase: its maximum over the ranks)."""
+    parts = calibrated_step_time(shape, dims, order, marshaling, calibration, **params)
+    return {k: float(np.max(v)) * steps for k, v in parts.items()}

@@ -1,0 +1,117 @@
+"""PEACH: performance and energy of cooperative hybrid computing split by a fraction ``alpha`` (Ge et al. 2014).
+
+A workload ``W`` is split: ``alpha W`` on the accelerator (rate ``R_G``),
+``(1 - alpha) W`` on the host (rate ``R_C``), eq. 1-5. Everything is
+vectorised: ``alpha`` and the parameters broadcast as NumPy arrays. Units are
+the caller's, consistently (e.g. W in GFLOP, R in GFLOP/s, P in W: energy in
+J, efficiency in GFLOP/J = GFLOPS/W).
+
+Offload overhead ``T_OH`` (eq. 6-7) is paid only when work is offloaded
+(``alpha > 0``): with nothing on the accelerator there is no transfer or
+launch. The hosting power ``P_OH`` (eq. 11) is drawn while the accelerator's
+part outlasts the host's, ``max(T_G - T_C, 0)``, as eq. 11-12 write it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+OBJECTIVES = ("performance", "energy")
+
+
+def _positive(name: str, value: ArrayLike) -> np.ndarray:
+    a = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(a)) or np.any(a <= 0):
+        raise ValueError(f"{name} must be finite and positive, got {value!r}")
+    return a
+
+
+def _nonnegative(name: str, value: ArrayLike) -> np.ndarray:
+    a = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    return a
+
+
+def _alpha(alpha: ArrayLike) -> np.ndarray:
+    a = np.asarray(alpha, dtype=float)
+    if not np.all(np.isfinite(a)) or np.any((a < 0) | (a > 1)):
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
+    return a
+
+
+def times(alpha: ArrayLike, R_C: ArrayLike, R_G: ArrayLike, T_OH: ArrayLike = 0.0, W: ArrayLike = 1.0):
+    """``(T_C, T_G, T)``: host time, accelerator time and the run's time (eq. 4-6)."""
+    a = _alpha(alpha)
+    R_C, R_G, W = _positive("R_C", R_C), _positive("R_G", R_G), _positive("W", W)
+    T_OH = _nonnegative("T_OH", T_OH)
+    T_C = (1.0 - a) * W / R_C
+    T_G = a * W / R_G
+    T = np.maximum(T_C, np.where(a > 0, T_G + T_OH, 0.0))
+    return T_C, T_G, T
+
+
+def rate(alpha: ArrayLike, R_C: ArrayLike, R_G: ArrayLike, T_OH: ArrayLike = 0.0, W: ArrayLike = 1.0):
+    """Compute rate ``R = W / T`` of the split (eq. 7; eq. 8 when ``T_OH = 0``)."""
+    _, _, T = times(alpha, R_C, R_G, T_OH, W)
+    return np.asarray(W, dtype=float) / T
+
+
+def energy(alpha: ArrayLike, R_C: ArrayLike, R_G: ArrayLike, P0: ArrayLike, Pd_C: ArrayLike, Pd_G: ArrayLike,
+           P_OH: ArrayLike = 0.0, T_OH: ArrayLike = 0.0, W: ArrayLike = 1.0):
+    """System energy ``E = T P0 + T_C Pd_C + T_G Pd_G + max(T_G - T_C, 0) P_OH`` (eq. 11)."""
+    T_C, T_G, T = times(alpha, R_C, R_G, T_OH, W)
+    P0, Pd_C, Pd_G = _nonnegative("P0", P0), _nonnegative("Pd_C", Pd_C), _nonnegative("Pd_G", Pd_G)
+    P_OH = _nonnegative("P_OH", P_OH)
+    return T * P0 + T_C * Pd_C + T_G * Pd_G + np.maximum(T_G - T_C, 0.0) * P_OH
+
+
+def efficiency(alpha: ArrayLike, R_C: ArrayLike, R_G: ArrayLike, P0: ArrayLike, Pd_C: ArrayLike, Pd_G: ArrayLike,
+               P_OH: ArrayLike = 0.0, T_OH: ArrayLike = 0.0, W: ArrayLike = 1.0):
+    """Energy efficiency ``eta = W / E`` (eq. 12; with ``T_OH`` through eq. 6 and 11)."""
+    return np.asarray(W, dtype=float) / energy(alpha, R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)
+
+
+def _candidates(R_C: float, R_G: float, T_OH: float, W: float) -> list[float]:
+    """Where the piecewise-linear time and energy can have their optimum: ends and breakpoints."""
+    a, b, t = 1.0 / R_C, 1.0 / R_G, T_OH / W
+    out = [0.0, 1.0]
+    for x in ((a - t) / (a + b), a / (a + b)):  # T_C = T_G + T_OH, and T_C = T_G (the hosting term)
+        if 0.0 < x < 1.0:
+            out.append(float(x))
+    return sorted(set(out))
+
+
+def best_alpha(objective: str, R_C: float, R_G: float, P0: float = 0.0, Pd_C: float = 0.0, Pd_G: float = 0.0,
+               P_OH: float = 0.0, T_OH: float = 0.0, W: float = 1.0, step: float | None = None) -> tuple[float, float, float]:
+    """The split maximising performance or energy efficiency: ``(alpha, rate, efficiency)``.
+
+    ``step=None``: the continuous optimum. For performance it is eq. 13,
+    ``alpha_perf = R_G / (R_C + R_G)``, when ``T_OH = 0`` (with an overhead, the
+    point where host and accelerator plus overhead finish together, unless not
+    offloading at all is faster). For energy, eq. 15 minimises a piecewise-linear
+    function of ``alpha``, so its minimum lies at an end (0 or 1) or a breakpoint;
+    those points are evaluated exactly. With a ``step`` the search is over the
+    grid ``0, step, 2 step, ..., 1`` as the papers' tables were made. Ties go to
+    the smallest ``alpha`` (the least offloading).
+
+    The efficiency returned needs ``P0``, ``Pd_C``, ``Pd_G``; with all zero it is ``inf``.
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if step is None:
+        grid = np.array(_candidates(float(R_C), float(R_G), float(T_OH), float(W)))
+    else:
+        if not 0 < step <= 1:
+            raise ValueError(f"step must lie in (0, 1], got {step!r}")
+        n = int(round(1.0 / step))
+        if not np.isclose(n * step, 1.0):
+            raise ValueError(f"step must divide 1 (0.01, 0.02, 0.05, 0.1, ...), got {step!r}")
+        grid = np.linspace(0.0, 1.0, n + 1)
+    r = rate(grid, R_C, R_G, T_OH, W)
+    with np.errstate(divide="ignore"):
+        eta = np.asarray(W, dtype=float) / energy(grid, R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)
+    score = r if objective == "performance" else eta
+    best = int(np.flatnonzero(np.isclose(score, score.max(), rtol=1e-12, atol=0.0))[0])
+    return float(grid[best]), float(r[best]), float(eta[best])

@@ -1,3 +1,0 @@
-"""The model registry's built-in entries: each module applies one model family of :mod:`analysis.models`
-to measured runs (which cases, which platform parameters, which table), as a :class:`analysis.registry.Model`.
-"""

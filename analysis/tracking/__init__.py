@@ -1,0 +1,1 @@
+"""Tracking model accuracy over time: the history of snapshots and the judge of regressions and drift."""
