@@ -25,8 +25,6 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from analysis.planning.jobs import Layout
-
 if TYPE_CHECKING:  # pandas and dask are imported by the cases and models that use them
     import pandas as pd
 
@@ -39,30 +37,26 @@ class RegistryError(RuntimeError):
 
 
 class Case(abc.ABC):
-    """One case study. Subclasses set the attributes, implement the abstract methods and override what differs.
+    """One case study: seven attributes and five methods, by the stage that uses them.
 
-    Attributes
-    ----------
-    name : str
-        The records' ``case`` value and the config key ``cases.<name>``.
-    title : str
-        One line for the report and ``hetval matrix``.
-    order : int
-        Position in listings (built-ins 10..50; plugins default to 100).
-    schema : dict
-        JSON-schema fragment of ``cases.<name>`` (with defaults); ``enabled``
-        is added by the registry.
-    tables : tuple of str
-        The validation tables this case writes (``<table>.parquet``); tables
-        of the same name from several cases are concatenated.
-    sections : tuple of str
-        ``"module:Class"`` of its report sections (shared by cases of one kind, shown once).
-    models : tuple of str
-        Names of registered models that also score this case although they do not name it
-        themselves (a plugin case asking for a built-in model).
-    light : bool
-        True when its runs measure nothing (e.g. published tables ingested): the workflow makes them
-        where Snakemake runs, never as batch jobs.
+    Planning a study (:func:`analysis.planning.config.study_matrix`, the workflow's rules):
+
+    - ``name`` (str): the records' ``case`` value and the config key ``cases.<name>``;
+      ``title`` (str): one line for the report and ``hetval matrix``; ``order`` (int): position in
+      listings (built-ins 10..50, plugins 100); ``schema`` (dict): JSON-schema fragment of
+      ``cases.<name>`` with its defaults (``enabled`` is added by the registry).
+    - :meth:`expand`: the run specs, each with everything its jobs need already in it;
+      :meth:`command`: the shell command that runs one.
+
+    Scoring (:mod:`analysis.scoring.validate`):
+
+    - :meth:`reduce`: one row per run; :meth:`join`: the platform parameters its models read;
+      :meth:`score`: the validation tables, whose names ``tables`` (tuple of str) declares;
+      ``models`` (tuple of str): registered models that also score this case although they do not
+      name it themselves (a plugin case asking for a built-in model).
+
+    Reporting (:mod:`analysis.report`): ``sections`` (tuple of str), ``"module:Class"`` of its
+    report sections (shared by cases of one kind, shown once).
     """
 
     name: str = ""
@@ -72,75 +66,54 @@ class Case(abc.ABC):
     tables: tuple[str, ...] = ()
     sections: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
-    light: bool = False
 
     # ----------------------------------------------------------------- planning a study
     @abc.abstractmethod
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every run of this case in the (validated) study config, as run specs with ``run_id``.
 
-        A spec holds what defines the run (hashed into ``run_id`` by
-        :func:`sims.record.run_id_of`) plus ``ranks`` (MPI ranks), ``size``
-        (the problem size recorded) and, for runs ``sims.run`` drives, ``job``.
+        A spec holds what defines the run (hashed into ``run_id`` by :func:`sims.record.run_id_of`) plus
+        ``ranks`` (MPI ranks), ``size`` (the problem size recorded), for runs ``sims.run`` drives ``job``,
+        and what its jobs need, computed here once: ``resources`` (:meth:`analysis.planning.jobs.Layout.spec`:
+        nodes, ranks, threads, GPUs, data per rank, and ``local`` for a run that measures nothing and is made
+        where Snakemake runs; the spec's ``ranks`` on one node when absent) and ``needs_platform`` (true
+        when the run reads the characterised platform file, e.g. a p-DP split).
         """
 
     @abc.abstractmethod
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         """The shell command that produces the run's raw record at ``record``."""
 
-    def needs_platform(self, spec: Mapping[str, Any]) -> bool:
-        """True when the run reads the characterised platform file (e.g. a p-DP split)."""
-        return False
-
-    def threads(self, spec: Mapping[str, Any]) -> int:
-        """Cores the run occupies on a local machine (ranks x threads per rank; never fewer than 2 for an
-        MPI job, so two multi-rank jobs never share the cores)."""
-        layout = self.layout(spec)
-        return max(2, layout.ranks_per_node * layout.threads_per_rank)
-
-    def layout(self, spec: Mapping[str, Any]) -> Layout:
-        """Where the run's ranks sit - nodes, ranks, threads per rank, GPUs per node, data per rank - which
-        is what its batch job asks for (:func:`analysis.planning.jobs.job_resources`). The default: the spec's
-        ``ranks`` on one node, one thread each, one GPU per processor with the ``cupy`` backend."""
-        procs = (spec.get("layout") or {}).values()
-        gpus = sum(1 for p in procs if isinstance(p, Mapping) and p.get("backend") == "cupy")
-        return Layout(ranks=int(spec.get("ranks") or 1), gpus_per_node=gpus,
-                      data_bytes_per_rank=self.data_bytes(spec))
-
-    def data_bytes(self, spec: Mapping[str, Any]) -> float:
-        """The largest data one rank of the run holds, in bytes (for the job's memory request)."""
-        return 0.0
-
-    # ----------------------------------------------------------------- validation
-    def select(self, frame: Any) -> Any:
-        """This case's records in a (pandas or Dask) frame of the whole dataset."""
-        return frame[frame["case"] == self.name]
-
+    # ----------------------------------------------------------------- scoring
     @abc.abstractmethod
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
-        """One row per ok run from its repetitions (pure pandas; lifted onto Dask with ``meta``)."""
+        """One row per ok run of this case's records (its repetitions reduced; pure pandas)."""
 
-    def platform_frame(self, platforms: Any) -> tuple[pd.DataFrame, list[str]]:
-        """The platform parameters joined to the reduced runs, and the join keys."""
-        return platforms.processors, ["platform"]
-
-    def bound_inputs(self, joined: pd.DataFrame) -> pd.DataFrame:
-        """The joined runs as the bounds count them: for a case whose phases run against different compute
-        ceilings, each processor's ``t_f_<role>`` becomes the ceiling of the kernels it ran and its
-        ``traffic_<role>`` the memory traffic they must move (:mod:`analysis.scoring.ceilings`). Default: unchanged."""
-        return joined
+    def join(self, runs: pd.DataFrame, platforms: Any) -> pd.DataFrame:
+        """The reduced runs with the platform parameters their models read (pure pandas; runs without a
+        characterised platform drop out). Default: each run's processors (``platforms.processors``) on
+        ``platform``. A case whose phases run against different ceilings also counts each processor's
+        ``t_f_<role>`` and ``traffic_<role>`` here (:mod:`analysis.scoring.ceilings`)."""
+        return join_on(runs, platforms.processors, ["platform"])
 
     @abc.abstractmethod
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         """The case's validation tables from each applicable model's predictions (pandas).
 
-        ``predictions`` maps a model name to its rows; ``context`` carries the
-        platform frames and, for a case with a group-wise model, its joined runs
-        (``context.joined[self.name]``).
+        ``predictions`` maps a model name to its rows; ``context``
+        (:class:`analysis.scoring.validate.Context`) carries the uncertainty settings, the platform frames
+        and, for a case with a group-wise model, its joined runs (``context.joined[self.name]``).
         """
 
     def __repr__(self) -> str:
         return f"<case {self.name}>"
+
+
+def join_on(runs: pd.DataFrame, frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``runs`` inner-joined with a platform ``frame`` on ``keys``, the keys typed as the runs' own (the
+    platform files give plain ``str``)."""
+    frame = frame.astype({k: runs[k].dtype for k in keys if k in runs and k in frame})
+    return runs.merge(frame, on=keys, how="inner")
 
 
 class Model(abc.ABC):

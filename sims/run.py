@@ -160,8 +160,10 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
     freq = (spec.get("params") or {}).get("frequency") or {}
     proc: dict[str, Any] = {}
     try:
-        if size != len(ROLES):
-            raise ValueError(f"a {spec.get('case')} run needs {len(ROLES)} ranks (host, accel), got {size}")
+        asked = int((spec.get("resources") or {}).get("ranks") or len(ROLES))  # the layout its case planned
+        if size != len(ROLES) or size != asked:
+            raise ValueError(f"a {spec.get('case')} run needs {len(ROLES)} ranks (host, accel) and its spec's "
+                             f"resources ask for {asked}; the launcher started {size}")
         role = ROLES[rank]
         proc = dict(spec["layout"][role])
         if proc.get("cores"):

@@ -16,7 +16,6 @@ from analysis.planning.jobs import (
     profile_defaults,
     scale_layout,
 )
-from analysis.registry import case
 from sims import placement
 from sims._threads import relative_cores
 
@@ -67,14 +66,14 @@ def test_every_run_of_the_default_and_cluster_studies_has_a_layout(repo):
     for study in ("config/config.yaml", "config/studies/fdm-cluster.yaml"):
         config = load_config(repo / study)
         for spec in study_matrix(config):
-            layout = case(spec["case"]).layout(spec)
+            layout = Layout.of(spec)
             assert layout.ranks == int(spec["ranks"]) and layout.mem_mb_per_node >= 512
 
 
 def test_cluster_study_layouts_and_a_bad_scale(repo, tmp_path):
     config = load_config(repo / "config/studies/fdm-cluster.yaml")
     layouts = {(lay.nodes, lay.ranks, lay.threads_per_rank) for lay in
-               (case("fdm").layout(s) for s in study_matrix(config))}
+               (Layout.of(s) for s in study_matrix(config))}
     assert max(n for n, _, _ in layouts) == 64 and min(n for n, _, _ in layouts) == 1
     bad = tmp_path / "bad.yaml"
     bad.write_text("study: bad\ncases:\n  fdm:\n    scales:\n      - {nodes: 2, ranks_per_node: 2, ranks: 3, shape: [8, 8, 8]}\n")

@@ -23,7 +23,7 @@ import yaml
 from analysis.models.fdm import MODEL
 from analysis.planning.config import ConfigError, platform_layouts
 from analysis.planning.jobs import Layout, LayoutError, scale_layout
-from analysis.registry import Case
+from analysis.registry import Case, join_on
 from analysis.scoring import scaling
 from analysis.scoring.runs import (
     FIDELITY_TAIL,
@@ -182,8 +182,22 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
                         raise ConfigError(f"cases.fdm.scales[{n}] (order {order}): {exc}") from None
                     ident = run_identity(doc)
                     out.append({**ident, "run_id": run_id_of(ident), "ranks": where["ranks"],
-                                "size": int(np.prod(shape)), "fdm_doc": doc})
+                                "size": int(np.prod(shape)), "fdm_doc": doc, "resources": fdm_layout(doc).spec()})
     return out
+
+
+def fdm_layout(doc: Mapping[str, Any]) -> Layout:
+    """What an FDM run's job needs: its scale's nodes, ranks, threads and GPUs (one per rank on the ``cupy``
+    backend unless the scale says), and one rank's share of the padded grid's fields."""
+    ranks = int(doc["ranks"])
+    nodes = int(doc.get("nodes") or 1)
+    gpus = doc.get("gpus_per_node")
+    if gpus is None:
+        gpus = ranks // nodes if doc.get("backend") == "cupy" else 0
+    halo = int(doc.get("order", 2)) // 2
+    points = float(np.prod([int(n) + 2 * halo for n in doc["grid"]["shape"]]))
+    return Layout(ranks=ranks, nodes=nodes, threads_per_rank=int(doc.get("threads_per_rank") or 1),
+                  gpus_per_node=int(gpus), data_bytes_per_rank=FDM_BYTES_PER_POINT * points / ranks)
 
 
 SCALE_KEYS = ["study", "platform", "grid", "order", "boundary", "ranks"]
@@ -314,23 +328,6 @@ class FDMCase(Case):
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         return fdm_runs(config)
 
-    def layout(self, spec: Mapping[str, Any]) -> Layout:
-        doc = spec["fdm_doc"]
-        ranks = int(doc["ranks"])
-        nodes = int(doc.get("nodes") or 1)
-        gpus = doc.get("gpus_per_node")
-        if gpus is None:
-            gpus = ranks // nodes if doc.get("backend") == "cupy" else 0
-        return Layout(ranks=ranks, nodes=nodes, threads_per_rank=int(doc.get("threads_per_rank") or 1),
-                      gpus_per_node=int(gpus), data_bytes_per_rank=self.data_bytes(spec))
-
-    def data_bytes(self, spec: Mapping[str, Any]) -> float:
-        doc = spec["fdm_doc"]
-        order = int(doc.get("order", 2))
-        halo = order // 2
-        points = float(np.prod([int(n) + 2 * halo for n in doc["grid"]["shape"]]))
-        return FDM_BYTES_PER_POINT * points / int(doc["ranks"])
-
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         out = f"results/fdm/{spec['study']}/{spec['run_id']}"
         doc = json.dumps(spec["fdm_doc"], sort_keys=True)
@@ -343,8 +340,9 @@ class FDMCase(Case):
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         return reduce_fdm(records)
 
-    def platform_frame(self, platforms: Any) -> tuple[pd.DataFrame, list[str]]:
-        return platforms.backends, ["platform", "backend"]
+    def join(self, runs: pd.DataFrame, platforms: Any) -> pd.DataFrame:
+        """Each run's backend: its kernel costs, link and calibration (``platforms.backends``)."""
+        return join_on(runs, platforms.backends, ["platform", "backend"])
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         frames = [predictions[m] for m in sorted(predictions) if predictions[m] is not None]

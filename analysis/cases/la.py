@@ -78,8 +78,8 @@ class LACase(WPCase):
         transpose's bytes (:data:`sims.la.matrix.PHASE_KERNELS`)."""
         return ceilings.matrix_work(params)
 
-    def data_bytes(self, spec: Mapping[str, Any]) -> float:
-        p = spec["params"]  # A, B, C of the multiply and D, E of the transpose
+    def data_bytes(self, params: Mapping[str, Any]) -> float:
+        p = params  # A, B, C of the multiply and D, E of the transpose
         return (3 * int(p["n_mm"]) ** 2 + 2 * int(p["n_tr"]) ** 2) * (8 if p.get("dtype") == "float64" else 4)
 
 

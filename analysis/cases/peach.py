@@ -21,7 +21,7 @@ from analysis.equations import peach
 from analysis.models.energy_roofline import ROOFLINE_ENERGY_MODEL
 from analysis.models.peach import CURVE_KEYS, MODEL
 from analysis.planning.config import platform_layouts
-from analysis.registry import Case
+from analysis.registry import Case, join_on
 from analysis.scoring import ceilings
 from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
 from analysis.scoring.uncertainty import UNCERTAINTY_COLUMNS, Settings
@@ -189,23 +189,21 @@ class PEACHCase(Case):
     sections = ("analysis.report.sections.peach:PEACHSection",)
     job = "sims.la.job:MatrixRun"
 
-    def data_bytes(self, spec: Mapping[str, Any]) -> float:
-        p = spec["params"]  # three n x n matrices for the multiply, two for the transpose
-        n, width = int(p["n"]), (4 if p.get("dtype") == "float32" else 8)
-        return (3 if p.get("workload") == "MatrixMultiply" else 2) * n * n * width
-
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         section = config["cases"][self.name]
         out = []
         for w in section["workloads"]:
             for pair in section["frequencies"] or [None]:
                 params = {"workload": w["name"], "n": int(w["n"]), "dtype": w.get("dtype", "float64")}
+                # three n x n matrices for the multiply, two for the transpose
+                data = ((3 if w["name"] == "MatrixMultiply" else 2) * int(w["n"]) ** 2
+                        * (4 if params["dtype"] == "float32" else 8))
                 if pair and (pair.get("f_C") is not None or pair.get("f_G") is not None):
                     params["frequency"] = {k: pair.get(k) for k in ("f_C", "f_G")}
                 for alpha in section["alphas"]:
                     for platform in platform_layouts(config):
                         out.append(two_processor_spec(config, self.name, dp_variant(float(alpha)), params,
-                                                      int(section["seed"]), platform, self.job, int(w["n"])))
+                                                      int(section["seed"]), platform, self.job, int(w["n"]), data))
         return out
 
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
@@ -214,8 +212,10 @@ class PEACHCase(Case):
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         return reduce_repetitions(records)
 
-    def bound_inputs(self, joined: pd.DataFrame) -> pd.DataFrame:
-        """The energy roofline bounds a product against the GEMM ceiling with its compulsory traffic, as LA."""
+    def join(self, runs: pd.DataFrame, platforms: Any) -> pd.DataFrame:
+        """Each run's processors; the energy roofline bounds a product against the GEMM ceiling with its
+        compulsory traffic, as LA."""
+        joined = join_on(runs, platforms.processors, ["platform"])
         return ceilings.apply(joined, "params", lambda text: ceilings.matrix_work(params_doc(text)))
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:

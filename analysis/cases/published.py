@@ -23,13 +23,14 @@ import numpy as np
 import pandas as pd
 
 from analysis.planning.config import ConfigError
+from analysis.planning.jobs import Layout
 from analysis.registry import Case, Model
 from analysis.resources import PUBLISHED_MEASUREMENTS
 from analysis.scoring import metrics
 from analysis.scoring.claims import load_yaml
 from sims import record as rec
 
-CASE = "published"
+NAME = "published"
 
 
 def load_table(name: str, directory: Path = PUBLISHED_MEASUREMENTS) -> dict[str, Any]:
@@ -56,7 +57,7 @@ def _identities(name: str, study: str, directory: Path = PUBLISHED_MEASUREMENTS)
     for row in doc["rows"]:
         params = _params(doc, row, name)
         variant = f"{row['strategy']}/{row['objective']}"
-        ident = {"study": study, "case": CASE, "variant": variant, "params": params, "platform": doc["platform"],
+        ident = {"study": study, "case": NAME, "variant": variant, "params": params, "platform": doc["platform"],
                  "layout": None, "warmup": 0, "repetitions": 1, "seed": None}
         yield rec.run_id_of(ident), variant, params, doc
 
@@ -69,7 +70,7 @@ def records(name: str, study: str, config_hash: str = "unknown", directory: Path
         m = params["measured"]
         r = {name_: None for name_ in rec.FIELD_TYPES}
         r.update(
-            run_id=run_id, study=study, case=CASE, variant=variant, params=rec.canonical_json(params),
+            run_id=run_id, study=study, case=NAME, variant=variant, params=rec.canonical_json(params),
             platform=doc["platform"], ranks=1, rep=0, status="ok", alpha=float(m["alpha_percent"]) / 100.0,
             time_s=1.0 / float(m["rate"]), energy_j=1.0 / float(m["efficiency"]), energy_source="published",
             started_at=rec.utc_now(), config_hash=config_hash, **prov,
@@ -86,7 +87,7 @@ def validate_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def predict_published(df: pd.DataFrame) -> pd.DataFrame:
     """Per ok published run: the published prediction next to the published measurement, errors, tightness."""
-    runs = df[(df["case"] == CASE) & (df["status"] == "ok")]
+    runs = df[(df["case"] == NAME) & (df["status"] == "ok")]
     rows = []
     for r in runs.itertuples(index=False):
         p = json.loads(r.params)
@@ -170,7 +171,7 @@ class PublishedPrediction(Model):
     """The paper's own prediction of each published measurement (time and energy per unit of work)."""
 
     name = PREDICTION
-    cases = (CASE,)
+    cases = (NAME,)
     table = "published_runs"
     rowwise = False
 
@@ -179,38 +180,37 @@ class PublishedPrediction(Model):
 
 
 class PublishedCase(Case):
-    name = CASE
+    name = NAME
     title = "published measurements (PEACH Table VIII), scored against the papers' own predictions"
     order = 50
     schema = SCHEMA
     tables = ("published_runs", "published_fidelity")
-    sections = ("analysis.report.sections.claims:PublishedSection",)
-    light = True  # ingests a table: nothing to measure, never a batch job
+    sections = ("analysis.report.sections.papers:PapersSection",)
 
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         out = []
-        for table in config["cases"][CASE]["tables"]:
+        for table in config["cases"][NAME]["tables"]:
             try:
                 idents = list(_identities(table, config["study"]))
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"cases.published.tables: {table!r}: {exc}") from None
             for run_id, variant, _params, doc in idents:
-                out.append({"run_id": run_id, "study": config["study"], "case": CASE, "variant": variant,
-                            "platform": doc["platform"], "table": table, "ranks": 1, "size": None})
+                out.append({"run_id": run_id, "study": config["study"], "case": NAME, "variant": variant,
+                            "platform": doc["platform"], "table": table, "ranks": 1, "size": None,
+                            # ingests a table: nothing to measure, never a batch job
+                            "resources": Layout(ranks=1, local=True).spec()})
         return out
 
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         return (f"hetval ingest-published --table {shlex.quote(spec['table'])} --study {shlex.quote(spec['study'])}"
                 f" --run-id {spec['run_id']} --out {shlex.quote(record)}")
 
-    def threads(self, spec: Mapping[str, Any]) -> int:
-        return 1
-
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         return records[records["status"] == "ok"]
 
-    def platform_frame(self, platforms: Any) -> tuple[pd.DataFrame | None, list[str]]:
-        return None, []
+    def join(self, runs: pd.DataFrame, platforms: Any) -> pd.DataFrame:
+        """Unchanged: a published run is scored against the prediction printed beside it."""
+        return runs
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
         runs = predictions.get(PREDICTION)
@@ -219,4 +219,4 @@ class PublishedCase(Case):
         return {"published_runs": runs, "published_fidelity": score_published(runs)}
 
 
-CASE_OBJECT = PublishedCase()
+CASE = PublishedCase()

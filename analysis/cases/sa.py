@@ -73,9 +73,9 @@ class SACase(WPCase):
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
-    def data_bytes(self, spec: Mapping[str, Any]) -> float:
+    def data_bytes(self, params: Mapping[str, Any]) -> float:
         # float32: a, b, c and d, and the 32 rows of e (sims.sa.kernels.allocate), all on one rank in CO/GO
-        return 4.0 * (4 + POWADD_TERMS) * int(spec["params"]["size"])
+        return 4.0 * (4 + POWADD_TERMS) * int(params["size"])
 
 
 CASE = SACase()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,8 @@ import pandas as pd
 
 from analysis.models.peapaw import MODEL as PEAPAW
 from analysis.planning.config import platform_layouts
-from analysis.registry import Case, models_for
+from analysis.planning.jobs import Layout
+from analysis.registry import Case, join_on, models_for
 from analysis.scoring import ceilings, guidelines, scaling
 from analysis.scoring.runs import (
     FIDELITY_TAIL,
@@ -43,8 +44,9 @@ FIDELITY_COLUMNS = [*GROUP_KEYS, "size_label", "axis", "quantity", "model", *FID
 
 
 def two_processor_spec(config: Mapping[str, Any], case: str, variant: str, params: dict[str, Any], seed: int,
-                       platform: str, job: str, size: int | None) -> dict[str, Any]:
-    """A run spec of :mod:`sims.run` (2 ranks: host, accel) with its ``run_id``."""
+                       platform: str, job: str, size: int | None, data_bytes: float) -> dict[str, Any]:
+    """A run spec of :mod:`sims.run` (2 ranks: host, accel) with its ``run_id`` and its job's ``resources``
+    (``data_bytes``: the largest data one rank holds). A p-DP split reads the characterised platform."""
     layout = platform_layouts(config)[platform]
     spec = {
         "study": config["study"], "case": case, "variant": variant, "params": params, "platform": platform,
@@ -56,6 +58,10 @@ def two_processor_spec(config: Mapping[str, Any], case: str, variant: str, param
         "ranks": 2, "job": job, "size": size,
     }
     spec["run_id"] = run_id_of(spec)
+    gpus = sum(1 for p in spec["layout"].values() if p.get("backend") == "cupy")
+    spec["resources"] = Layout(ranks=2, gpus_per_node=gpus, data_bytes_per_rank=float(data_bytes)).spec()
+    if variant == "p-DP":
+        spec["needs_platform"] = True
     return spec
 
 
@@ -73,9 +79,6 @@ class WPCase(Case):
     sections = ("analysis.report.sections.wp:WPSection", "analysis.report.sections.guidelines:GuidelinesSection")
     job = ""
 
-    def sizes(self, section: Mapping[str, Any]) -> list[Any]:
-        return list(section["sizes"])
-
     def params_of(self, section: Mapping[str, Any], size: Any) -> dict[str, Any]:
         return {"size": int(size)}
 
@@ -86,32 +89,33 @@ class WPCase(Case):
         """What a size means to a reader (the ``size_label`` column beside the integer ``size``)."""
         return f"{int(size):,} elements" if "size" in params else str(size)
 
-    def variants(self, section: Mapping[str, Any]) -> Iterator[str]:
-        yield from dict.fromkeys([*section["wps"], *(dp_variant(float(a)) for a in section["alphas"])])
-
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         section = config["cases"][self.name]
         out = []
-        for size in self.sizes(section):
+        variants = dict.fromkeys([*section["wps"], *(dp_variant(float(a)) for a in section["alphas"])])
+        for size in section["sizes"]:
             params = self.params_of(section, size)
-            for variant in self.variants(section):
+            for variant in variants:
                 for platform in platform_layouts(config):
                     out.append(two_processor_spec(config, self.name, variant, params, int(section["seed"]),
-                                                  platform, self.job, self.size_of(params)))
+                                                  platform, self.job, self.size_of(params), self.data_bytes(params)))
         return out
 
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         return run_command(spec, record, platform_file, launch)
-
-    def needs_platform(self, spec: Mapping[str, Any]) -> bool:
-        return spec["variant"] == "p-DP"
 
     def phase_work(self, params: Mapping[str, Any]) -> ceilings.Work | None:
         """Per role, the flops per (kernel class, precision) and the memory traffic of a run with these
         record ``params`` (None: unknown - the run keeps its recorded bytes against the vector ceiling)."""
         return None
 
-    def bound_inputs(self, joined: pd.DataFrame) -> pd.DataFrame:
+    def data_bytes(self, params: Mapping[str, Any]) -> float:
+        """The largest data one rank of a run with these ``params`` holds, in bytes (its memory request)."""
+        return 0.0
+
+    def join(self, runs: pd.DataFrame, platforms: Any) -> pd.DataFrame:
+        """Each run's processors, their ceilings and traffic counted from the phases each ran."""
+        joined = join_on(runs, platforms.processors, ["platform"])
         return ceilings.apply(joined, "params", lambda text: self.phase_work(params_doc(text)))
 
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:

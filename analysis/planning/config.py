@@ -274,11 +274,17 @@ def study_matrix(config: Mapping[str, Any], check: bool = True) -> list[dict[str
     (another case's sizes, the report title) never re-runs existing runs; the
     config hash travels separately (``--config-hash``) as provenance.
     """
+    from analysis.planning.jobs import Layout
     from analysis.registry import enabled_cases
 
     runs: list[dict[str, Any]] = []
     for case in enabled_cases(config):
-        runs.extend(case.expand(config))
+        for spec in case.expand(config):
+            if "resources" not in spec:  # a case that says nothing: its ranks on one node, one GPU per cupy processor
+                procs = (spec.get("layout") or {}).values()
+                gpus = sum(1 for p in procs if isinstance(p, Mapping) and p.get("backend") == "cupy")
+                spec = {**spec, "resources": Layout(ranks=int(spec.get("ranks") or 1), gpus_per_node=gpus).spec()}
+            runs.append(spec)
     seen: set[str] = set()
     for spec in runs:
         if spec["run_id"] in seen:
@@ -327,23 +333,22 @@ def local_memory_mb() -> tuple[float, str]:
 def check_memory(config: Mapping[str, Any], runs: list[dict[str, Any]]) -> None:
     """Refuse, before anything runs, a job whose memory estimate per node exceeds its node
     (:func:`node_memory_mb`), naming the key, the job and both figures: each platform's characterisation and
-    the light jobs first (:func:`_check_jobs`), then every run (its case's :meth:`layout`: data per rank, ranks
+    the light jobs first (:func:`_check_jobs`), then every run (its spec's ``resources``: data per rank, ranks
     per node and slack - what its batch job asks for)."""
-    from analysis.registry import case as case_of
+    from analysis.planning.jobs import Layout
 
     limits: dict[str, tuple[float | None, str]] = {}
     _check_jobs(config, runs, limits)  # characterisation first: it runs first
     for spec in runs:
-        kase = case_of(spec["case"])
+        layout = Layout.of(spec)
         platform = spec.get("platform")
-        if kase.light or not platform:
+        if layout.local or not platform:
             continue
         if platform not in limits:
             limits[platform] = node_memory_mb(config, platform)
         limit, where = limits[platform]
         if limit is None:
             continue
-        layout = kase.layout(spec)
         need = layout.mem_mb_per_node
         if need > limit:
             doc = spec.get("fdm_doc") or {}

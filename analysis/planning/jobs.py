@@ -5,7 +5,7 @@ The workflow's rules take their Snakemake resources from :func:`job_resources`, 
 
 - ``nodes``, ``tasks`` (or ``tasks_per_node`` on several nodes), ``cpus_per_task`` (threads per rank),
   ``gpu`` (GPUs of the whole job), ``mem_mb`` (per node) - from the run's :class:`Layout`, which its
-  registered case derives from the spec (:meth:`analysis.registry.Case.layout`);
+  registered case computed once when it expanded the study and stored in the spec (``resources``);
 - ``slurm_partition``, ``slurm_account``, ``constraint``, ``qos``, ``runtime`` and ``slurm_extra`` - from
   the platform entry's ``slurm`` mapping, so that one platform is one node type: its characterisation and
   its runs land on the same partition and constraint. Absent keys are left to the profile
@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 #: Resident memory of one rank before its data (Python, NumPy, Numba, mpi4py), MB.
@@ -49,6 +49,8 @@ class Layout:
     threads_per_rank: int = 1
     gpus_per_node: int = 0
     data_bytes_per_rank: float = 0.0
+    #: A run that measures nothing (e.g. a published table ingested): made where Snakemake runs, never a batch job.
+    local: bool = False
 
     def __post_init__(self) -> None:
         for name in ("ranks", "nodes", "threads_per_rank"):
@@ -62,6 +64,27 @@ class Layout:
     @property
     def ranks_per_node(self) -> int:
         return self.ranks // self.nodes
+
+    @property
+    def cores(self) -> int:
+        """Cores the run occupies on a local machine: its node's ranks x threads, never fewer than 2 for a
+        job that is not local, so that two multi-rank jobs never share the cores."""
+        return 1 if self.local else max(2, self.ranks_per_node * self.threads_per_rank)
+
+    def spec(self) -> dict[str, Any]:
+        """The layout as a run spec's ``resources`` entry (plain JSON)."""
+        return asdict(self)
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any]) -> Layout:
+        """The layout stored in a run spec's ``resources`` (:meth:`analysis.registry.Case.expand`)."""
+        doc = spec.get("resources")
+        if not isinstance(doc, Mapping):
+            raise LayoutError(f"run {spec.get('run_id')} ({spec.get('case')}) has no 'resources' in its spec")
+        unknown = sorted(set(doc) - {f.name for f in fields(cls)})
+        if unknown:
+            raise LayoutError(f"run {spec.get('run_id')} ({spec.get('case')}): unknown resources {', '.join(unknown)}")
+        return cls(**doc)
 
     @property
     def mem_mb_per_node(self) -> int:

@@ -30,7 +30,7 @@ LEADING = ("analysis.report.sections.overview:OverviewSection",
            "analysis.report.sections.platforms:PlatformsSection",
            "analysis.report.sections.energy:EnergySection")
 TRAILING = ("analysis.report.sections.scaling:ScalingSection",
-            "analysis.report.sections.claims:PublishedSection",
+            "analysis.report.sections.papers:PapersSection",
             "analysis.report.sections.history:HistorySection",
             "analysis.report.sections.failures:FailuresSection")
 

@@ -223,22 +223,18 @@ def _read_partition(study: str, case: str, path: str) -> pd.DataFrame:
     return _as_pandas(read_file(study, case, path, columns=READ_COLUMNS))
 
 
-def case_frame(case_name: str, records: pd.DataFrame, frame: pd.DataFrame | None,
-               keys: list[str] | None) -> dict[str, Any]:
+def case_frame(case_name: str, records: pd.DataFrame, platforms: Platforms | None) -> dict[str, Any]:
     """Everything validation needs from one batch of a case's records: the record count, the failed runs,
-    the reduced runs joined with the platform ``frame`` (on ``keys``) and every row-wise model's predictions.
+    the reduced runs joined with the ``platforms`` (:meth:`~analysis.registry.Case.join`) and every
+    row-wise model's predictions.
 
     Pure pandas: a Dask task runs it on one data file (:func:`_file_task`); run on the empty schema it gives
     the empty result of the right types and checks every model's ``needs`` before anything is computed.
     """
     case = cases()[case_name]
     out: dict[str, Any] = {"records": len(records), "failed": failed_runs(records), "window": _window(records)}
-    reduced = case.reduce(case.select(records))
-    if frame is not None:  # join keys typed as the runs' own (the platform files give plain str)
-        frame = frame.astype({k: reduced[k].dtype for k in keys or [] if k in reduced and k in frame})
-    joined = reduced.merge(frame, on=keys, how="inner") if frame is not None else reduced
-    if frame is not None:
-        joined = case.bound_inputs(joined)
+    reduced = case.reduce(records[records["case"] == case_name])
+    joined = case.join(reduced, platforms) if platforms is not None else reduced
     check_needs(case, joined.columns)
     out.update(reduced=len(reduced), joined=len(joined))
     models = models_for(case_name)
@@ -262,12 +258,11 @@ def _merge_windows(windows: list[dict[str, Any]]) -> dict[str, Any]:
             "hosts": sorted({h for w in windows for h in w["hosts"]})}
 
 
-def _file_task(case_name: str, study: str, path: str, frame: pd.DataFrame | None,
-               keys: list[str] | None) -> dict[str, Any]:
+def _file_task(case_name: str, study: str, path: str, platforms: Platforms) -> dict[str, Any]:
     """:func:`case_frame` of one data file (every row of a run lives in one file, so the per-run reduction
     needs no shuffle and a case reads only its own files)."""
     tasks.for_arrays()
-    return case_frame(case_name, _read_partition(study, case_name, path), frame, keys)
+    return case_frame(case_name, _read_partition(study, case_name, path), platforms)
 
 
 def _combine(parts: list[dict[str, Any]], empty: dict[str, Any]) -> dict[str, Any]:
@@ -322,9 +317,8 @@ def validate(
     if address and not where.address:
         where = dataclasses.replace(where, address=address)
     meta = _as_pandas(RUN_SCHEMA.empty_table().select(READ_COLUMNS))
-    joins = {name: case.platform_frame(platforms) for name, case in registered.items()}
     # every case on the empty schema first: the result types, and a missing platform column fails here
-    empty = {name: case_frame(name, meta, *joins[name]) for name in registered}
+    empty = {name: case_frame(name, meta, platforms) for name in registered}
     files = partition_files(runs_dir, studies)
     for f in files:  # before any task: a file of another layout is one line, not a worker's traceback
         check_layout(f[2])
@@ -334,9 +328,8 @@ def validate(
         futures = {}
         for name in registered:
             mine = [f for f in files if f[1] == name]
-            frame, keys = joins[name]
-            # the platform frame (a few rows) travels with each task: nothing to lose when a worker dies
-            futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), frame, keys, pure=False,
+            # the platform frames (a few rows) travel with each task: nothing to lose when a worker dies
+            futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), platforms, pure=False,
                                            key=f"validate-{name}-{f[0]}-{Path(f[2]).stem}") for f in mine]
         started = time.perf_counter()
 

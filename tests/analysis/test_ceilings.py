@@ -4,6 +4,7 @@ they must move; a ceiling that was never measured gives no bound rather than a w
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,9 @@ from sims.la import matrix
 
 T = {"t_f_vector_float32": 1 / 20e9, "t_f_vector_float64": 1 / 15e9, "t_f_gemm_float32": 1 / 120e9,
      "t_f_gemm_float64": 1 / 60e9}
+
+#: The rows below already carry their platform's columns: the join adds nothing but keeps platform "p".
+PLATFORMS = SimpleNamespace(processors=pd.DataFrame({"platform": ["p"]}))
 
 
 def _la_row(variant: str, alpha: float | None, gemm: bool = True) -> dict:
@@ -38,7 +42,7 @@ def _la_row(variant: str, alpha: float | None, gemm: bool = True) -> dict:
 
 def test_la_products_run_against_the_gemm_ceiling_with_their_compulsory_traffic():
     runs = pd.DataFrame([_la_row(v, None) for v in ("CO", "GO", "CP")])
-    out = LA.bound_inputs(runs)
+    out = LA.join(runs, PLATFORMS)
     co, go, cp = (out.iloc[i] for i in range(3))
     assert co["t_f_host"] == T["t_f_gemm_float32"] and co["ceiling_host"] == "gemm float32"
     assert co["ceiling_accel"] == "none (no flops)" and go["ceiling_accel"] == "gemm float32"
@@ -55,7 +59,7 @@ def test_la_products_run_against_the_gemm_ceiling_with_their_compulsory_traffic(
 
 def test_a_ceiling_never_measured_gives_no_bound():
     runs = pd.DataFrame([_la_row("CO", None, gemm=False)])
-    out = LA.bound_inputs(runs)
+    out = LA.join(runs, PLATFORMS)
     assert np.isnan(out.iloc[0]["t_f_host"])
     assert len(predict_sa(out)) == 0  # the model predicts only the runs it can bound
 
@@ -81,14 +85,14 @@ def test_sa_keeps_the_vector_ceiling_and_its_counted_bytes():
     for r in ("host", "accel"):
         row.update({f"t_b_{r}": 1 / 40e9, f"t_f_{r}": T["t_f_vector_float32"]})
         row.update({f"{k}_{r}": v for k, v in T.items()})
-    out = SA.bound_inputs(pd.DataFrame([row])).iloc[0]
+    out = SA.join(pd.DataFrame([row]), PLATFORMS).iloc[0]
     assert out["ceiling_host"] == out["ceiling_accel"] == "vector float32"
     assert out["t_f_host"] == out["t_f_accel"] == T["t_f_vector_float32"]
     assert out["traffic_host"] == PHASE_COUNTS["vecadd"][1] * n == row["bytes_host"]
     assert out["traffic_accel"] == row["bytes_accel"]
     host = hetero.Processor(t_f=T["t_f_vector_float32"], t_b=1 / 40e9)
     expect = hetero.performance(row["flops"] / row["bytes"], 1 / 12, 8.0, host, host)
-    assert predict_sa(SA.bound_inputs(pd.DataFrame([row]))).iloc[0]["perf_predicted"] == pytest.approx(expect)
+    assert predict_sa(SA.join(pd.DataFrame([row]), PLATFORMS)).iloc[0]["perf_predicted"] == pytest.approx(expect)
 
 
 def test_platform_columns_come_from_the_ceilings_and_t_f_is_vector_float32():

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from analysis.planning.config import load_config, study_matrix
-from analysis.registry import case
+from analysis.planning.jobs import Layout
 from tests.conftest import REPO
 from tests.workflow.test_workflow import job_counts, snakemake
 
@@ -52,7 +52,7 @@ def test_cluster_study_dry_run_asks_each_job_for_its_own_resources(env, tmp_path
         else:
             assert int(res["tasks"]) == ranks and "tasks_per_node" not in res
         assert res["mpi"] == "srun --mpi=pmi2" and res["slurm_partition"] == "compute" and res["runtime"] == "60"
-        assert int(res["mem_mb"]) == case("fdm").layout(spec).mem_mb_per_node
+        assert int(res["mem_mb"]) == Layout.of(spec).mem_mb_per_node
         launch = f"srun --mpi=pmi2 -n {ranks}" + (f" -N {nodes}" if nodes > 1 else "") + f" -c {threads}"
         assert launch in job["command"] and f"HETVAL_THREADS_PER_RANK={threads}" in job["command"]
     [char] = jobs_of(out.stdout, "characterize_platform")  # the platform's node type: same partition

@@ -9,7 +9,7 @@ import sys
 REPO_DIR = os.path.dirname(os.path.abspath(workflow.basedir))
 sys.path.insert(0, REPO_DIR)
 
-from analysis.planning.jobs import COMPUTED, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
+from analysis.planning.jobs import COMPUTED, Layout, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
 from analysis.planning.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
@@ -37,12 +37,14 @@ except (ConfigError, RegistryError) as exc:
 
 STUDY = config["study"]
 # Runs whose case measures nothing (e.g. published tables ingested): the ingest_run localrule makes them.
-LIGHT_RUNS = sorted(rid for rid, spec in RUNS.items() if case(spec["case"]).light)
+# Each run's layout was computed once, when its case expanded the study (the spec's `resources`).
+LAYOUTS = {rid: Layout.of(spec) for rid, spec in RUNS.items()}
+LIGHT_RUNS = sorted(rid for rid, layout in LAYOUTS.items() if layout.local)
 LIGHT_RUNS_PATTERN = "|".join(LIGHT_RUNS) or "(?!)"
 CASES = [c.name for c in enabled_cases(config)]
 PLATFORMS = sorted(platform_layouts(config))
 # platforms some of whose runs span nodes: they also need the ping-pong between two nodes (sims.bench.internode)
-INTER_NODE_PLATFORMS = sorted({s["platform"] for s in RUNS.values() if case(s["case"]).layout(s).nodes > 1})
+INTER_NODE_PLATFORMS = sorted({s["platform"] for rid, s in RUNS.items() if LAYOUTS[rid].nodes > 1})
 # Every study's characterisation, validation and report live under results/<study>/.
 OUT = f"results/{STUDY}"
 # one table per name the registered cases declare, plus failed, published and summary.json
@@ -82,9 +84,9 @@ LAUNCHER = config["launcher"]
 
 
 def get_run_layout(wildcards):
-    """Where the run's ranks sit (nodes, ranks, threads, GPUs, data), from its registered case."""
-    spec = get_run(wildcards)
-    return case(spec["case"]).layout(spec)
+    """Where the run's ranks sit (nodes, ranks, threads, GPUs, data), as its case expanded it."""
+    get_run(wildcards)  # an unknown run is named
+    return LAYOUTS[wildcards.run_id]
 
 
 def get_run_json(wildcards):
@@ -96,8 +98,7 @@ def get_run_ranks(wildcards):
 
 
 def get_run_threads(wildcards):
-    spec = get_run(wildcards)
-    return case(spec["case"]).threads(spec)
+    return get_run_layout(wildcards).cores
 
 
 # A job's resources come from its layout and its platform's `slurm` mapping (analysis.planning.jobs); a scheduler
@@ -176,7 +177,7 @@ def get_run_inputs(wildcards):
     (written by gather for a failed or quarantined run) is a newer input, so that run is redone."""
     spec = get_run(wildcards)
     inputs = {}
-    if case(spec["case"]).needs_platform(spec):
+    if spec.get("needs_platform"):
         inputs["platform"] = f"results/{wildcards.study}/platforms/{spec['platform']}.yaml"
     retry = f"results/retry/{wildcards.study}/{wildcards.run_id}.json"
     if os.path.exists(retry):

@@ -10,7 +10,7 @@ from analysis.report.common import Inputs, fmt_fraction
 from analysis.report.section import Section, SectionOutput
 
 
-class PublishedSection(Section):
+class PapersSection(Section):
     title = "Published studies"
 
     def build(self, inputs: Inputs, out_dir: Path) -> SectionOutput:
