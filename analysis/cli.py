@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.planning.config import ConfigError, load_config, study_matrix
+from analysis.planning.config import ConfigError, load_config, study_matrix, uncertainty_settings
 from analysis.registry import RegistryError
 
 
@@ -138,7 +138,6 @@ def cmd_ingest_published(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from analysis.scoring.tasks import WorkersLost
-    from analysis.scoring.uncertainty import Settings
     from analysis.scoring.validate import ClusterStartError, DaskSettings, validate
 
     runs = _existing(args.runs, "--runs", directory=True)
@@ -147,9 +146,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     files = [_existing(f, "--platform-file") for f in args.platform_file or []]
     if not files:
         _existing(args.platforms, "--platform-dir", directory=True)
-    if args.resamples < 0 or not 0 < args.level < 1 or not 0 < args.noise_alpha < 0.5:
-        raise InputError("--resamples must be >= 0, --level in (0, 1) and --noise-alpha in (0, 0.5)")
-    settings = Settings(args.resamples, args.seed, args.level, args.noise_alpha)
+    given = {k: getattr(args, k) for k in ("resamples", "seed", "level", "noise_alpha") if getattr(args, k) is not None}
+    try:  # the defaults and bounds of the config's uncertainty section (the schema)
+        settings = uncertainty_settings(**given)
+    except ConfigError as exc:
+        raise InputError(f"{exc} (--{str(exc).split(':')[0].split('.')[-1].replace('_', '-')})") from None
     if args.workers < 1 or args.connect_timeout <= 0:
         raise InputError("--workers must be >= 1 and --connect-timeout > 0")
     dask_settings = DaskSettings(address=args.scheduler or None, cluster=args.cluster, workers=args.workers,
@@ -342,10 +343,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--published", default=None,
                    help="directory of the published platform catalogs whose papers' claims are recomputed "
                         "(default: the papers' tables shipped with hetval, analysis/resources/published/machines; '' to skip)")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples per group (0 = no intervals)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (recorded with the snapshot)")
-    p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
-    p.add_argument("--noise-alpha", type=float, default=0.05,
+    # defaults: the config schema's uncertainty section
+    p.add_argument("--resamples", type=int, default=None, help="bootstrap resamples per group (0 = no intervals)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the bootstrap (recorded with the snapshot)")
+    p.add_argument("--level", type=float, default=None, help="coverage of the intervals")
+    p.add_argument("--noise-alpha", type=float, default=None,
                    help="significance of the Mann-Whitney test behind the noise-aware best")
     p.add_argument("--history", default=None,
                    help="append this validation's snapshot to the history at this directory or URL "

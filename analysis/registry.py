@@ -22,11 +22,15 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # pandas and dask are imported by the cases and models that use them
+if TYPE_CHECKING:  # pandas is imported by the cases and models that use it
     import pandas as pd
+
+    from analysis.scoring.uncertainty import Settings
+    from analysis.storage.platforms import Platforms
 
 CASE_GROUP = "hetval.cases"
 MODEL_GROUP = "hetval.models"
@@ -34,6 +38,17 @@ MODEL_GROUP = "hetval.models"
 
 class RegistryError(RuntimeError):
     """A case or model entry point is missing, broken or clashes with another (one-line message)."""
+
+
+@dataclass
+class Context:
+    """What a case's :meth:`Case.score` may look at besides its predictions: the study's platforms, the
+    uncertainty settings (the config's ``uncertainty``) and, for a case with a group-wise model, its
+    joined runs (``joined[case.name]``)."""
+
+    platforms: Platforms
+    uncertainty: Settings
+    joined: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 class Case(abc.ABC):
@@ -97,13 +112,9 @@ class Case(abc.ABC):
         return join_on(runs, platforms.processors, ["platform"])
 
     @abc.abstractmethod
-    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
-        """The case's validation tables from each applicable model's predictions (pandas).
-
-        ``predictions`` maps a model name to its rows; ``context``
-        (:class:`analysis.scoring.validate.Context`) carries the uncertainty settings, the platform frames
-        and, for a case with a group-wise model, its joined runs (``context.joined[self.name]``).
-        """
+    def score(self, predictions: dict[str, pd.DataFrame], context: Context) -> dict[str, pd.DataFrame]:
+        """The case's validation tables from each applicable model's predictions (pandas): ``predictions``
+        maps a model name to its rows."""
 
     def __repr__(self) -> str:
         return f"<case {self.name}>"

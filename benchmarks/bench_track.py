@@ -157,7 +157,7 @@ def groups_to_break(runs, fdm):
 def main() -> int:
     import numpy as np
 
-    from analysis.scoring.uncertainty import Settings
+    from analysis.planning.config import uncertainty_settings
     from analysis.tracking.track import Rule, track
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -179,7 +179,7 @@ def main() -> int:
     runs, fdm = load(validation)
     pool = deviation_pool(runs, fdm)
     reps_n = int(np.median([len(r) for r in runs["time_reps_s"]]))
-    settings = Settings(resamples=args.resamples)
+    settings = uncertainty_settings(resamples=args.resamples)
     rule = Rule()
     q = np.percentile(np.abs(pool), [50, 90, 99])
     print(f"noise: {len(pool)} real repetitions of {len(runs) + len(fdm)} runs in {validation}; |deviation from "

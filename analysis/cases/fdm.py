@@ -23,7 +23,7 @@ import yaml
 from analysis.models.fdm import MODEL
 from analysis.planning.config import ConfigError, platform_layouts
 from analysis.planning.jobs import Layout, LayoutError, scale_layout
-from analysis.registry import Case, join_on
+from analysis.registry import Case, Context, join_on
 from analysis.scoring import scaling
 from analysis.scoring.runs import (
     FIDELITY_TAIL,
@@ -276,13 +276,13 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def score_fdm(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFrame:
+def score_fdm(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     """Fidelity of the model's ranking of marshaling designs and of decompositions at each scale, every
     group scored at once (:func:`analysis.scoring.runs.score_batch`); rows ordered by scale, then axis, then the
     fixed design."""
     frames = []
     floor, pairs = drift_floor(runs) if {"backend", "marshaling"} <= set(runs.columns) else (0.0, 0)
-    settings = replace(settings or Settings(), noise_floor=floor)
+    settings = replace(settings, noise_floor=floor)
     have = runs[np.isfinite(runs["time_predicted_s"].to_numpy(dtype="float64"))]
     for rank, (axis, other) in enumerate((("marshaling", "decomposition"), ("decomposition", "marshaling"))):
         if not len(have):
@@ -344,12 +344,13 @@ class FDMCase(Case):
         """Each run's backend: its kernel costs, link and calibration (``platforms.backends``)."""
         return join_on(runs, platforms.backends, ["platform", "backend"])
 
-    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
+    def score(self, predictions: dict[str, pd.DataFrame], context: Context) -> dict[str, pd.DataFrame]:
         frames = [predictions[m] for m in sorted(predictions) if predictions[m] is not None]
         if not frames:
-            return {"fdm_runs": pd.DataFrame(), "fdm_fidelity": score_fdm(pd.DataFrame(columns=["time_predicted_s"])),
+            return {"fdm_runs": pd.DataFrame(), "fdm_fidelity": score_fdm(pd.DataFrame(columns=["time_predicted_s"]),
+                                                                                context.uncertainty),
                     "scaling_fits": scaling.frame([])}
-        settings = getattr(context, "uncertainty", None) or Settings()
+        settings = context.uncertainty
         runs = pd.concat(frames, ignore_index=True)
         runs = runs.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling", "model"]
                                 ).reset_index(drop=True)

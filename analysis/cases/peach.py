@@ -21,7 +21,7 @@ from analysis.equations import peach
 from analysis.models.energy_roofline import ROOFLINE_ENERGY_MODEL
 from analysis.models.peach import CURVE_KEYS, MODEL
 from analysis.planning.config import platform_layouts
-from analysis.registry import Case, join_on
+from analysis.registry import Case, Context, join_on
 from analysis.scoring import ceilings
 from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
 from analysis.scoring.uncertainty import UNCERTAINTY_COLUMNS, Settings
@@ -81,7 +81,7 @@ FIDELITY_COLUMNS = [*CURVE_KEYS, "quantity", "model", "n_alternatives", "kendall
 
 
 def _score_quantity(rows: pd.DataFrame, gid: np.ndarray, quantity: str, params: list[dict[str, Any] | None],
-                    settings: Settings | None) -> pd.DataFrame:
+                    settings: Settings) -> pd.DataFrame:
     """Fidelity of every curve by ``quantity`` (``time``: times; ``energy``: ``W / eta``), all curves at once.
 
     A curve is scored when it has a calibration, at least two points, and every measured and predicted value
@@ -138,7 +138,7 @@ def _score_quantity(rows: pd.DataFrame, gid: np.ndarray, quantity: str, params: 
     return out[FIDELITY_COLUMNS]
 
 
-def score_curves(predicted: pd.DataFrame, settings: Settings | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def score_curves(predicted: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-run rows and per-curve fidelity (by time, and by energy where it was measured).
 
     ``predicted`` is the PEACH model's output: per-run rows of every curve with both end points, and
@@ -218,10 +218,10 @@ class PEACHCase(Case):
         joined = join_on(runs, platforms.processors, ["platform"])
         return ceilings.apply(joined, "params", lambda text: ceilings.matrix_work(params_doc(text)))
 
-    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
+    def score(self, predictions: dict[str, pd.DataFrame], context: Context) -> dict[str, pd.DataFrame]:
         predicted = predictions.get(MODEL)
         runs, fid = score_curves(predicted if predicted is not None else pd.DataFrame(columns=RUN_COLUMNS),
-                                 getattr(context, "uncertainty", None))
+                                 context.uncertainty)
         roofline = predictions.get(ROOFLINE_ENERGY_MODEL)
         return {"peach_runs": runs, "peach_fidelity": fid,
                 "energy_roofline": roofline if roofline is not None else pd.DataFrame()}

@@ -24,7 +24,7 @@ import pandas as pd
 
 from analysis.planning.config import ConfigError
 from analysis.planning.jobs import Layout
-from analysis.registry import Case, Model
+from analysis.registry import Case, Context, Model
 from analysis.resources import PUBLISHED_MEASUREMENTS
 from analysis.scoring import metrics
 from analysis.scoring.claims import load_yaml
@@ -212,7 +212,7 @@ class PublishedCase(Case):
         """Unchanged: a published run is scored against the prediction printed beside it."""
         return runs
 
-    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
+    def score(self, predictions: dict[str, pd.DataFrame], context: Context) -> dict[str, pd.DataFrame]:
         runs = predictions.get(PREDICTION)
         if runs is None:
             runs = predict_published(pd.DataFrame(columns=["case", "status"]))

@@ -23,7 +23,7 @@ import pandas as pd
 from analysis.models.peapaw import MODEL as PEAPAW
 from analysis.planning.config import platform_layouts
 from analysis.planning.jobs import Layout
-from analysis.registry import Case, join_on, models_for
+from analysis.registry import Case, Context, join_on, models_for
 from analysis.scoring import ceilings, guidelines, scaling
 from analysis.scoring.runs import (
     FIDELITY_TAIL,
@@ -127,7 +127,7 @@ class WPCase(Case):
             [labels[k] for k in zip(out["params"].tolist(), out["size"].tolist(), strict=True)], dtype="string"))
         return out
 
-    def score(self, predictions: dict[str, pd.DataFrame], context: Any) -> dict[str, pd.DataFrame]:
+    def score(self, predictions: dict[str, pd.DataFrame], context: Context) -> dict[str, pd.DataFrame]:
         by_table: dict[str, list[pd.DataFrame]] = {}
         for model in models_for(self.name):
             rows = predictions.get(model.name)
@@ -137,7 +137,7 @@ class WPCase(Case):
         energy = _concat(by_table.get("energy_runs"), ["study", "case", "platform", "size", "variant"])
         roofline = _concat(by_table.get("energy_roofline"),
                            ["study", "case", "platform", "size", "variant", "alpha", "processor"])
-        settings = getattr(context, "uncertainty", None) or Settings()
+        settings = context.uncertainty
         if len(runs):
             runs = tightness_intervals(runs, settings)
         if len(energy):
@@ -156,7 +156,7 @@ def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame
     return out.sort_values([c for c in order if c in out.columns], kind="stable").reset_index(drop=True)
 
 
-def score_groups(runs: pd.DataFrame, settings: Settings | None = None) -> pd.DataFrame:
+def score_groups(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     """Fidelity rows for every (group, axis) with at least two alternatives in ``runs``, scored as arrays.
 
     A group is (study, case, platform, size, model) along an axis; alternatives are ranked by time, or by

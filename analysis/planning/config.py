@@ -11,7 +11,7 @@ import copy
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import yaml
@@ -22,6 +22,9 @@ from sims.vocab import is_name
 from sims.yamlfile import YAMLFileError, load_mapping
 
 #: The checkout this package lives in, when it lives in one (an editable install)
+if TYPE_CHECKING:
+    from analysis.scoring.uncertainty import Settings
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -190,6 +193,30 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
             if proc["backend"] != "cupy" and "device" in proc:
                 raise ConfigError(f"platforms[{i}].{role}.device: not allowed with backend {proc['backend']} (use cores)")
     return config
+
+
+def section(name: str, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The config section ``name`` holding ``values``, validated against its schema fragment with its
+    defaults filled: how code that has no whole study (the CLI, benchmarks, tests) gets a section's
+    defaults, which are written only in the schema. A bad value raises ConfigError naming ``name.key``."""
+    schema = load_schema()
+    if name not in schema["properties"]:
+        raise ConfigError(f"{name}: unknown config section")
+    wrapper = {"type": "object", "properties": {name: schema["properties"][name]}}
+    doc = {name: copy.deepcopy(dict(values or {}))}
+    cls = _with_defaults(jsonschema.validators.validator_for(schema))
+    errors = sorted(cls(wrapper).iter_errors(doc), key=lambda e: len(e.absolute_path))
+    if errors:
+        raise ConfigError(_message(errors[0]))
+    return doc[name]
+
+
+def uncertainty_settings(**given: Any) -> Settings:
+    """The uncertainty settings of the schema's defaults with the ``given`` keys set, validated as a
+    config's ``uncertainty`` section would be."""
+    from analysis.scoring.uncertainty import Settings
+
+    return Settings.from_config(section("uncertainty", given))
 
 
 def load_config(*paths: str | Path) -> dict[str, Any]:

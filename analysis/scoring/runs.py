@@ -55,8 +55,8 @@ def fidelity_types(columns: list[str], strings: tuple[str, ...] = ()) -> dict[st
 
 
 def score_alternatives(keys: dict[str, Any], measured: np.ndarray, predicted: np.ndarray, names: list[str],
-                       tightness: pd.Series, samples: list[Any] | None = None,
-                       settings: Settings | None = None) -> dict[str, Any]:
+                       tightness: pd.Series, samples: list[Any] | None,
+                       settings: Settings) -> dict[str, Any]:
     """One fidelity row: the group's keys, the ranking metrics of ``names``, the tightness summary and
     every figure's interval and the noise-aware picks, from the alternatives' repetitions ``samples``
     (:func:`score_batch` for one group)."""
@@ -88,7 +88,7 @@ def scoring_on(client: Any, groups_per_task: int = 20_000, patience: float = 30.
 
 
 def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], tightness: Any,
-                samples: Sequence[Any] | None, settings: Settings | None = None) -> pd.DataFrame:
+                samples: Sequence[Any] | None, settings: Settings) -> pd.DataFrame:
     """Fidelity of many groups at once: one row per group with the :data:`FIDELITY_TAIL` columns.
 
     The inputs have one entry per alternative, groups consecutive and in their alternatives' order;
@@ -101,7 +101,7 @@ def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], t
     tasks on the cluster; each task receives plain arrays (the repetitions already padded and sorted, the
     names as codes), never Python lists, so shipping a chunk costs a memory copy, not a pickle per value.
     """
-    s = settings or Settings()
+    s = settings
     gid = np.asarray(gid)
     R = len(gid)
     starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if R else np.empty(0, dtype=np.int64)
@@ -178,14 +178,14 @@ def _score_chunk(args: tuple[Any, ...]) -> pd.DataFrame:
     return _score_arrays(*args)
 
 
-def tightness_intervals(runs: pd.DataFrame, settings: Settings | None = None,
+def tightness_intervals(runs: pd.DataFrame, settings: Settings,
                         median: str = "time_median_s", samples: str = "time_reps_s") -> pd.DataFrame:
     """``runs`` with ``tightness_lo``/``tightness_hi``: each run's tightness interval from its repetitions
     (:func:`analysis.scoring.uncertainty.run_intervals`, every run at once).
 
     Rows ranked by energy (``quantity == "energy"``) resample their energy repetitions instead.
     """
-    s = settings or Settings()
+    s = settings
     out = runs.copy()
     R = len(out)
     nan = np.full(R, np.nan)

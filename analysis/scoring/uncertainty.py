@@ -26,16 +26,16 @@ Everything here is pure NumPy, vectorised over resamples and over groups:
 groups of the same number of alternatives are scored together in bounded
 chunks (:func:`uncertainty_rows`, :func:`run_intervals`), so scoring a
 million runs costs array operations, not a million Python calls. The
-one-group functions (:func:`group_uncertainty`, :func:`run_interval`,
-:func:`noise_aware_best`, :func:`mann_whitney_greater`) are the same rules
-for one group, kept for callers and as the tests' reference.
+one-sided test of one pair is SciPy's (:func:`mann_whitney_greater`); the batched one
+(:func:`mann_whitney_rows`) is held to it by the tests. :func:`group_uncertainty` is the batch for one
+group.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
 #: Ranking metrics of :mod:`analysis.scoring.metrics` whose intervals are computed, in table order.
 INTERVAL_METRICS = ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error",
@@ -57,14 +58,23 @@ EXACT_LIMIT = 20_000
 
 @dataclass(frozen=True)
 class Settings:
-    """How intervals and the noise-aware best are computed (config ``uncertainty``)."""
+    """How intervals and the noise-aware best are computed: the config's ``uncertainty`` section, whose
+    defaults live only in the schema (:meth:`from_config`;
+    :func:`analysis.planning.config.uncertainty_settings` where there is no whole study)."""
 
-    resamples: int = 1000
-    seed: int = 0
-    level: float = 0.95
-    noise_alpha: float = 0.05
-    #: relative gap to the fastest below which an alternative ties with it (run-to-run drift; 0 = none)
+    resamples: int
+    seed: int
+    level: float
+    noise_alpha: float
+    #: relative gap to the fastest below which an alternative ties with it (run-to-run drift; 0 = none).
+    #: Not a config key: a case sets it per group from the study's own repeated runs.
     noise_floor: float = 0.0
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> Settings:
+        """From a validated config's ``uncertainty`` section."""
+        return cls(int(section["resamples"]), int(section["seed"]), float(section["level"]),
+                   float(section["noise_alpha"]))
 
     def as_dict(self) -> dict[str, Any]:
         return {"resamples": self.resamples, "seed": self.seed, "level": self.level,
@@ -79,19 +89,6 @@ def _clean(values: Any) -> NDArray[np.float64]:
     return arr[np.isfinite(arr)]
 
 
-def _avg_ranks(pooled: NDArray[np.float64]) -> NDArray[np.float64]:
-    """1-based ranks with ties sharing their average rank."""
-    order = np.argsort(pooled, kind="stable")
-    ranks = np.empty(len(pooled))
-    ranks[order] = np.arange(1, len(pooled) + 1, dtype=np.float64)
-    uniq, inv = np.unique(pooled, return_inverse=True)
-    if len(uniq) < len(pooled):
-        sums = np.bincount(inv, weights=ranks)
-        counts = np.bincount(inv)
-        ranks = (sums / counts)[inv]
-    return ranks
-
-
 @lru_cache(maxsize=64)
 def _arrangements(total: int, n: int) -> NDArray[np.int_]:
     """Every way to choose which ``n`` of ``total`` pooled positions belong to the first sample."""
@@ -99,14 +96,13 @@ def _arrangements(total: int, n: int) -> NDArray[np.int_]:
 
 
 def mann_whitney_greater(x: Any, y: Any) -> float:
-    """One-sided p-value of the Mann-Whitney U test that ``x`` tends to be larger (slower) than ``y``.
+    """One-sided p-value of the Mann-Whitney U test that ``x`` tends to be larger (slower) than ``y``
+    (``scipy.stats.mannwhitneyu``).
 
-    The statistic is the rank sum of ``x`` in the pooled sample (average ranks
-    for ties). With at most :data:`EXACT_LIMIT` arrangements the p-value is
-    exact: the fraction of all assignments of the pooled ranks to ``x`` whose
-    rank sum is at least the observed one (ties handled exactly, as a
-    permutation test on the ranks). Beyond that, the normal approximation with
-    tie correction and continuity correction. NaN when either sample is empty.
+    With at most :data:`EXACT_LIMIT` arrangements of the pooled sample the p-value is exact, ties included
+    (SciPy's permutation method over every arrangement: its ``"exact"`` method assumes no ties, which
+    repetitions rounded by a timer have); beyond that, the normal approximation with tie and continuity
+    corrections. NaN when either sample is empty; 1 when every value ties.
 
     >>> round(mann_whitney_greater([4, 5, 6], [1, 2, 3]), 4)   # the smallest p with 3 vs 3
     0.05
@@ -115,40 +111,11 @@ def mann_whitney_greater(x: Any, y: Any) -> float:
     n, m = len(a), len(b)
     if n == 0 or m == 0:
         return math.nan
-    pooled = np.concatenate([a, b])
-    ranks = _avg_ranks(pooled)
-    observed = ranks[:n].sum()
-    if math.comb(n + m, n) <= EXACT_LIMIT:
-        sums = ranks[_arrangements(n + m, n)].sum(axis=1)
-        return float(np.mean(sums >= observed - 1e-9))
-    u = observed - n * (n + 1) / 2.0
-    mean = n * m / 2.0
-    _, counts = np.unique(pooled, return_counts=True)
-    tie = float(np.sum(counts**3 - counts))
-    var = n * m / 12.0 * ((n + m + 1) - tie / ((n + m) * (n + m - 1)))
-    if var <= 0:
+    if np.all(a == a[0]) and np.all(b == a[0]):
         return 1.0
-    z = (u - mean - 0.5) / math.sqrt(var)
-    return 0.5 * math.erfc(z / math.sqrt(2.0))
-
-
-def noise_aware_best(samples: list[Any], alpha: float) -> NDArray[np.bool_]:
-    """Mask of the alternatives whose repetitions cannot be told apart from the fastest's (see the module notes).
-
-    An alternative without repetitions can only be judged by its median: it is
-    in the set only if it is the fastest. (One group; :func:`score_batch` does
-    many at once with the same rule.)
-    """
-    reps = [_clean(s) for s in samples]
-    med = np.array([np.median(r) if len(r) else np.inf for r in reps])
-    fastest = int(np.argmin(med))
-    out = np.zeros(len(reps), dtype=bool)
-    for i, r in enumerate(reps):
-        if i == fastest:
-            out[i] = True
-        elif len(r) and len(reps[fastest]):
-            out[i] = not (mann_whitney_greater(r, reps[fastest]) <= alpha)
-    return out
+    method: Any = (stats.PermutationMethod(n_resamples=np.inf) if math.comb(n + m, n) <= EXACT_LIMIT
+                   else "asymptotic")
+    return float(stats.mannwhitneyu(a, b, alternative="greater", method=method, use_continuity=True).pvalue)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -310,10 +277,15 @@ def interval(values: NDArray[np.float64], level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _mann_whitney_rows(X: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
+def mann_whitney_rows(X: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
     """:func:`mann_whitney_greater` of each row pair (``X`` is ``(P, n)``, ``Y`` ``(P, m)``, no NaN), as arrays:
     average ranks from pairwise comparisons, then the exact permutation test over every arrangement (or the
-    normal approximation with tie correction beyond :data:`EXACT_LIMIT`)."""
+    normal approximation with tie correction beyond :data:`EXACT_LIMIT`).
+
+    Hand-written because SciPy cannot hold the million-run validation with it: its tie-exact permutation
+    method costs a Python-level permutation loop per call, over an order of magnitude slower than these
+    arrays (``benchmarks/bench_uncertainty.py`` prints the ratio); its ``"exact"`` method is as fast but
+    ignores ties. The tests hold this function to SciPy's values."""
     n, m = X.shape[1], Y.shape[1]
     Z = np.concatenate([X, Y], axis=1)
     less = (Z[:, None, :] < Z[:, :, None]).sum(axis=2)
@@ -338,8 +310,8 @@ def _mann_whitney_rows(X: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArra
 
 
 def noise_aware_best_rows(XS: NDArray[np.float64], n: NDArray[np.int_], alpha: float) -> NDArray[np.bool_]:
-    """:func:`noise_aware_best` of ``G`` groups of ``k`` alternatives: ``XS`` ``(G, k, w)`` sorted padded
-    repetitions, ``n`` ``(G, k)`` their counts (every count >= 1)."""
+    """The noise-aware best (see the module notes) of ``G`` groups of ``k`` alternatives: ``XS`` ``(G, k, w)``
+    sorted padded repetitions, ``n`` ``(G, k)`` their counts (every count >= 1)."""
     G, k, _ = XS.shape
     med = sorted_medians(XS.reshape(G * k, -1), n.reshape(-1)).reshape(G, k)
     fastest = np.argmin(med, axis=1)
@@ -350,7 +322,7 @@ def noise_aware_best_rows(XS: NDArray[np.float64], n: NDArray[np.int_], alpha: f
     n1, n2 = n[g_idx, a_idx], n[g_idx, f_idx]
     for a, b in set(zip(n1.tolist(), n2.tolist(), strict=True)):
         sel = (n1 == a) & (n2 == b)
-        pv = _mann_whitney_rows(XS[g_idx[sel], a_idx[sel], :a], XS[g_idx[sel], f_idx[sel], :b])
+        pv = mann_whitney_rows(XS[g_idx[sel], a_idx[sel], :a], XS[g_idx[sel], f_idx[sel], :b])
         out[g_idx[sel], a_idx[sel]] = ~(pv <= alpha)
     return out
 
@@ -482,12 +454,6 @@ def run_intervals(tightness: Any, median: Any, samples: Sequence[Any],
             with np.errstate(divide="ignore", invalid="ignore"):
                 target[rows] = _lerp(scale[rows] / lo_med, scale[rows] / hi_med, np.full(len(rows), pos - f))
     return lo, hi
-
-
-def run_interval(tightness: Any, median: Any, samples: Any, settings: Settings, key: Any = None) -> tuple[float, float]:
-    """Interval of one run's tightness from its repetitions (:func:`run_intervals` for one run)."""
-    lo, hi = run_intervals([tightness], [median], [samples], settings)
-    return float(lo[0]), float(hi[0])
 
 
 def format_interval(value: float, lo: float, hi: float, digits: int = 2) -> str:

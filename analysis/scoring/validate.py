@@ -24,13 +24,14 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from analysis.registry import Case, RegistryError, cases, models_for, validation_tables
+from analysis.planning.config import uncertainty_settings
+from analysis.registry import Case, Context, RegistryError, cases, models_for, validation_tables
 from analysis.scoring import tasks
 from analysis.scoring.runs import failed_runs, scoring_on
 from analysis.scoring.tables import to_arrow
@@ -188,15 +189,6 @@ def probe_scheduler(address: str, timeout: float) -> None:
         raise TimeoutError(f"the scheduler at {address} did not answer within {timeout:g} s") from None
 
 
-@dataclass
-class Context:
-    """What a case's scoring may look at besides its predictions."""
-
-    platforms: Platforms
-    joined: dict[str, pd.DataFrame] = field(default_factory=dict)
-    uncertainty: Settings = field(default_factory=Settings)
-
-
 def check_needs(case: Case, columns: Any) -> None:
     """Every model of ``case`` finds the platform columns it declares in the case's joined runs."""
     for m in models_for(case.name):
@@ -345,8 +337,8 @@ def validate(
         log(f"[hetval validate] read, reduced and predicted {sum(d['records'] for d in done.values())} records "
             f"in {time.perf_counter() - started:.1f} s; scoring the cases")
         started = time.perf_counter()
-        settings = uncertainty or Settings()
-        context = Context(platforms, uncertainty=settings)
+        settings = uncertainty if uncertainty is not None else uncertainty_settings()
+        context = Context(platforms, settings)
         tables: dict[str, list[pd.DataFrame]] = {}
         counts: dict[str, int] = {}
         for i, (name, case) in enumerate(registered.items()):

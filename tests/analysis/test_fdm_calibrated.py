@@ -11,6 +11,7 @@ import pytest
 from analysis.cases.fdm import score_fdm
 from analysis.equations import fdm
 from analysis.models.fdm import CALIBRATED, predict_calibrated
+from analysis.planning.config import uncertainty_settings
 from sims.bench import fdm_calib
 from sims.fdm import cost
 from sims.fit import relative_nonnegative_fit
@@ -170,7 +171,7 @@ def test_predictor_gives_phases_and_the_worst_one_and_nothing_without_a_calibrat
     assert np.allclose(pred["compute_pred_s"], pred["velocity_pred_s"] + pred["stress_pred_s"])
     assert pred["worst_phase"].notna().all() and "fdm_calibration" not in pred
     # the z split is predicted slower, as measured: the decomposition ranking is right
-    fid = score_fdm(pred)
+    fid = score_fdm(pred, uncertainty_settings())
     dec = fid[(fid["axis"] == "decomposition") & (fid["fixed"] == "marshaling=device-pack")].iloc[0]
     assert dec["best_predicted"] == "[2,1,1]" and dec["model"] == CALIBRATED
     none = predict_calibrated(_runs(None))
@@ -179,7 +180,6 @@ def test_predictor_gives_phases_and_the_worst_one_and_nothing_without_a_calibrat
 
 def test_identical_code_measures_the_drift_and_a_difference_within_it_is_not_a_ranking():
     from analysis.cases.fdm import code_path, drift_floor
-    from analysis.scoring.uncertainty import Settings
 
     assert code_path("numba", 1, "host-staging") == code_path("numba", 1, "device-pack") == "no exchange"
     assert code_path("numba", 2, "device-pack") == code_path("numba", 2, "gpu-aware") != code_path("numba", 2, "host-staging")
@@ -195,14 +195,14 @@ def test_identical_code_measures_the_drift_and_a_difference_within_it_is_not_a_r
     floor, pairs = drift_floor(runs.assign(model="FDM"))
     assert pairs == 1 and floor == pytest.approx(0.05)
     pred = predict_calibrated(runs)
-    fid = score_fdm(pred, Settings(resamples=50))
+    fid = score_fdm(pred, uncertainty_settings(resamples=50))
     assert np.allclose(fid["noise_floor"], 0.05) and (fid["noise_floor_pairs"] == 1).all()
     marsh = fid[(fid["axis"] == "marshaling") & (fid["fixed"] == "decomposition=[2,1,1]")].iloc[0]
     # 1.00, 1.02 and 1.05: all within the 5 % drift of the fastest -> tied, not distinguishable, whatever the
     # repetitions (identical within each run) say
     assert not marsh["distinguishable"]
     assert set(marsh["best_measured_noise_aware"].split(", ")) == {"host-staging", "device-pack", "gpu-aware"}
-    assert score_fdm(pred.assign(backend="cupy"), Settings(resamples=50))["noise_floor"].eq(0).all()
+    assert score_fdm(pred.assign(backend="cupy"), uncertainty_settings(resamples=50))["noise_floor"].eq(0).all()
     dec = fid[(fid["axis"] == "decomposition") & (fid["fixed"] == "marshaling=device-pack")].iloc[0]
     assert dec["distinguishable"]  # 1.0 vs 1.6: far beyond the drift
 

@@ -11,6 +11,7 @@ import pytest
 from analysis.cases.fdm import reduce_fdm, score_fdm
 from analysis.equations import fdm
 from analysis.models.fdm import predict_fdm
+from analysis.planning.config import uncertainty_settings
 from sims.fdm import counts
 from sims.vocab import FDM_PHASES
 
@@ -92,7 +93,7 @@ def test_validation_reduces_predicts_and_scores():
     pred = predict_fdm(reduced.merge(params, on=["platform", "backend"]))
     assert pred["time_predicted_s"].notna().all()
     assert np.allclose(pred["tightness"], pred["time_predicted_s"] / pred["time_median_s"])
-    fid = score_fdm(pred)
+    fid = score_fdm(pred, uncertainty_settings())
     assert set(fid["axis"]) == {"marshaling", "decomposition"}
     marsh = fid[fid["axis"] == "marshaling"].iloc[0]
     assert marsh["best_measured"] == "device-pack" and marsh["n_alternatives"] == 2

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from analysis.planning.config import uncertainty_settings
 from analysis.scoring import validate
 from analysis.scoring.metrics import TIGHTNESS
 from analysis.storage import dataset
@@ -18,12 +19,11 @@ from tests.conftest import default_dataset
 def outputs(tmp_path_factory):
     root = default_dataset(tmp_path_factory.mktemp("outputs"))
     from analysis.resources import PUBLISHED_MACHINES
-    from analysis.scoring.uncertainty import Settings
 
     validate.validate(root / "runs", root, root / "validation", platform_files=[root / "platform.yaml"],
                       published_dir=PUBLISHED_MACHINES,
                       log=lambda *_: None, dask_settings=validate.DaskSettings(workers=1),
-                      uncertainty=Settings(resamples=50))
+                      uncertainty=uncertainty_settings(resamples=50))
     return root
 
 

@@ -9,15 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.planning.config import uncertainty_settings
 from analysis.scoring import metrics
 from analysis.scoring.runs import score_alternatives, tightness_intervals
 from analysis.scoring.uncertainty import (
-    Settings,
     batch_ranking,
     format_interval,
     group_uncertainty,
     mann_whitney_greater,
-    noise_aware_best,
+    noise_aware_best_rows,
+    pad_sorted,
 )
 
 
@@ -35,9 +36,9 @@ def test_mann_whitney_exact_agrees_with_brute_force_permutations_with_ties():
     x, y = [3.0, 5.0, 5.0, 7.0], [1.0, 3.0, 5.0]
     pooled = np.array(x + y)
     # brute force on the values' ranks
-    from analysis.scoring.uncertainty import _avg_ranks
+    from scipy.stats import rankdata
 
-    ranks = _avg_ranks(pooled)
+    ranks = rankdata(pooled)
     obs = ranks[:4].sum()
     sums = [ranks[list(c)].sum() for c in itertools.combinations(range(7), 4)]
     expected = np.mean([s >= obs - 1e-9 for s in sums])
@@ -57,7 +58,8 @@ def test_noise_aware_best_keeps_what_noise_cannot_separate():
     fast = [1.00, 1.02, 0.98, 1.01, 0.99]
     overlapping = [1.01, 0.97, 1.03, 1.00, 1.02]
     slow = [1.50, 1.52, 1.49, 1.51, 1.48]
-    mask = noise_aware_best([fast, overlapping, slow], alpha=0.05)
+    XS, n = pad_sorted([fast, overlapping, slow])
+    mask = noise_aware_best_rows(XS[None], n[None], alpha=0.05)[0]
     assert mask.tolist() == [True, True, False]
 
 
@@ -81,9 +83,9 @@ def test_intervals_cover_the_point_value_and_are_reproducible_by_seed():
     med = np.array([np.median(s) for s in samples])
     pred = np.array([0.8, 1.0, 1.9, 1.7])
     t = pred / med
-    a = group_uncertainty(("k",), med, pred, list("abcd"), samples, Settings(resamples=500, seed=7), t)
-    b = group_uncertainty(("k",), med, pred, list("abcd"), samples, Settings(resamples=500, seed=7), t)
-    c = group_uncertainty(("k",), med, pred, list("abcd"), samples, Settings(resamples=500, seed=8), t)
+    a = group_uncertainty(("k",), med, pred, list("abcd"), samples, uncertainty_settings(resamples=500, seed=7), t)
+    b = group_uncertainty(("k",), med, pred, list("abcd"), samples, uncertainty_settings(resamples=500, seed=7), t)
+    c = group_uncertainty(("k",), med, pred, list("abcd"), samples, uncertainty_settings(resamples=500, seed=8), t)
     assert a == b
     assert a != c
     tau = metrics.kendall_tau(med, pred)
@@ -95,13 +97,13 @@ def test_intervals_cover_the_point_value_and_are_reproducible_by_seed():
 def test_noise_free_group_has_point_intervals_and_noisy_group_wide_ones():
     exact = [[1.0] * 5, [2.0] * 5, [3.0] * 5]
     pred = [1.0, 2.0, 3.0]
-    out = group_uncertainty("g", [1.0, 2.0, 3.0], pred, ["a", "b", "c"], exact, Settings(resamples=200))
+    out = group_uncertainty("g", [1.0, 2.0, 3.0], pred, ["a", "b", "c"], exact, uncertainty_settings(resamples=200))
     assert out["kendall_tau_lo"] == out["kendall_tau_hi"] == 1.0
     assert out["distinguishable"] is True and out["best_measured_noise_aware"] == "a"
     rng = np.random.default_rng(5)
     noisy = [rng.lognormal(0, 0.4, 5) for _ in range(3)]
     med = [float(np.median(s)) for s in noisy]
-    out = group_uncertainty("g", med, pred, ["a", "b", "c"], noisy, Settings(resamples=500))
+    out = group_uncertainty("g", med, pred, ["a", "b", "c"], noisy, uncertainty_settings(resamples=500))
     assert out["kendall_tau_hi"] - out["kendall_tau_lo"] >= 1.0
 
 
@@ -109,7 +111,7 @@ def test_indistinguishable_group_scores_noise_aware_top1_as_right():
     samples = [[1.0, 1.2, 0.9, 1.1, 1.05], [1.1, 0.95, 1.15, 1.0, 1.02]]
     med = [float(np.median(s)) for s in samples]
     # the model picks the one measured slower by median, inside the noise
-    out = group_uncertainty("g", med, [1.0, 2.0], ["a", "b"], samples, Settings(resamples=100))
+    out = group_uncertainty("g", med, [1.0, 2.0], ["a", "b"], samples, uncertainty_settings(resamples=100))
     assert out["distinguishable"] is False
     assert out["top1_noise_aware"] == 1.0 and out["selection_penalty_noise_aware"] == 0.0
     assert metrics.top1_agreement(med, [1.0, 2.0]) == 0.0
@@ -117,13 +119,13 @@ def test_indistinguishable_group_scores_noise_aware_top1_as_right():
 
 def test_score_alternatives_carries_every_interval_and_runs_get_tightness_intervals():
     row = score_alternatives({"study": "s"}, np.array([1.0, 2.0]), np.array([0.9, 1.5]), ["a", "b"],
-                             pd.Series([0.9, 0.75]), [[1.0, 1.1, 0.9], [2.0, 2.2, 1.8]], Settings(resamples=100))
+                             pd.Series([0.9, 0.75]), [[1.0, 1.1, 0.9], [2.0, 2.2, 1.8]], uncertainty_settings(resamples=100))
     for m in ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error",
               "tightness_median"):
         assert f"{m}_lo" in row and f"{m}_hi" in row
     runs = pd.DataFrame({"run_id": ["r1", "r2"], "tightness": [0.5, 0.8], "time_median_s": [1.0, 2.0],
                          "time_reps_s": [[0.9, 1.0, 1.2], [2.0]]})
-    out = tightness_intervals(runs, Settings(resamples=200))
+    out = tightness_intervals(runs, uncertainty_settings(resamples=200))
     assert out.loc[0, "tightness_lo"] <= 0.5 <= out.loc[0, "tightness_hi"]
     assert np.isnan(out.loc[1, "tightness_lo"])  # one repetition: no interval
 
@@ -138,11 +140,10 @@ def test_format_interval():
 
 from analysis.scoring.runs import score_batch  # noqa: E402
 from analysis.scoring.uncertainty import (  # noqa: E402
-    _mann_whitney_rows,
     _median_positions,
     interval,
     interval_rows,
-    pad_sorted,
+    mann_whitney_rows,
     run_intervals,
 )
 
@@ -162,7 +163,7 @@ def test_median_positions_draw_the_bootstrap_median_distribution():
 
 def test_run_intervals_equal_the_percentile_of_resampled_medians():
     rng = np.random.default_rng(2)
-    settings = Settings(resamples=300, seed=4)
+    settings = uncertainty_settings(resamples=300, seed=4)
     for n in (2, 3, 4, 5, 7):
         reps = [rng.lognormal(0, 0.3, n) for _ in range(6)]
         med = np.array([np.median(r) for r in reps])
@@ -194,14 +195,14 @@ def test_vectorised_mann_whitney_equals_the_scalar_test():
         X = rng.normal(0.0, 1.0, (50, n)) + rng.uniform(0, 2, (50, 1))
         Y = rng.normal(0.0, 1.0, (50, m))
         X[:5, 0] = Y[:5, 0]  # ties go through the exact tie-aware test
-        got = _mann_whitney_rows(X, Y)
+        got = mann_whitney_rows(X, Y)
         want = [mann_whitney_greater(X[r], Y[r]) for r in range(50)]
         assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
 
 
 def test_score_batch_equals_scoring_each_group_alone():
     rng = np.random.default_rng(5)
-    settings = Settings(resamples=200, seed=1)
+    settings = uncertainty_settings(resamples=200, seed=1)
     gids, m, p, t, names, reps, groups = [], [], [], [], [], [], []
     for g in range(30):
         k = int(rng.integers(2, 6))
@@ -259,7 +260,7 @@ def test_score_batch_spread_over_a_dask_cluster_equals_one_piece():
     m = np.array([np.median(r) for r in reps])
     p = rng.uniform(0.5, 1.5, G * k)
     names = [f"v{i % k}" for i in range(G * k)]
-    settings = Settings(resamples=100, seed=3)
+    settings = uncertainty_settings(resamples=100, seed=3)
     whole = score_batch(gid, m, p, names, p / m, reps, settings)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client, scoring_on(client, groups_per_task=7):

@@ -12,6 +12,7 @@ from analysis.equations import hetero
 from analysis.models.energy_roofline import ROOFLINE_ENERGY_COLUMNS, predict_energy_roofline
 from analysis.models.peapaw import ENERGY_MODEL, MODEL, predict_energy, predict_sa
 from analysis.models.perop import PEROP_MODEL, predict_perop
+from analysis.planning.config import uncertainty_settings
 from analysis.scoring import validate
 from analysis.scoring.runs import failed_runs, reduce_repetitions
 from analysis.storage import dataset
@@ -100,7 +101,7 @@ def test_predict_uses_the_right_equation_per_variant():
 
 def test_score_groups_over_wps_and_alpha():
     runs = predict_sa(reduce_repetitions(frame(STUDY)).assign(**T))
-    fid = score_groups(runs).set_index("axis")
+    fid = score_groups(runs, uncertainty_settings()).set_index("axis")
     assert set(fid.index) == {"wp", "alpha"}
     wp = fid.loc["wp"]
     assert wp["n_alternatives"] == 4 and wp["best_measured"] == "p-DP" and wp["best_predicted"] == "p-DP"
@@ -189,7 +190,7 @@ def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
     cp = max(max(N * 1e-9, N * 12 * T["t_b_host"]), max(N * (32 * 1e-10 + 2016 * 2e-10), N * 256 * T["t_b_accel"]))
     assert out.loc["CP", "time_predicted_s"] == pytest.approx(cp)
     both = pd.concat([predict_sa(runs), predict_perop(runs)])
-    fid = score_groups(both)
+    fid = score_groups(both, uncertainty_settings())
     assert set(fid["model"]) == {MODEL, PEROP_MODEL}
 
 
@@ -213,7 +214,7 @@ def test_energy_bound_only_for_metered_wp_runs_and_ranked_by_energy():
     assert sorted(out.index) == ["CO", "GO"]
     assert out.loc["CO", "tightness"] == pytest.approx(0.5) and out.loc["GO", "tightness"] == pytest.approx(1.0)
     assert out.loc["CO", "energy_source"] == "trace" and (out["quantity"] == "energy").all()
-    fid = score_groups(out.reset_index())
+    fid = score_groups(out.reset_index(), uncertainty_settings())
     [row] = fid.to_dict("records")
     assert row["quantity"] == "energy" and row["model"] == ENERGY_MODEL
     assert row["best_measured"] == ("GO" if F / bound_go < 2 * F / bound_co else "CO")

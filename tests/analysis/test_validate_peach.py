@@ -11,6 +11,7 @@ import pytest
 from analysis.cases.peach import FIDELITY_COLUMNS, RUN_COLUMNS, score_curves
 from analysis.equations import peach
 from analysis.models.peach import PEACHModel
+from analysis.planning.config import uncertainty_settings
 
 ALPHAS = np.round(np.linspace(0, 1, 11), 10)
 
@@ -19,7 +20,7 @@ ALPHAS = np.round(np.linspace(0, 1, 11), 10)
 def validate_peach(reduced: pd.DataFrame, idle_w: dict[str, float]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The PEACH model and the PEACH case's scoring, as validation applies them (idle power per platform)."""
     joined = reduced.assign(idle_w=reduced["platform"].map(idle_w).astype("float64"))
-    return score_curves(PEACHModel().predict(joined))
+    return score_curves(PEACHModel().predict(joined), uncertainty_settings())
 
 
 def curve(R_C=10.0, R_G=30.0, W=100.0, P0=None, Pd_C=20.0, Pd_G=50.0, noise=None, platform="p"):
