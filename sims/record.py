@@ -8,11 +8,13 @@ writer (here) and the reader (``analysis``) cannot drift apart.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import os
 import socket
 import subprocess
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -80,15 +82,25 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
 
 FIELD_TYPES: dict[str, str] = {name: typ for name, typ, _ in FIELDS}
 REQUIRED: frozenset[str] = frozenset(name for name, _, req in FIELDS if req)
-ENERGY_SOURCES = ("rapl", "nvml", "trace", "published", "none")
+#: ``energy_source`` values that are not a meter; a meter's source is its name in :data:`METER_GROUP`.
+ENERGY_SOURCES = ("published", "none")
+#: The entry point group of energy meters (:mod:`sims.meters.registry`).
+METER_GROUP = "hetval.meters"
+
+
+@functools.cache
+def meter_names() -> tuple[str, ...]:
+    """The registered meters' names, sorted: entry point names only, no meter imported."""
+    return tuple(sorted({ep.name for ep in metadata.entry_points(group=METER_GROUP)}))
 
 
 def valid_energy_source(value: str) -> bool:
-    """``none``/``published``, or one or more meter sources joined by ``+`` (sorted, e.g. ``nvml+rapl``)."""
-    if value in ("none", "published"):
+    """``none``/``published``, or one or more registered meters' names joined by ``+`` (sorted, e.g.
+    ``nvml+rapl``)."""
+    if value in ENERGY_SOURCES:
         return True
     parts = value.split("+")
-    return parts == sorted(set(parts)) and all(p in ("rapl", "nvml", "trace") for p in parts)
+    return parts == sorted(set(parts)) and all(p in meter_names() for p in parts)
 
 
 def canonical_json(obj: Any) -> str:

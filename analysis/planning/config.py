@@ -17,7 +17,7 @@ import jsonschema
 import yaml
 
 from analysis.resources import CONFIG_SCHEMA as SCHEMA_PATH
-from sims.record import stable_hash
+from sims.record import meter_names, stable_hash
 from sims.vocab import is_name
 from sims.yamlfile import YAMLFileError, load_mapping
 
@@ -43,7 +43,8 @@ class ConfigError(ValueError):
 
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
-    """The study schema: the base file with every registered case's fragment under ``cases.<name>``.
+    """The study schema: the base file with every registered case's fragment under ``cases.<name>`` and
+    every registered meter (``hetval.meters``) among ``energy.meter``'s values.
 
     A case's section gets ``enabled`` (default true): a study runs exactly the cases whose sections
     it has and does not disable.
@@ -59,6 +60,7 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
         frag.setdefault("properties", {})["enabled"] = {
             "type": "boolean", "default": True, "description": "false keeps the section but skips the case"}
         props[name] = frag
+    schema["properties"]["energy"]["properties"]["meter"]["enum"] = ["auto", *meter_names(), "none"]
     return schema
 
 

@@ -13,7 +13,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from sims.record import ENERGY_SOURCES, FIELD_TYPES, FIELDS, REQUIRED, STATUSES, valid_energy_source
+from sims.record import (
+    ENERGY_SOURCES,
+    FIELD_TYPES,
+    FIELDS,
+    REQUIRED,
+    STATUSES,
+    meter_names,
+    valid_energy_source,
+)
 
 _ARROW = {
     "map:string": pa.map_(pa.string(), pa.string()),
@@ -132,7 +140,7 @@ def check_record(record: Any) -> dict[str, Any]:
         raise RecordError(f"field 'status': {out['status']!r} is not one of {', '.join(STATUSES)}")
     if not valid_energy_source(out["energy_source"]):
         raise RecordError(f"field 'energy_source': {out['energy_source']!r} is not one of {', '.join(ENERGY_SOURCES)} "
-                          "(or meter sources joined by '+')")
+                          f"or registered meters ({', '.join(meter_names())}) joined by '+'")
     if out["status"] == "ok" and not (out["time_s"] and out["time_s"] > 0):
         raise RecordError("an 'ok' record needs a positive 'time_s'")
     if out["status"] == "failed" and not out["error"]:

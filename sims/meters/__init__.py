@@ -14,16 +14,17 @@ Every meter has the same small interface::
   integrated over each region's wall-clock window, with a clock offset.
 * :class:`NoneMeter` - nothing measured: readings are ``None`` and so is energy.
 
-Which rank reads which meter, and how node-wide energy is attributed to the
-host and accelerator processors without double counting, is
-:mod:`sims.meters.node`. A meter is never asked for a value it did not measure:
+Each meter is registered as an entry point of group ``hetval.meters``
+(:mod:`sims.meters.registry`); a plugin adds one the same way. Which rank
+reads which meter, and whom its channels' joules belong to, each meter says
+itself; :mod:`sims.meters.node` opens them and attributes node-wide energy to
+the host and accelerator processors without double counting. A meter is never asked for a value it did not measure:
 energy with no meter is null, never a model estimate.
 """
 
 from __future__ import annotations
 
 from sims.meters.base import (
-    METER_KINDS,
     RAPL_ROOT,
     Meter,
     MeterUnavailable,
@@ -36,6 +37,6 @@ from sims.meters.rapl import RaplMeter
 from sims.meters.trace import TraceError, TraceMeter, integrate, read_trace
 
 __all__ = [
-    "METER_KINDS", "RAPL_ROOT", "Meter", "MeterUnavailable", "NoneMeter", "NvmlMeter", "RaplMeter",
+    "RAPL_ROOT", "Meter", "MeterUnavailable", "NoneMeter", "NvmlMeter", "RaplMeter",
     "TraceError", "TraceMeter", "energy_between", "integrate", "read_trace", "total_joules",
 ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-METER_KINDS = ("auto", "rapl", "nvml", "trace", "none")
 RAPL_ROOT = "/sys/class/powercap"
 
 
@@ -78,6 +77,28 @@ class Meter:
     source = "none"
     scope = "node"
     update_period_s = 0.0
+    #: Opened by ``energy.meter: auto`` on the ranks it applies to (an external trace must be asked for).
+    auto = False
+
+    # ------------------------------------------------------------ as the registry uses it (hetval.meters)
+    @classmethod
+    def reads_on(cls, rank: Any) -> bool:
+        """Whether this rank (a :class:`sims.meters.node.RankMeters`: role, host, ranks, backend, device)
+        reads the meter (e.g. one leader rank per host, or the rank driving a GPU)."""
+        return False
+
+    @classmethod
+    def open(cls, settings: Any, rank: Any) -> Meter:
+        """The meter for this rank from the run's ``energy`` settings (:class:`sims.meters.node.EnergySettings`);
+        :class:`MeterUnavailable` (saying why) when the machine has none."""
+        raise MeterUnavailable(f"{cls.source}: no meter")
+
+    @classmethod
+    def owner(cls, channel: str, rank: dict[str, Any], meter: dict[str, Any],
+              ranks: list[dict[str, Any]]) -> tuple[str, str, str | None]:
+        """Who a channel's joules belong to: ``(host | accel | node, why, node name or None)``, from the
+        reading rank's and every rank's description (:meth:`sims.meters.node.RankMeters.describe`)."""
+        return "node", "a node-wide reading", rank["host"]
 
     def read(self) -> Any:
         return None

@@ -25,10 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sims.meters import registry
 from sims.meters.base import Meter, MeterUnavailable, whole_channels
-from sims.meters.nvml import NvmlMeter
-from sims.meters.rapl import RaplMeter, package_of_cpu
-from sims.meters.trace import TraceMeter
+from sims.meters.rapl import package_of_cpu
 
 SHORT_REGION_POLICIES = ("lengthen", "refuse")
 
@@ -53,8 +52,8 @@ class EnergySettings:
         s = cls(**doc)
         if s.short_region not in SHORT_REGION_POLICIES:
             raise ValueError(f"energy.short_region must be one of {', '.join(SHORT_REGION_POLICIES)}, got {s.short_region!r}")
-        if s.meter == "trace" and not s.trace:
-            raise ValueError("energy.trace (path, clock_offset_s, channels) is required when energy.meter is trace")
+        if s.meter not in registry.kinds():
+            raise ValueError(f"energy.meter must be one of {', '.join(registry.kinds())}, got {s.meter!r}")
         return s
 
 
@@ -74,26 +73,19 @@ class RankMeters:
     notes: list[str] = field(default_factory=list)
 
     def open(self) -> RankMeters:
-        """Open this rank's meters; an explicitly requested meter that cannot be read raises."""
+        """Open this rank's meters from the registry (:mod:`sims.meters.registry`): the one asked for, or
+        with ``auto`` every automatic meter this rank reads. An explicitly requested meter that cannot be
+        read raises; an automatic one that cannot is a note."""
         kind = self.settings.meter
-        if kind in ("auto", "rapl") and self.node_rank == 0:
+        for name, cls in registry.meters().items():
+            if not (kind == name or (kind == "auto" and cls.auto)) or not cls.reads_on(self):
+                continue
             try:
-                self.meters["rapl"] = RaplMeter(self.settings.rapl_root)
-                unread = getattr(self.meters["rapl"], "unreadable", {})
-                self.notes += [f"{self.hostname}: RAPL zone {z} skipped: {why}" for z, why in sorted(unread.items())]
+                self.meters[name] = cls.open(self.settings, self)
             except MeterUnavailable as exc:
-                if kind == "rapl":
+                if kind == name:
                     raise
                 self.notes.append(f"{self.hostname}: {exc}")
-        if kind in ("auto", "nvml") and self.backend == "cupy":
-            try:
-                self.meters["nvml"] = NvmlMeter(self.device or 0)
-            except MeterUnavailable as exc:
-                if kind == "nvml":
-                    raise
-                self.notes.append(f"rank {self.world_rank}: {exc}")
-        if kind == "trace" and self.world_rank == 0:
-            self.meters["trace"] = TraceMeter(**self.settings.trace)
         return self
 
     @property
@@ -140,23 +132,6 @@ class RankMeters:
             m.close()
 
 
-def _package_owner(host: str, package: int, ranks: list[dict[str, Any]]) -> tuple[str, str]:
-    """(target, why) for RAPL package ``package`` of ``host``."""
-    on_host = [r for r in ranks if r["host"] == host]
-    if any(r["packages"] is None for r in on_host):
-        return "node", "a rank on this host is not pinned to cores, so its socket is unknown"
-    roles = {("host" if r["backend"] == "cupy" else r["role"]) for r in on_host if package in r["packages"]}
-    if not roles:
-        return "node", "no rank runs on this socket (idle socket: static power, in the total only)"
-    if len(roles) > 1:
-        return "node", "host and accel ranks share this socket; RAPL cannot split it"
-    role = roles.pop()
-    why = "every rank on this socket plays this processor"
-    if any(r["backend"] == "cupy" for r in on_host if package in r["packages"]):
-        why += " (a GPU-driving rank's CPU time is hosting work, counted on the host side)"
-    return role, why
-
-
 def share_or_total(row: dict[str, Any], target: str | None) -> float | None:
     """A window's joules for ``target``: its attributed share where the meter could split it, else the total."""
     part = row.get(f"energy_{target}_j") if target else None
@@ -171,8 +146,6 @@ def attribute(ranks: list[dict[str, Any]], deltas: list[dict[str, Any]], *, inne
     divided by ``inner``. Returns ``energy_j``, ``energy_host_j``,
     ``energy_accel_j``, ``energy_source`` and ``energy_detail`` (a dict).
     """
-    import re
-
     channels: dict[str, dict[str, Any]] = {}
     refused: list[str] = []
     sources: set[str] = set()
@@ -183,19 +156,10 @@ def attribute(ranks: list[dict[str, Any]], deltas: list[dict[str, Any]], *, inne
                 refused.append(joules["refused"])
                 continue
             for ch, j in joules.items():
-                if name == "rapl":
-                    m = re.match(r"^package-(\d+)", ch)
-                    key = f"{desc['host']}/{ch}"
-                    target, why = (_package_owner(desc["host"], int(m.group(1)), ranks) if m else
-                                   ("node", "platform-wide zone"))
-                elif name == "nvml":
-                    key = f"{desc['host']}/{ch}"
-                    target, why = desc["role"], f"read by rank {desc['rank']}, which drives this GPU"
-                else:
-                    key = f"trace/{ch}"
-                    target, why = meter["mapping"][ch], "energy.trace.channels"
+                target, why, node = registry.meters()[name].owner(ch, desc, meter, ranks)
+                key = f"{node if node is not None else name}/{ch}"
                 channels[key] = {"joules": j / inner, "to": target, "why": why, "source": meter["source"],
-                                 "node": desc["host"] if name != "trace" else None}
+                                 "node": node}
                 sources.add(meter["source"])
     detail: dict[str, Any] = {"channels": channels, "executions_per_region": inner}
     # per node (the leader rank of each node read its node-wide counters): where its joules went

@@ -7,6 +7,8 @@ GPU energy is attributed to that rank's processor and read exactly once.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sims.meters.base import Meter, MeterUnavailable
 
 #: The counter is refreshed with the board's power sample; NVIDIA does not
@@ -21,6 +23,24 @@ class NvmlMeter(Meter):
     source = "nvml"
     scope = "device"
     update_period_s = NVML_UPDATE_PERIOD_S
+
+    auto = True
+
+    @classmethod
+    def reads_on(cls, rank: Any) -> bool:
+        return rank.backend == "cupy"  # the rank driving the GPU reads its counter
+
+    @classmethod
+    def open(cls, settings: Any, rank: Any) -> NvmlMeter:
+        try:
+            return cls(rank.device or 0)
+        except MeterUnavailable as exc:
+            raise MeterUnavailable(f"rank {rank.world_rank}: {exc}") from exc
+
+    @classmethod
+    def owner(cls, channel: str, rank: dict[str, Any], meter: dict[str, Any],
+              ranks: list[dict[str, Any]]) -> tuple[str, str, str | None]:
+        return rank["role"], f"read by rank {rank['rank']}, which drives this GPU", rank["host"]
 
     def __init__(self, device: int = 0) -> None:
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+from typing import Any
 
 from sims.meters.base import Meter, MeterUnavailable, energy_between
 
@@ -34,6 +35,25 @@ class RaplMeter(Meter):
     source = "rapl"
     scope = "node"
     update_period_s = RAPL_UPDATE_PERIOD_S
+    auto = True
+
+    @classmethod
+    def reads_on(cls, rank: Any) -> bool:
+        return rank.node_rank == 0  # node-wide counters: one leader rank per host
+
+    @classmethod
+    def open(cls, settings: Any, rank: Any) -> RaplMeter:
+        meter = cls(settings.rapl_root)
+        rank.notes += [f"{rank.hostname}: RAPL zone {z} skipped: {why}" for z, why in sorted(meter.unreadable.items())]
+        return meter
+
+    @classmethod
+    def owner(cls, channel: str, rank: dict[str, Any], meter: dict[str, Any],
+              ranks: list[dict[str, Any]]) -> tuple[str, str, str | None]:
+        """A package zone belongs to the processor every rank on its socket plays; anything else to the node."""
+        m = re.match(r"^package-(\d+)", channel)
+        target, why = _package_owner(rank["host"], int(m.group(1)), ranks) if m else ("node", "platform-wide zone")
+        return target, why, rank["host"]
 
     def __init__(self, root: str = "/sys/class/powercap") -> None:
         self.root = root
@@ -102,3 +122,20 @@ def package_of_cpu(cpu: int, sysfs: str = "/sys/devices/system/cpu") -> int | No
             return int(f.read().strip())
     except (OSError, ValueError):
         return None
+
+
+def _package_owner(host: str, package: int, ranks: list[dict[str, Any]]) -> tuple[str, str]:
+    """(target, why) for RAPL package ``package`` of ``host``."""
+    on_host = [r for r in ranks if r["host"] == host]
+    if any(r["packages"] is None for r in on_host):
+        return "node", "a rank on this host is not pinned to cores, so its socket is unknown"
+    roles = {("host" if r["backend"] == "cupy" else r["role"]) for r in on_host if package in r["packages"]}
+    if not roles:
+        return "node", "no rank runs on this socket (idle socket: static power, in the total only)"
+    if len(roles) > 1:
+        return "node", "host and accel ranks share this socket; RAPL cannot split it"
+    role = roles.pop()
+    why = "every rank on this socket plays this processor"
+    if any(r["backend"] == "cupy" for r in on_host if package in r["packages"]):
+        why += " (a GPU-driving rank's CPU time is hosting work, counted on the host side)"
+    return role, why

@@ -329,6 +329,21 @@ class TraceMeter(Meter):
     source = "trace"
     scope = "external"
 
+    @classmethod
+    def reads_on(cls, rank: Any) -> bool:
+        return rank.world_rank == 0  # one reader of the whole trace
+
+    @classmethod
+    def open(cls, settings: Any, rank: Any) -> TraceMeter:
+        if not settings.trace:
+            raise MeterUnavailable("energy.trace (path, clock_offset_s, channels) is required when energy.meter is trace")
+        return cls(**settings.trace)
+
+    @classmethod
+    def owner(cls, channel: str, rank: dict[str, Any], meter: dict[str, Any],
+              ranks: list[dict[str, Any]]) -> tuple[str, str, str | None]:
+        return meter["mapping"][channel], "energy.trace.channels", None
+
     def __init__(self, path: str, clock_offset_s: float = 0.0, channels: dict[str, str] | None = None,
                  wait_s: float | None = None) -> None:
         self.path = str(path)

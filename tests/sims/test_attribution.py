@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sims.meters.base import MeterUnavailable
 from sims.meters.node import EnergySettings, RankMeters, attribute
 
 
@@ -72,8 +73,21 @@ def test_settings_errors_name_the_key():
         EnergySettings.from_spec({"metre": "rapl"})
     with pytest.raises(ValueError, match="energy.short_region"):
         EnergySettings.from_spec({"short_region": "stretch"})
-    with pytest.raises(ValueError, match="energy.trace"):
-        EnergySettings.from_spec({"meter": "trace"})
+    with pytest.raises(ValueError, match=r"energy.meter must be one of auto, nvml, rapl, trace, none, got 'wattmeter'"):
+        EnergySettings.from_spec({"meter": "wattmeter"})
+    with pytest.raises(MeterUnavailable, match="energy.trace"):  # the meter itself says what it lacks
+        RankMeters(EnergySettings.from_spec({"meter": "trace"}), "host", "n1", 0, 0).open()
+
+
+def test_meters_come_from_the_registry_like_cases_and_models():
+    from sims.meters import registry
+    from sims.meters.base import Meter
+
+    found = registry.meters()
+    assert list(found) == ["nvml", "rapl", "trace"] == list(registry.names())
+    assert all(issubclass(cls, Meter) and cls.source == name for name, cls in found.items())
+    assert [n for n, cls in found.items() if cls.auto] == ["nvml", "rapl"]  # a trace must be asked for
+    assert registry.kinds() == ("auto", "nvml", "rapl", "trace", "none")
 
 
 def test_rank_meters_open_only_what_this_rank_reads(tmp_path):
