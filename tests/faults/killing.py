@@ -27,6 +27,9 @@ from pathlib import Path
 
 from tests.conftest import BIN, REPO, tool_env
 
+#: A characterised platform file (two ranks of this machine's kind), shared with the Dask tests.
+PLATFORM = REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml"
+
 MICRO = """\
 study: micro
 runs: {warmup: 0, repetitions: 2}
@@ -67,6 +70,10 @@ def build_base(work: Path) -> None:
     """The micro study, run to completion in ``work`` (the state every trial starts from)."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "micro.yaml").write_text(MICRO)
+    # a characterised platform of this machine's kind (no stage here characterises: the kills are elsewhere)
+    platforms = work / "results" / "micro" / "platforms"
+    platforms.mkdir(parents=True, exist_ok=True)
+    shutil.copy(PLATFORM, platforms / PLATFORM.name)
     out = subprocess.run(command(work), env=env(), capture_output=True, text=True, timeout=1800, cwd=REPO)
     if out.returncode != 0:
         raise RuntimeError(f"the micro study failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
@@ -138,28 +145,41 @@ def _gone(pgid: int) -> bool:
 
 
 def lifetimes(base: Path, work: Path, timeout: float = 900) -> dict[str, float]:
-    """How long each stage's process lives here (one unkilled run of each trigger), so that a kill lands at a
-    uniformly random point of its life; for Snakemake itself, the whole invocation."""
+    """How long each stage's process lives here, so that a kill lands at a uniformly random point of its life;
+    for Snakemake itself, the whole invocation. One unkilled invocation per trigger: a redone run lives through
+    every stage (rank, runner, then gather, validate, report), so those are timed in one invocation."""
     out: dict[str, float] = {}
-    for stage, (how, pattern) in STAGES.items():
+    # a stage with a process is timed in a redone run's invocation; Snakemake itself in its own trigger's
+    def driver(stage: str) -> str:
+        how, pattern = STAGES[stage]
+        return "rerun-run" if pattern else how
+
+    for how in sorted({driver(s) for s in STAGES}):
+        stages = {s: STAGES[s][1] for s in STAGES if driver(s) == how}
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(base, work, symlinks=True)
         proc = _start(work, how, random.Random(0))
-        started, seen, pid = time.monotonic(), None, None
+        started = time.monotonic()
+        seen: dict[str, tuple[int, float]] = {}
         while proc.poll() is None and time.monotonic() - started < timeout:
-            if pattern and pid is None:
-                pid = _find(proc.pid, pattern)
-                if pid is not None:
-                    seen = time.monotonic()
-            elif pid is not None:
+            for stage, pattern in stages.items():
+                if not pattern or stage in out:
+                    continue
+                if stage not in seen:
+                    pid = _find(proc.pid, pattern)
+                    if pid is not None:
+                        seen[stage] = (pid, time.monotonic())
+                    continue
                 try:
-                    os.kill(pid, 0)
+                    os.kill(seen[stage][0], 0)
                 except ProcessLookupError:
-                    break
+                    out[stage] = max(0.05, time.monotonic() - seen[stage][1])
             time.sleep(0.005)
         end = time.monotonic()
         proc.communicate(timeout=timeout)
-        out[stage] = max(0.05, end - (seen if pattern and seen else started))
+        for stage in stages:
+            if stage not in out:  # the whole invocation, or a stage still alive when it ended
+                out[stage] = max(0.05, end - (seen[stage][1] if stage in seen else started))
     return out
 
 
