@@ -1,7 +1,7 @@
 """The validation report: one HTML page (Jinja2 template) with PNG figures and a plain-text summary.
 
 The page is a loop over sections (:class:`analysis.report.section.Section`):
-the overview, the platforms and the energy statement, then the sections of
+the scorecard, the overview, the platforms and the energy statement, then the sections of
 every registered case (in registry order; a section shared by several cases
 appears once), the published studies and the failures. Each section reads
 only the study's declared inputs - its validation tables, platform files and
@@ -26,7 +26,8 @@ from sims.atomic import atomic_write_bytes
 
 __all__ = ["Section", "SectionOutput", "build_report", "fmt_fraction", "main", "page_sections", "variant_sort_key"]
 
-LEADING = ("analysis.report.sections.overview:OverviewSection",
+LEADING = ("analysis.report.sections.scorecard:ScorecardSection",
+           "analysis.report.sections.overview:OverviewSection",
            "analysis.report.sections.platforms:PlatformsSection",
            "analysis.report.sections.energy:EnergySection")
 TRAILING = ("analysis.report.sections.scaling:ScalingSection",

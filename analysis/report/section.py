@@ -51,6 +51,12 @@ class SectionOutput:
                             "rows": [[str(c) for c in r] for r in rows], "caption": caption,
                             "collapse": len(rows) > COLLAPSE_ROWS, "na": NA})
 
+    def cell_table(self, header: list[str], rows: list[list[dict[str, str]]], caption: str = "") -> None:
+        """A table whose cells each have ``text`` and optionally ``href`` (a link) and ``css`` (a class)."""
+        self.blocks.append({"kind": "cells", "header": [str(h) for h in header], "caption": caption,
+                            "rows": [[{"text": str(c.get("text", "")), "href": c.get("href") or "",
+                                       "css": c.get("css") or ""} for c in r] for r in rows]})
+
     def figures_block(self, entries: list[FigureEntry], empty: str) -> None:
         self.figures.extend(entries)
         self.blocks.append({"kind": "figures", "entries": entries, "empty": empty})

@@ -32,6 +32,22 @@ _PHASE = "seconds per run of this FDM phase, its slowest rank"
 
 COLUMNS: dict[str, tuple[str, str]] = {
     **_RANKING,
+    # scorecard.parquet (analysis.scoring.scorecard; the verdict rule: docs/scorecard.md)
+    "workload_class": ("", "memory- or compute-bound (the run's intensity against its platform's host balance "
+                           "t_b / t_f), or the FDM scale band by ranks"),
+    "runs": ("", "runs whose tightness was scored in this row"),
+    "groups": ("", "groups of alternatives scored for ranking in this row"),
+    "distinguishable_groups": ("", "groups whose alternatives the measurements can tell apart (noise-aware)"),
+    "kendall_tau_median": ("", "median Kendall tau over the distinguishable groups"),
+    "top1_noise_aware_rate": ("", "share of distinguishable groups where the model's pick is among the measured "
+                                  "best within noise"),
+    "top1_noise_aware_lo": ("", "lower end of the Clopper-Pearson interval (uncertainty.level) of top1_noise_aware_rate"),
+    "top1_noise_aware_hi": ("", "upper end of the Clopper-Pearson interval (uncertainty.level) of top1_noise_aware_rate"),
+    "heldout_error": ("", "median relative error of the analytical model at the held-out largest scale (scaling fits)"),
+    "bounds_verdict": ("", "trusted, not trusted or not enough data: the tightness interval against the rule"),
+    "ranking_verdict": ("", "trusted, not trusted or not enough data: tau and top-1 intervals against the rule"),
+    "verdict": ("", "both, trust for bounds, trust for ranking, neither, or not enough data (docs/scorecard.md)"),
+    "evidence": ("", "which part of the report holds the row's evidence (wp, peach, fdm)"),
     "study": ("", "the study the run belongs to"),
     "case": ("", "the case (sa, la, peach, fdm, published or a plugin's)"),
     "platform": ("", "the platform (rank layout) the run ran on"),

@@ -34,6 +34,7 @@ from analysis.planning.config import uncertainty_settings
 from analysis.registry import Case, Context, RegistryError, cases, models_for, validation_tables
 from analysis.scoring import tasks
 from analysis.scoring.runs import failed_runs, scoring_on
+from analysis.scoring.scorecard import VERDICTS, scorecard
 from analysis.scoring.tables import to_arrow
 from analysis.scoring.tasks import gather_watched
 from analysis.scoring.uncertainty import Settings
@@ -44,7 +45,7 @@ from analysis.tracking import history
 from sims.atomic import atomic_write_parquet, atomic_write_text
 
 #: Tables every validation writes besides the cases' own.
-ENGINE_TABLES = ("failed", "published")
+ENGINE_TABLES = ("failed", "published", "scorecard")
 
 
 def output_files(out_dir: str | Path = "") -> list[str]:
@@ -383,6 +384,10 @@ def validate(
                   .sort_values("run_id").reset_index(drop=True))
     n_records = int(sum(done[n]["records"] for n in registered))
     atomic_write_parquet(to_arrow(failed_pdf, "failed"), out_dir / "failed.parquet")
+    card = scorecard({t: f[0] for t, f in tables.items()}, platforms.processors, settings)
+    atomic_write_parquet(to_arrow(card, "scorecard"), out_dir / "scorecard.parquet")
+    log(f"[hetval validate] scorecard: {len(card)} row(s); "
+        + ", ".join(f"{v} {int((card['verdict'] == v).sum())}" for v in VERDICTS if (card["verdict"] == v).any()))
     summary = _summary(n_records, counts, tables, failed_pdf, published, platforms)
     summary["runs_measured"] = _merge_windows([w for n in registered for w in done[n]["window"]])
     files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))

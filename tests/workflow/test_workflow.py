@@ -17,6 +17,7 @@ from analysis.storage.dataset import read_runs
 from analysis.storage.schema import FILE_SCHEMA, RUN_SCHEMA
 from analysis.tracking import history
 from tests.conftest import BIN, REPO
+from tests.workflow.conftest import TINY
 
 STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
 
@@ -96,11 +97,10 @@ def test_bad_config_stops_before_anything_runs(env, tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_study_end_to_end(env, tmp_path):
-    from benchmarks.bench_memory import probe
-
-    tiny = ["-c2", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml")]
-    first, jobs = probe(tiny, tmp_path, env=env, timeout=600)  # each job's process tree polled every 20 ms
+def test_tiny_study_end_to_end(env, tiny_study):
+    tmp_path = tiny_study.work  # the session's tiny study (tests/workflow/conftest.py): this test goes on with it
+    tiny = list(TINY)
+    first, jobs = tiny_study.first, tiny_study.jobs
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     # every job's memory estimate (the mem_mb it declares) covers the peak its whole process tree reached
     jobs = [j for j in jobs if j["rule"]]

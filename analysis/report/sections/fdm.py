@@ -158,11 +158,11 @@ class FDMSection(Section):
         runs, fid = runs_in.frame, fid_in.frame
         if runs is None or runs.empty:
             note = f"fdm_runs.parquet is {runs_in.status}: no FDM runs in this study."
-            out.heading("FDM seismology")
+            out.heading("FDM seismology", anchor="fdm")
             out.para(note, "missing")
             out.lines += ["", note]
             return out
-        out.heading("FDM seismology: scaling, phases, model")
+        out.heading("FDM seismology: scaling, phases, model", anchor="fdm")
         entries = []
         for (order, boundary), _ in runs.groupby(["order", "boundary"], sort=True):
             tag = f"o{order}-{str(boundary).replace('(', '').replace(')', '')}"

@@ -87,7 +87,7 @@ class PEACHSection(Section):
 
     def build(self, inputs: Inputs, out_dir: Path) -> SectionOutput:
         out = SectionOutput()
-        out.heading("PEACH: splitting a workload by alpha")
+        out.heading("PEACH: splitting a workload by alpha", anchor="peach")
         peach_runs, peach_fid = inputs.frame("peach_runs"), inputs.frame("peach_fidelity")
         if peach_runs is None:
             out.para("No PEACH runs with both end points (alpha = 0 and 1) to calibrate from.", "missing")

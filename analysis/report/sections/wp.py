@@ -450,7 +450,7 @@ class WPSection(Section):
             _wp_figures(runs, out_dir, figs["wp"], out.notes)
             _tightness_figures(runs, out_dir, figs["tightness"], out.notes)
             _alpha_figures(runs, out_dir, figs["alpha"], out.notes)
-        out.heading("Measured vs predicted per WP")
+        out.heading("Measured vs predicted per WP", anchor="wp")
         out.figures_block(figs["wp"], "No WP runs to show.")
         out.heading("Tightness per run")
         out.figures_block(figs["tightness"], "No tightness data to show.")

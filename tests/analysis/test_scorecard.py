@@ -1,0 +1,93 @@
+"""The scorecard: workload classes, intervals and the verdict rule (analysis.scoring.scorecard)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.planning.config import uncertainty_settings
+from analysis.scoring.scorecard import scale_band, scorecard, verdicts
+
+SETTINGS = uncertainty_settings(resamples=400, seed=3)
+BASE = {"runs": 10, "tightness_lo": 0.7, "tightness_hi": 0.95, "distinguishable_groups": 4,
+        "kendall_tau_lo": 0.4, "top1_noise_aware_lo": 0.6}
+
+
+@pytest.mark.parametrize(("change", "expect"), [
+    ({}, ("trusted", "trusted", "both")),
+    ({"tightness_hi": 1.3}, ("not trusted", "trusted", "trust for ranking")),  # runs beat the bound beyond noise
+    ({"tightness_lo": 0.3}, ("not trusted", "trusted", "trust for ranking")),  # a bound 3x loose
+    ({"kendall_tau_lo": -0.2}, ("trusted", "not trusted", "trust for bounds")),  # tau's interval reaches 0
+    ({"top1_noise_aware_lo": 0.2}, ("trusted", "not trusted", "trust for bounds")),
+    ({"tightness_hi": 1.3, "kendall_tau_lo": -0.2}, ("not trusted", "not trusted", "neither")),
+    ({"runs": 2, "distinguishable_groups": 1}, ("not enough data", "not enough data", "not enough data")),
+    ({"runs": 2}, ("not enough data", "trusted", "trust for ranking")),
+    ({"tightness_lo": math.nan, "tightness_hi": math.nan}, ("not enough data", "trusted", "trust for ranking")),
+])
+def test_the_verdict_is_a_rule_on_the_intervals(change, expect):
+    assert verdicts({**BASE, **change}) == expect
+
+
+def test_a_median_inside_the_band_with_a_wide_interval_is_not_trusted():
+    # median 0.9 would pass on the median alone; the interval does not
+    assert verdicts({**BASE, "tightness_lo": 0.45})[0] == "not trusted"
+
+
+def test_scale_bands():
+    assert [scale_band(r) for r in (1, 2, 4, 5, 16, 64, 65, None)] == [
+        "1 rank", "2-4 ranks", "2-4 ranks", "5-16 ranks", "5-16 ranks", "17-64 ranks", "over 64 ranks", "all scales"]
+
+
+def _tables(rng: np.random.Generator) -> dict[str, pd.DataFrame]:
+    runs, fid = [], []
+    for size, intensity in ((1000, 0.05), (2000, 5.0)):  # either side of the balance of PROCS (1 flop/byte)
+        for model, scale in (("good", 0.85), ("loose", 0.2)):
+            for _ in range(8):
+                runs.append({"study": "s", "platform": "p", "case": "sa", "model": model, "size": size,
+                             "intensity": intensity, "quantity": "time",
+                             "tightness": scale * float(rng.normal(1.0, 0.03))})
+            for _ in range(6):  # 6 of 6 right: the top-1 interval's lower end 0.54 (3 of 3: 0.29)
+                fid.append({"study": "s", "platform": "p", "case": "sa", "model": model, "size": size,
+                            "quantity": "time", "kendall_tau": 0.9, "kendall_tau_lo": 0.6, "kendall_tau_hi": 1.0,
+                            "distinguishable": True, "top1_noise_aware": 1.0 if model == "good" else 0.0})
+    return {"runs": pd.DataFrame(runs), "fidelity": pd.DataFrame(fid)}
+
+
+PROCS = pd.DataFrame({"platform": ["p"], "t_b_host": [1e-10], "t_f_host": [1e-10]})  # balance 1 flop/byte
+
+
+def test_rows_per_model_and_class_with_intervals_from_the_runs():
+    card = scorecard(_tables(np.random.default_rng(0)), PROCS, SETTINGS)
+    assert len(card) == 4
+    assert set(card["workload_class"]) == {"memory-bound", "compute-bound"}
+    for r in card.to_dict("records"):
+        assert r["runs"] == 8 and r["groups"] == 6 and r["distinguishable_groups"] == 6
+        assert r["tightness_lo"] <= r["tightness_median"] <= r["tightness_hi"]
+        assert r["top1_noise_aware_lo"] <= r["top1_noise_aware_rate"] <= r["top1_noise_aware_hi"]
+    good = card[card["model"] == "good"]
+    loose = card[card["model"] == "loose"]
+    assert set(good["verdict"]) == {"both"}
+    # tightness 0.2: a bound five times loose; never the pick: not trusted for ranking either
+    assert set(loose["verdict"]) == {"neither"}
+
+
+def test_the_same_seed_gives_the_same_card_and_a_noisy_class_stays_undecided():
+    tables = _tables(np.random.default_rng(1))
+    assert scorecard(tables, PROCS, SETTINGS).equals(scorecard(tables, PROCS, SETTINGS))
+    noisy = tables["runs"].copy()
+    noisy["tightness"] = np.random.default_rng(2).uniform(0.3, 1.6, len(noisy))  # the median ~0.95, the spread huge
+    card = scorecard({**tables, "runs": noisy}, PROCS, SETTINGS)
+    assert (card["bounds_verdict"] == "not trusted").all()
+
+
+def test_fdm_rows_by_scale_band_and_no_platform_balance_is_unknown():
+    fdm = pd.DataFrame({"study": "s", "platform": "p", "model": "FDM", "ranks": [1, 1, 1, 4, 4, 4, 32],
+                        "tightness": [0.9, 0.92, 0.88, 0.7, 0.75, 0.72, 0.6]})
+    card = scorecard({"fdm_runs": fdm}, None, SETTINGS)
+    assert dict(zip(card["workload_class"], card["runs"], strict=True)) == {"1 rank": 3, "2-4 ranks": 3, "17-64 ranks": 1}
+    assert card.set_index("workload_class").loc["17-64 ranks", "verdict"] == "not enough data"
+    runs = _tables(np.random.default_rng(0))["runs"]
+    assert set(scorecard({"runs": runs}, None, SETTINGS)["workload_class"]) == {"unknown intensity"}
