@@ -43,6 +43,17 @@ def default_dataset(root: Path) -> Path:
     return root
 
 
+def pytest_sessionstart(session) -> None:
+    """A SLURM configuration left dangling by an earlier session that was killed (tests/slurm_cluster.py)
+    would slow every Snakemake start by 9 s: remove it first, and say so."""
+    if os.geteuid() == 0:
+        from tests import slurm_cluster
+
+        done = slurm_cluster.drop_stale_conf()
+        if done:
+            print(f"\nhetval tests: {done}")
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -84,6 +84,21 @@ def _conf(base: Path) -> str:
     ])
 
 
+def drop_stale_conf() -> str | None:
+    """Remove ``/etc/slurm/slurm.conf`` when it is a link this fixture made (to ``.../pytest-of-*/.../slurm<N>/
+    slurm.conf``) and no ``slurmctld`` runs: a session that never stopped left it. Left in place it costs every
+    Snakemake start 9 s, since the SLURM executor plugin runs ``scontrol show config`` when it loads and
+    ``scontrol`` waits that long for the controller the configuration names. Returns what it did."""
+    if not CONF.is_symlink():
+        return None
+    target = Path(os.readlink(CONF))
+    ours = target.name == "slurm.conf" and target.parent.name.startswith("slurm") and "pytest-of-" in str(target)
+    if not ours or subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True).returncode == 0:
+        return None
+    CONF.unlink()
+    return f"removed {CONF}, a link to {target} left by a test session that never stopped its SLURM"
+
+
 def _node_state() -> str:
     try:
         out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=10)
@@ -110,6 +125,7 @@ def start(base: Path, timeout: float = 90.0) -> Path:
     conf = base / "slurm.conf"
     conf.write_text(_conf(base))
     CONF.parent.mkdir(parents=True, exist_ok=True)
+    drop_stale_conf()
     if CONF.exists() or CONF.is_symlink():
         CONF.rename(base / "slurm.conf.saved")
     CONF.symlink_to(conf)
