@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.planning.config import ConfigError, load_config, study_matrix, uncertainty_settings
+from analysis.planning.config import section as section_of
 from analysis.registry import RegistryError
 
 
@@ -238,10 +239,12 @@ def cmd_track(args: argparse.Namespace) -> int:
     from analysis.tracking.track import Rule, track
 
     frame, path, section = _history(args)
-    for opt in ("window", "min_history", "z", "min_change"):
-        if getattr(args, opt) is not None:
-            section[opt] = getattr(args, opt)
-    rule = Rule.from_config(section)
+    given = {opt: getattr(args, opt) for opt in ("window", "min_history", "z", "min_change")
+             if getattr(args, opt) is not None}
+    try:  # the flags are held to the schema's bounds like the config's keys
+        rule = Rule.from_config(section_of("history", {**section, **given}))
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
     findings, stats = track(frame, rule)
     from analysis.tracking import history
 

@@ -50,7 +50,7 @@ noise are measured by ``benchmarks/bench_track.py``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -73,18 +73,26 @@ _MEDIAN_EFFICIENCY = 1.2533141373155001
 
 @dataclass(frozen=True)
 class Rule:
-    """The thresholds of the regression test (config ``history``)."""
+    """The thresholds of the regression test: the config's ``history`` section, whose defaults live only in
+    the schema (:meth:`from_config`; :func:`history_rule` without a whole study)."""
 
-    window: int = 30
-    min_history: int = 5
-    z: float = 7.0
-    min_change: float = 0.05
+    window: int
+    min_history: int
+    z: float
+    min_change: float
 
     @classmethod
-    def from_config(cls, section: dict[str, Any] | None) -> Rule:
-        """The rule from the config's ``history`` section (absent keys keep the defaults above)."""
-        s = section or {}
-        return cls(**{f.name: type(f.default)(s[f.name]) for f in fields(cls) if s.get(f.name) is not None})
+    def from_config(cls, section: dict[str, Any]) -> Rule:
+        """The rule from a validated config's ``history`` section."""
+        return cls(int(section["window"]), int(section["min_history"]), float(section["z"]),
+                   float(section["min_change"]))
+
+
+def history_rule(**given: Any) -> Rule:
+    """The rule of the schema's ``history`` defaults with the ``given`` keys set, validated like a config's."""
+    from analysis.planning.config import section
+
+    return Rule.from_config(section("history", given))
 
 
 @dataclass(frozen=True)
@@ -210,7 +218,8 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
     Only series present in the latest snapshot of the study's latest fingerprint are judged (a model
     or group that is gone is not a regression). Returns the findings and counts of what was judged.
     """
-    rule = rule or Rule()
+    if rule is None:
+        rule = history_rule()
     stats = {"series": 0, "judged": 0, "too_short": 0, "snapshots": 0}
     if not len(frame):
         return [], stats

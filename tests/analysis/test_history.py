@@ -12,7 +12,7 @@ import pytest
 
 from analysis.cli import main
 from analysis.tracking import history
-from analysis.tracking.track import Rule, compare, judge, resolve, track
+from analysis.tracking.track import compare, history_rule, judge, resolve, track
 
 
 def _fidelity(tau: float, tight: float = 0.8) -> pd.DataFrame:
@@ -100,12 +100,12 @@ def _series(values, lo=None, hi=None, metric="kendall_tau", kind="model"):
 def test_judge_finds_the_step_and_where_it_began():
     rng = np.random.default_rng(0)
     values = np.r_[0.8 + rng.normal(0, 0.02, 12), 0.3 + rng.normal(0, 0.02, 4)]
-    res = judge(_series(values), Rule(z=5))
+    res = judge(_series(values), history_rule(z=5))
     assert res["flag"] and res["m"] == 12
     # improvement is not a regression
-    assert not judge(_series(values[::-1].copy()), Rule(z=5))["flag"]
+    assert not judge(_series(values[::-1].copy()), history_rule(z=5))["flag"]
     # too short
-    assert judge(_series([0.8, 0.3]), Rule(min_history=2)) is None
+    assert judge(_series([0.8, 0.3]), history_rule(min_history=2)) is None
 
 
 def test_a_short_history_is_not_judged_by_default():
@@ -113,22 +113,22 @@ def test_a_short_history_is_not_judged_by_default():
     # twice as long on a loaded machine. Two or three earlier snapshots cannot show that noise.
     values = np.array([0.219, 0.207, 0.221, 0.119])
     s = _series(values, metric="tightness_median", lo=values * 0.95, hi=values * 1.05)
-    assert judge(s, Rule()) is None
-    assert judge(s, Rule(min_history=2))["flag"]  # the old default flagged it
+    assert judge(s, history_rule()) is None
+    assert judge(s, history_rule(min_history=2))["flag"]  # the old default flagged it
 
 
 def test_judge_ignores_steps_inside_the_reported_noise():
     values = np.array([0.8, 0.6, 0.9, 0.7, 0.8, 0.6])
-    res = judge(_series(values, values - 0.4, values + 0.4), Rule())
+    res = judge(_series(values, values - 0.4, values + 0.4), history_rule())
     assert not res["flag"]
 
 
 def test_tightness_is_judged_by_its_distance_from_one():
     ok = [0.9, 0.92, 0.88, 0.91, 0.9]
     up = judge(_series(ok + [1.05], metric="tightness_median",
-                       lo=np.r_[ok, 1.05] * 0.98, hi=np.r_[ok, 1.05] * 1.02), Rule())
+                       lo=np.r_[ok, 1.05] * 0.98, hi=np.r_[ok, 1.05] * 1.02), history_rule())
     down = judge(_series(ok + [0.45], metric="tightness_median",
-                         lo=np.r_[ok, 0.45] * 0.98, hi=np.r_[ok, 0.45] * 1.02), Rule())
+                         lo=np.r_[ok, 0.45] * 0.98, hi=np.r_[ok, 0.45] * 1.02), history_rule())
     assert not up["flag"] and down["flag"]
 
 
@@ -139,7 +139,7 @@ def test_track_separates_machine_drift_and_names_the_regression():
                       lo=np.array([0.97e-10] * 4 + [4.9e-12]), hi=np.array([1.03e-10] * 4 + [5.1e-12]))
     machine["case"] = machine["model"] = ""
     machine["group"] = "accel"
-    findings, stats = track(pd.concat([model, machine], ignore_index=True), Rule(min_history=2))
+    findings, stats = track(pd.concat([model, machine], ignore_index=True), history_rule(min_history=2))
     kinds = sorted(f.kind for f in findings)
     assert kinds == ["drift", "regression"]
     reg = next(f for f in findings if f.kind == "regression")
