@@ -158,7 +158,7 @@ def main() -> int:
     import numpy as np
 
     from analysis.planning.config import uncertainty_settings
-    from analysis.tracking.track import Rule, track
+    from analysis.tracking.track import history_rule, track
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--study", default="default")
@@ -180,7 +180,7 @@ def main() -> int:
     pool = deviation_pool(runs, fdm)
     reps_n = int(np.median([len(r) for r in runs["time_reps_s"]]))
     settings = uncertainty_settings(resamples=args.resamples)
-    rule = Rule()
+    rule = history_rule()
     q = np.percentile(np.abs(pool), [50, 90, 99])
     print(f"noise: {len(pool)} real repetitions of {len(runs) + len(fdm)} runs in {validation}; |deviation from "
           f"the run median| p50 {q[0]:.1%}, p90 {q[1]:.1%}, p99 {q[2]:.1%}; {reps_n} repetitions per run")
