@@ -83,9 +83,11 @@ def _median_interval(values: np.ndarray, settings: Settings) -> tuple[float, flo
     if not len(v):
         return math.nan, math.nan, math.nan
     mid = float(np.median(v))
+    if len(v) < 2 or settings.resamples <= 0:
+        return mid, math.nan, math.nan
     if np.all(v == v[0]):  # no spread at all: the interval is the point
         return mid, mid, mid
-    if len(v) < MIN_RUNS or settings.resamples <= 0:
+    if len(v) < MIN_RUNS:
         return mid, math.nan, math.nan
     res = stats.bootstrap((v,), np.median, confidence_level=settings.level, n_resamples=settings.resamples,
                           method="percentile", random_state=settings.seed)
