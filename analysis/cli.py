@@ -13,6 +13,7 @@ one line on standard error, with no traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -251,17 +252,19 @@ def cmd_track(args: argparse.Namespace) -> int:
     latest = frame.iloc[-1]
     meta = history.snapshot_row(path, str(latest["study"]), str(latest["snapshot"]))
     machine = json.loads(meta["machine"]) if isinstance(meta.get("machine"), str) else {}
-    print(f"[hetval track] study {latest['study']}, machine {latest['fingerprint']} ({machine.get('cpu_model')}, "
+    # with --json, stdout holds only the findings, one JSON object per line; what a reader wants goes to stderr
+    say = functools.partial(print, file=sys.stderr) if args.json else print
+    say(f"[hetval track] study {latest['study']}, machine {latest['fingerprint']} ({machine.get('cpu_model')}, "
           f"{machine.get('cores')} cores): latest snapshot {latest['snapshot']} (git {str(latest['git_sha'])[:10]}"
           f"{'-dirty' if latest['git_dirty'] else ''}) against {stats['snapshots'] - 1} earlier; "
           f"{stats['judged']} series judged, {stats['too_short']} with too little history "
           f"(< {rule.min_history} earlier snapshots); rule: z >= {rule.z:g}, step >= {rule.min_change:g}, "
           f"window {rule.window}")
     for f in findings:
-        print(f.line())
+        print(json.dumps(f.as_dict(), sort_keys=True, default=str) if args.json else f.line())
     regressions = sum(f.kind == "regression" for f in findings)
     drifts = sum(f.kind == "drift" for f in findings)
-    print(f"[hetval track] {regressions} regression(s), {drifts} machine drift(s)")
+    say(f"[hetval track] {regressions} regression(s), {drifts} machine drift(s)")
     return 1 if regressions or (drifts and not args.ignore_drift) else 0
 
 
@@ -389,6 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-history", type=int, help="earlier snapshots a series needs (default: history.min_history)")
     p.add_argument("--z", type=float, help="noise units a step must exceed (default: history.z)")
     p.add_argument("--min-change", type=float, help="smallest step ever flagged (default: history.min_change)")
+    p.add_argument("--json", action="store_true",
+                   help="print each finding as one JSON object per line on stdout (the rest goes to stderr)")
     p.add_argument("--ignore-drift", action="store_true",
                    help="exit 0 on machine drift alone (by default a drifted parameter - a changed machine or a "
                         "broken characterisation - exits 1 like a regression)")

@@ -108,6 +108,18 @@ class Finding:
     began_time: Any
     note: str = ""
 
+    def as_dict(self) -> dict[str, Any]:
+        """The finding as plain JSON values (``hetval track --json`` prints one per line)."""
+        def interval(v: tuple[float, float, float]) -> dict[str, float | None]:
+            return {k: (None if x is None or not np.isfinite(x) else float(x)) for k, x in zip(("value", "lo", "hi"), v,
+                                                                                               strict=True)}
+
+        began = self.began_time
+        return {"kind": self.kind, "series": {k: (v.item() if hasattr(v, "item") else v) for k, v in self.series.items()},
+                "before": interval(self.before), "after": interval(self.after), "z": float(self.z),
+                "began": self.began, "began_time": None if began is None else str(began), "note": self.note,
+                "line": self.line()}
+
     def line(self) -> str:
         s = self.series
         what = (f"{s['platform']} {s['group']} {s['metric']}" if s["kind"] == "machine" else

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import multiprocessing as mp
 import os
 
@@ -173,6 +174,14 @@ def test_track_cli_exit_codes(tmp_path, capsys):
     assert main(["track", "--history", str(path), "--study", "s"]) == 1
     out = capsys.readouterr().out
     assert "REGRESSION: perdome-peapaw [sa p size=65536 axis=wp quantity=time] tightness_median" in out
+    # for a CI system: stdout holds only the findings, one JSON object per line
+    assert main(["track", "--json", "--history", str(path), "--study", "s"]) == 1
+    captured = capsys.readouterr()
+    found = [json.loads(line) for line in captured.out.splitlines()]
+    assert len(found) >= 1 and all(f["kind"] in ("regression", "drift") for f in found)
+    reg = next(f for f in found if f["kind"] == "regression")
+    assert reg["series"]["metric"] == "tightness_median" and reg["after"]["value"] < reg["before"]["value"]
+    assert reg["began"] and reg["line"].startswith("REGRESSION:") and "1 regression(s)" in captured.err
     assert main(["compare", "previous", "latest", "--history", str(path), "--study", "s"]) == 0
     assert main(["track", "--history", str(tmp_path / "none"), "--study", "s"]) == 2
     assert "holds no snapshot" in capsys.readouterr().err
