@@ -268,11 +268,38 @@ def cmd_track(args: argparse.Namespace) -> int:
     return 1 if regressions or (drifts and not args.ignore_drift) else 0
 
 
+def _scorecard_of(arg: str) -> Path | None:
+    """The scorecard ``arg`` names: a scorecard.parquet, or a validation directory holding one; None otherwise."""
+    path = Path(arg)
+    if path.is_dir():
+        path = path / "scorecard.parquet"
+    return path if path.is_file() and path.suffix == ".parquet" else None
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from analysis.tracking.track import compare, resolve
 
+    cards = [_scorecard_of(args.a), _scorecard_of(args.b)]
+    if any(cards):
+        if not all(cards):
+            bad = args.a if not cards[0] else args.b
+            raise InputError(f"{bad}: neither a scorecard.parquet nor a validation directory holding one "
+                             "(compare two machines' scorecards, or two history snapshots)")
+        from analysis.scoring.scorecard import compare_machines
+
+        a, b = (pd.read_parquet(c) for c in cards)
+        table = compare_machines(a, b)
+        if args.json:
+            print(table.to_json(orient="records"))
+            return 0
+        which = [", ".join(sorted(set(c["fingerprint"].dropna().astype(str)))) or "unknown" for c in (a, b)]
+        print(f"[hetval compare] scorecards: A = {cards[0]} (machine {which[0]}), B = {cards[1]} (machine "
+              f"{which[1]}); {int(table['same_verdict'].sum())} of {len(table)} rows with the same verdict")
+        with pd.option_context("display.max_rows", None, "display.width", 250, "display.max_colwidth", 40):
+            print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+        return 0
     frame, _, _ = _history(args)
     try:
         a, b = resolve(frame, args.a), resolve(frame, args.b)
@@ -399,10 +426,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "broken characterisation - exits 1 like a regression)")
     p.set_defaults(func=cmd_track)
 
-    p = sub.add_parser("compare", help="two history snapshots side by side", formatter_class=fmt)
+    p = sub.add_parser("compare", help="two history snapshots, or two machines' scorecards, side by side",
+                       formatter_class=fmt)
     with_config(p)
-    p.add_argument("a", help="snapshot id (or unique prefix), 'latest', 'previous' or an index (-1 = latest)")
-    p.add_argument("b", help="the other snapshot, same forms")
+    p.add_argument("a", help="snapshot id (or unique prefix), 'latest', 'previous' or an index (-1 = latest); or a "
+                             "scorecard.parquet or validation directory (one machine's scorecard)")
+    p.add_argument("b", help="the other snapshot or scorecard, same forms")
     p.add_argument("--history", help="history directory or URL (default: the config's history.path)")
     p.add_argument("--study", help="study (default: the config's study)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON records")

@@ -48,7 +48,7 @@ VERDICTS = ("both", "trust for bounds", "trust for ranking", "neither", "not eno
 #: FDM scale bands: (upper rank count, label).
 SCALE_BANDS = ((1, "1 rank"), (4, "2-4 ranks"), (16, "5-16 ranks"), (64, "17-64 ranks"), (math.inf, "over 64 ranks"))
 
-COLUMNS = ["study", "platform", "case", "model", "workload_class", "runs", "tightness_median", "tightness_lo",
+COLUMNS = ["study", "platform", "fingerprint", "case", "model", "workload_class", "runs", "tightness_median", "tightness_lo",
            "tightness_hi", "groups", "distinguishable_groups", "kendall_tau_median", "kendall_tau_lo",
            "kendall_tau_hi", "top1_noise_aware_rate", "top1_noise_aware_lo", "top1_noise_aware_hi",
            "heldout_error", "bounds_verdict", "ranking_verdict", "verdict", "evidence"]
@@ -175,9 +175,11 @@ def _heldout(fits: pd.DataFrame | None) -> dict[tuple[str, str], float]:
             for (c, m), g in ok.groupby(["case", "analytical_model"])}
 
 
-def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | None, settings: Settings) -> pd.DataFrame:
-    """The scorecard frame (:data:`COLUMNS`) from the validation ``tables`` (name -> frame) and the platforms'
-    processor frame (for the machine balance)."""
+def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | None, settings: Settings,
+              fingerprints: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The scorecard frame (:data:`COLUMNS`) from the validation ``tables`` (name -> frame), the platforms'
+    processor frame (for the machine balance) and each platform's machine fingerprint (:mod:`sims.fingerprint`),
+    which says which machine a row speaks for when scorecards of several machines are compared."""
     balance = _balances(processors)
     heldout = _heldout(tables.get("scaling_fits"))
     keys = ["study", "platform", "case", "model", "workload_class"]
@@ -226,4 +228,22 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
         rows += _rows(f, groups, keys, "fdm", settings, heldout)
 
     frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame["fingerprint"] = frame["platform"].astype(str).map(dict(fingerprints or {})).astype("string")
     return frame.astype({"runs": "int64", "groups": "int64", "distinguishable_groups": "int64"})
+
+
+#: The keys a row of one machine's scorecard is matched on with another's.
+MATCH = ["case", "model", "workload_class"]
+
+
+def compare_machines(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Two scorecards side by side (``_a``, ``_b``), matched on :data:`MATCH` (and the platform when both
+    scorecards name the same platforms): each side's machine, verdict and intervals, and whether the
+    verdicts agree. Rows one machine has and the other lacks are kept, with the missing side empty."""
+    keys = [*MATCH, "platform"] if set(a["platform"]) == set(b["platform"]) else MATCH
+    cols = ["fingerprint", "platform", "verdict", "runs", "tightness_median", "tightness_lo", "tightness_hi",
+            "kendall_tau_median", "kendall_tau_lo", "kendall_tau_hi", "top1_noise_aware_rate"]
+    keep = [c for c in cols if c not in keys]
+    out = a[[*keys, *keep]].merge(b[[*keys, *keep]], on=keys, how="outer", suffixes=("_a", "_b"))
+    out["same_verdict"] = out["verdict_a"] == out["verdict_b"]
+    return out.sort_values(keys, kind="stable").reset_index(drop=True)

@@ -33,6 +33,9 @@ _PHASE = "seconds per run of this FDM phase, its slowest rank"
 COLUMNS: dict[str, tuple[str, str]] = {
     **_RANKING,
     # scorecard.parquet (analysis.scoring.scorecard; the verdict rule: docs/scorecard.md)
+    "fingerprint": ("", "the machine the row speaks for: the fingerprint of the machine its platform was "
+                        "characterised on (sims.fingerprint)"),
+    "same_verdict": ("", "both machines' verdicts are the same"),
     "workload_class": ("", "memory- or compute-bound (the run's intensity against its platform's host balance "
                            "t_b / t_f), or the FDM scale band by ranks"),
     "runs": ("", "runs whose tightness was scored in this row"),

@@ -384,13 +384,13 @@ def validate(
                   .sort_values("run_id").reset_index(drop=True))
     n_records = int(sum(done[n]["records"] for n in registered))
     atomic_write_parquet(to_arrow(failed_pdf, "failed"), out_dir / "failed.parquet")
-    card = scorecard({t: f[0] for t, f in tables.items()}, platforms.processors, settings)
+    files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))
+    card = scorecard({t: f[0] for t, f in tables.items()}, platforms.processors, settings, machine_fingerprints(files))
     atomic_write_parquet(to_arrow(card, "scorecard"), out_dir / "scorecard.parquet")
     log(f"[hetval validate] scorecard: {len(card)} row(s); "
         + ", ".join(f"{v} {int((card['verdict'] == v).sum())}" for v in VERDICTS if (card["verdict"] == v).any()))
     summary = _summary(n_records, counts, tables, failed_pdf, published, platforms)
     summary["runs_measured"] = _merge_windows([w for n in registered for w in done[n]["window"]])
-    files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))
     study = "+".join(sorted(set(studies))) if studies else "all"
     where = history.record(history_path, study, {t: f[0] for t, f in tables.items()}, files, config_hash,
                            settings.as_dict(), {t: c.name for c in registered.values() for t in c.tables})
@@ -403,6 +403,18 @@ def validate(
         + f"; {summary['runs_metered']} with measured energy, {summary['runs_failed']} failed, "
         f"{summary['runs_skipped']} skipped, {summary['groups']} fidelity groups -> {out_dir}")
     return summary
+
+
+def machine_fingerprints(files: list[Path]) -> dict[str, str]:
+    """Each platform file's platform -> the fingerprint of the machine it was characterised on."""
+    from sims.fingerprint import fingerprint
+    from sims.platform_file import read_platform
+
+    out = {}
+    for f in files:
+        doc = read_platform(f)
+        out[str(doc.get("platform") or f.stem)] = fingerprint(doc.get("machine") or {})
+    return out
 
 
 def _provenance(config_hash: str | None, settings: Settings, snapshot: str | None) -> dict[str, Any]:

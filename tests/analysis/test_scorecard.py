@@ -91,3 +91,33 @@ def test_fdm_rows_by_scale_band_and_no_platform_balance_is_unknown():
     assert card.set_index("workload_class").loc["17-64 ranks", "verdict"] == "not enough data"
     runs = _tables(np.random.default_rng(0))["runs"]
     assert set(scorecard({"runs": runs}, None, SETTINGS)["workload_class"]) == {"unknown intensity"}
+
+
+def test_two_machines_scorecards_side_by_side(tmp_path, capsys):
+    import json
+
+    from analysis.cli import main
+    from analysis.scoring.scorecard import compare_machines
+    from analysis.scoring.tables import to_arrow
+    from sims.atomic import atomic_write_parquet
+
+    tables = _tables(np.random.default_rng(0))
+    here = scorecard(tables, PROCS, SETTINGS, {"p": "aaaaaaaaaaaa"})
+    slower = {**tables, "runs": tables["runs"].assign(tightness=tables["runs"]["tightness"] * 0.5)}
+    there = scorecard(slower, PROCS, SETTINGS, {"p": "bbbbbbbbbbbb"})
+    assert set(here["fingerprint"]) == {"aaaaaaaaaaaa"}
+    side = compare_machines(here, there)
+    assert len(side) == 4 and set(side["fingerprint_a"]) == {"aaaaaaaaaaaa"}
+    good = side[side["model"] == "good"]
+    assert set(good["verdict_a"]) == {"both"} and set(good["verdict_b"]) == {"trust for ranking"}  # 0.42: too loose
+    assert not good["same_verdict"].any() and side[side["model"] == "loose"]["same_verdict"].all()
+    for name, card in (("a", here), ("b", there)):
+        (tmp_path / name).mkdir()
+        atomic_write_parquet(to_arrow(card, "scorecard"), tmp_path / name / "scorecard.parquet")
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b" / "scorecard.parquet")]) == 0
+    out = capsys.readouterr().out
+    assert "machine aaaaaaaaaaaa" in out and "machine bbbbbbbbbbbb" in out and "2 of 4 rows with the same verdict" in out
+    assert main(["compare", "--json", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 4
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "nothing")]) == 2
+    assert "neither a scorecard.parquet nor a validation directory" in capsys.readouterr().err
