@@ -61,4 +61,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from record import run_writing
+
+    sys.exit(run_writing("bench_faults", "Faults: stages killed at random points", main))

@@ -286,4 +286,6 @@ if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--worker":
         worker(sys.argv[2], *sys.argv[3:])
     else:
-        main()
+        from record import run_writing
+
+        sys.exit(run_writing("bench_fdm", "FDM kernels against Devito", main))

@@ -74,4 +74,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from record import run_writing
+
+    sys.exit(run_writing("bench_models", "Model evaluation throughput", main))

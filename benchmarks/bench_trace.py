@@ -114,4 +114,6 @@ def big_file(tmp: Path, megabytes: float) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from record import run_writing
+
+    sys.exit(run_writing("bench_trace", "Energy traces attached after a study", main))

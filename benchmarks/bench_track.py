@@ -279,4 +279,6 @@ def speed(runs, fdm, settings, n: int) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from record import run_writing
+
+    sys.exit(run_writing("bench_track", "Tracking: false alarms and detection power", main))

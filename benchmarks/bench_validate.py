@@ -234,4 +234,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from record import run_writing
+
+    sys.exit(run_writing("bench_validate", "Validation at scale (10^6 runs)", main))

@@ -1,5 +1,8 @@
 """Where a benchmark writes what it measured: its own section of ``docs/benchmarks.md``.
 
+Every benchmark takes ``--write``: :func:`run_writing` records what its ``main`` printed; a benchmark with
+its own tables calls :func:`write_section` itself.
+
 Each section is delimited by ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` and is replaced whole by the
 next run that writes it (``--write``), headed by the date and the machine's fingerprint (CPU model, cores,
 memory, MPI library, GPU) so that every figure says where it was measured.
@@ -7,9 +10,12 @@ memory, MPI library, GPU) so that every figure says where it was measured.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import io
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,3 +42,33 @@ def write_section(name: str, title: str, body: str, doc: Path = DOC) -> None:
     tmp = doc.with_suffix(".md.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(doc)
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams: io.TextIOBase) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for s in self.streams:
+            s.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for s in self.streams:
+            s.flush()
+
+
+def run_writing(name: str, title: str, main: Callable[[], int | None]) -> int:
+    """Run a benchmark's ``main``; with ``--write`` on its command line (removed before ``main`` parses it),
+    also record everything it printed as its section of ``docs/benchmarks.md`` (headed by the date, the
+    machine's fingerprint and the command). Returns ``main``'s exit status."""
+    write = "--write" in sys.argv[1:]
+    if write:
+        sys.argv = [a for a in sys.argv if a != "--write"]
+    command = " ".join(["python", f"benchmarks/{name}.py", *sys.argv[1:]])
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(_Tee(sys.stdout, buffer)):
+        rc = main() or 0
+    if write and rc == 0:
+        write_section(name, title, f"`{command}`\n\n```\n{buffer.getvalue().rstrip()}\n```")
+    return int(rc)

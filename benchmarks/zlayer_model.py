@@ -245,4 +245,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from record import run_writing
+
+    sys.exit(run_writing("zlayer_model", "FDM z-layer model", main))
