@@ -315,6 +315,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default(section_name: str, key: str) -> Any:
+    """A flag's default: the config schema's for the key it stands for (defaults are written only there)."""
+    from analysis.planning.config import section
+
+    return section(section_name)[key]
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
     parser = argparse.ArgumentParser(prog="hetval", description="hetval: measure, predict, score.",
@@ -349,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--manifest", help="write a JSON summary of this gather here (with every data file's checksum)")
     p.add_argument("--matrix", help="the study's matrix (JSON: study and run id -> case): records outside it are "
                    "quarantined and rows of runs no longer in it are removed")
-    p.add_argument("--max-attempts", type=int, default=2,
+    p.add_argument("--max-attempts", type=int, default=_default("runs", "max_attempts"),
                    help="a run that failed the same way this many times in a row is not retried")
     p.set_defaults(func=cmd_gather)
 
@@ -364,13 +371,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--study", action="append", help="restrict to this study (repeatable; default: every study)")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address (default: $DASK_SCHEDULER_ADDRESS, else a local cluster)")
-    p.add_argument("--connect-timeout", type=float, default=30.0,
+    p.add_argument("--connect-timeout", type=float, default=_default("validate", "connect_timeout"),
                    help="seconds to wait for the scheduler (and for the first SLURMCluster worker)")
-    p.add_argument("--cluster", choices=("local", "slurm"), default="local",
+    p.add_argument("--cluster", choices=("local", "slurm"), default=_default("validate", "cluster"),
                    help="with no scheduler address: a LocalCluster, or a dask-jobqueue SLURMCluster")
-    p.add_argument("--workers", type=int, default=2, help="Dask workers (local processes or SLURM jobs)")
-    p.add_argument("--worker-memory", default="4GiB", help="memory of each SLURMCluster worker job")
-    p.add_argument("--worker-walltime", default="00:30:00", help="walltime of each SLURMCluster worker job")
+    p.add_argument("--workers", type=int, default=_default("validate", "workers"), help="Dask workers (local processes or SLURM jobs)")
+    p.add_argument("--worker-memory", default=_default("validate", "worker_memory"), help="memory of each SLURMCluster worker job")
+    p.add_argument("--worker-walltime", default=_default("validate", "worker_walltime"), help="walltime of each SLURMCluster worker job")
     p.add_argument("--worker-partition", default=None, help="SLURM partition of the worker jobs (default: the cluster's)")
     p.add_argument("--worker-account", default=None, help="SLURM account of the worker jobs (default: none)")
     p.add_argument("--published", default=None,
@@ -406,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channel", action="append", metavar="NAME=host|accel|node",
                    help="what a trace channel measures (repeat; default: every channel is node)")
     p.add_argument("--clock-offset", type=float, default=0.0, help="the meter's clock minus this host's, seconds")
-    p.add_argument("--min-periods", type=float, default=10.0, help="a window must span this many samples")
+    p.add_argument("--min-periods", type=float, default=_default("energy", "min_periods"), help="a window must span this many samples")
     p.add_argument("--replace", action="store_true", help="also replace energy some other meter measured")
     p.set_defaults(func=cmd_attach_trace)
 
