@@ -187,8 +187,11 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
 
     runs = tables.get("runs")
     if runs is not None and len(runs) and "tightness" in runs:
-        runs = runs[runs.get("quantity", "time") == "time"] if "quantity" in runs else runs
+        if "quantity" in runs:
+            runs = runs[runs["quantity"] == "time"]
         runs = runs.assign(workload_class=_bound_class(runs["intensity"], runs["platform"].astype(str).map(balance)))
+        # a group of alternatives (one size) takes the class of its size's first run: the alternatives split
+        # the same work, so their intensities differ only by where the traffic is counted
         sizes = runs.drop_duplicates(["study", "platform", "case", "size"])[["study", "platform", "case", "size",
                                                                            "workload_class"]]
         fid = tables.get("fidelity")
