@@ -240,7 +240,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     from analysis.tracking.track import Rule, track
 
     frame, path, section = _history(args)
-    given = {opt: getattr(args, opt) for opt in ("window", "min_history", "z", "min_change")
+    given = {opt: getattr(args, opt) for opt in ("window", "min_history", "z", "min_change", "large_change")
              if getattr(args, opt) is not None}
     try:  # the flags are held to the schema's bounds like the config's keys
         rule = Rule.from_config(section_of("history", {**section, **given}))
@@ -257,9 +257,10 @@ def cmd_track(args: argparse.Namespace) -> int:
     say(f"[hetval track] study {latest['study']}, machine {latest['fingerprint']} ({machine.get('cpu_model')}, "
           f"{machine.get('cores')} cores): latest snapshot {latest['snapshot']} (git {str(latest['git_sha'])[:10]}"
           f"{'-dirty' if latest['git_dirty'] else ''}) against {stats['snapshots'] - 1} earlier; "
-          f"{stats['judged']} series judged, {stats['too_short']} with too little history "
-          f"(< {rule.min_history} earlier snapshots); rule: z >= {rule.z:g}, step >= {rule.min_change:g}, "
-          f"window {rule.window}")
+          f"{stats['judged']} series judged, {stats['large_only']} with fewer than {rule.min_history} earlier "
+          f"snapshots judged for large changes only, {stats['too_short']} not judged (no earlier snapshot); rule: "
+          f"z >= {rule.z:g} and step >= {rule.min_change:g}, or a factor >= {1 + rule.large_change:g} with the "
+          f"intervals apart; window {rule.window}")
     for f in findings:
         print(json.dumps(f.as_dict(), sort_keys=True, default=str) if args.json else f.line())
     regressions = sum(f.kind == "regression" for f in findings)
@@ -426,6 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-history", type=int, help="earlier snapshots a series needs (default: history.min_history)")
     p.add_argument("--z", type=float, help="noise units a step must exceed (default: history.z)")
     p.add_argument("--min-change", type=float, help="smallest step ever flagged (default: history.min_change)")
+    p.add_argument("--large-change", type=float,
+                   help="relative change flagged from 1 earlier snapshot (default: history.large_change)")
     p.add_argument("--json", action="store_true",
                    help="print each finding as one JSON object per line on stdout (the rest goes to stderr)")
     p.add_argument("--ignore-drift", action="store_true",

@@ -9,7 +9,11 @@ holding, in long form, every tracked figure of one validation:
   cases write;
 * ``kind = "machine"``: per (platform, processor or network, parameter) the
   characterised machine parameter with its spread (the central 95 % of its
-  samples), from the study's platform files.
+  samples), from the study's platform files;
+* ``kind = "noise"``: per (case, platform) the study's run-to-run drift floor
+  (metric ``drift_floor``, a fraction; ``n_reps`` = the identical-code pairs
+  it was measured from) where a case measures one (FDM), which
+  :mod:`analysis.tracking.track` holds a large change against.
 
 Every row also carries the snapshot's identity: ``snapshot`` (id = file stem),
 ``time`` (UTC), ``git_sha`` and ``git_dirty``, ``version``, ``config_hash``,
@@ -54,7 +58,7 @@ TRACKED = ("kendall_tau", "pairwise_agreement", "top1_agreement", "top1_noise_aw
 _NOT_KEYS = {*TRACKED, "study", "case", "platform", "model", "n_alternatives", "best_measured", "best_predicted",
              "tightness_min", "tightness_max", "n_reps_min", "distinguishable", "best_measured_noise_aware",
              "alpha_best_measured", "alpha_best_predicted", "alpha_continuous", "error_max", "R_C", "R_G", "P0",
-             "Pd_C", "Pd_G", "size_label"}
+             "Pd_C", "Pd_G", "size_label", "noise_floor", "noise_floor_pairs"}
 #: Machine parameters of a processor and of the network that are tracked.
 MACHINE_PARAMS = ("t_f", "t_b", "t_b_shared")
 NETWORK_PARAMS = ("latency", "t_net")
@@ -132,6 +136,16 @@ def model_rows(tables: Mapping[str, pd.DataFrame], case_of_table: Mapping[str, s
                 if metric in rec and math.isfinite(_num(rec[metric])):
                     rows.append({**base, "metric": metric, "value": _num(rec[metric]),
                                  "lo": _num(rec.get(f"{metric}_lo")), "hi": _num(rec.get(f"{metric}_hi"))})
+        if "noise_floor" in frame.columns:
+            for (case, platform), g in frame.groupby([frame.get("case", pd.Series(fallback, index=frame.index)),
+                                                       frame.get("platform", pd.Series("", index=frame.index))],
+                                                      sort=True):
+                floor = _num(g["noise_floor"].iloc[0])
+                pairs = g["noise_floor_pairs"].iloc[0] if "noise_floor_pairs" in g else None
+                if math.isfinite(floor) and pd.notna(pairs) and int(pairs) > 0:
+                    rows.append({"kind": "noise", "case": str(case or fallback), "platform": str(platform),
+                                 "group": "", "model": "", "metric": "drift_floor", "value": floor, "lo": math.nan,
+                                 "hi": math.nan, "n_reps": int(pairs), "n_alternatives": None})
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 

@@ -114,22 +114,77 @@ def test_a_short_history_is_not_judged_by_default():
     # twice as long on a loaded machine. Two or three earlier snapshots cannot show that noise.
     values = np.array([0.219, 0.207, 0.221, 0.119])
     s = _series(values, metric="tightness_median", lo=values * 0.95, hi=values * 1.05)
-    assert judge(s, history_rule()) is None
-    assert judge(s, history_rule(min_history=2))["flag"]  # the old default flagged it
+    res = judge(s, history_rule())
+    assert res["test"] == "large" and not res["flag"]  # 1.8x: below the large-change factor (2.5)
+    # the old rule (min_history 2, a later segment of one snapshot) flagged it; one bad night is not a step now
+    assert not judge(s, history_rule(min_history=2))["flag"]
+    # ...while the same slowdown seen on two nights in a row after five steady ones is
+    values = np.array([0.219, 0.207, 0.221, 0.215, 0.212, 0.119, 0.121])
+    res = judge(_series(values, metric="tightness_median", lo=values * 0.95, hi=values * 1.05), history_rule())
+    assert res["flag"] and res["test"] == "step" and res["m"] == 5
+
+
+def _tight(values, rel=0.05, **kw):
+    values = np.asarray(values, dtype=float)
+    return _series(values, metric="tightness_median", lo=values * (1 - rel), hi=values * (1 + rel), **kw)
+
+
+def test_a_large_change_is_flagged_from_the_second_snapshot():
+    res = judge(_tight([0.9, 0.28]), history_rule())
+    assert res["flag"] and res["test"] == "large" and res["m"] == 1
+    # the CI false alarm's size, twice as slow on a loaded machine: not a large change, at any history length
+    for n_before in (1, 2, 3, 4):
+        assert not judge(_tight([0.9] * n_before + [0.45]), history_rule())["flag"]
+    # a 3x change whose latest interval reaches back to the earlier one (repetitions all over the place) is not
+    assert not judge(_series(np.array([0.9, 0.3]), metric="tightness_median", lo=np.array([0.85, 0.1]),
+                             hi=np.array([0.95, 0.88])), history_rule())["flag"]
+    # nor an improvement, nor a rank metric (a group of two flips its tau on noise)
+    assert not judge(_tight([0.3, 0.9]), history_rule())["flag"]
+    assert judge(_series([1.0, -1.0]), history_rule()) is None
+    # a study whose identical-code runs drift by 100 % needs a factor 2^2 = 4
+    assert not judge(_tight([0.9, 0.28]), history_rule(), drift_floor=1.0)["flag"]
+    assert judge(_tight([0.9, 0.2]), history_rule(), drift_floor=1.0)["flag"]
+
+
+def test_a_broken_characterisation_is_reported_the_next_night():
+    # the accelerator's t_f 20x off in the second characterisation, and the model that trusted it
+    model = _tight([0.9, 0.045])
+    machine = _series(np.array([1e-10, 2e-9]), metric="t_f", kind="machine", lo=np.array([0.97e-10, 1.9e-9]),
+                      hi=np.array([1.03e-10, 2.1e-9]))
+    machine["case"] = machine["model"] = ""
+    machine["group"] = "accel"
+    findings, stats = track(pd.concat([model, machine], ignore_index=True), history_rule())
+    assert sorted(f.kind for f in findings) == ["drift", "regression"] and stats["large_only"] == 2
+    reg = next(f for f in findings if f.kind == "regression")
+    assert reg.test == "large" and reg.began == "s001" and "accel t_f" in reg.note
+    assert "20x change" in reg.line() or "20x" in reg.line()
+    assert reg.as_dict()["z"] is None and reg.as_dict()["test"] == "large"
+
+
+def test_the_drift_floor_is_its_own_row_not_part_of_a_group():
+    fid = pd.DataFrame({"grid": ["g24"], "order": [2], "ranks": [2], "model": ["fdm"], "tightness_median": [0.9],
+                        "tightness_median_lo": [0.8], "tightness_median_hi": [1.0], "noise_floor": [0.22],
+                        "noise_floor_pairs": [7], "platform": ["p"]})
+    rows = history.model_rows({"fdm_fidelity": fid})
+    model = rows[rows["kind"] == "model"]
+    assert len(model) == 1 and "noise_floor" not in model["group"].iloc[0]
+    noise = rows[rows["kind"] == "noise"]
+    assert noise[["case", "platform", "metric", "value", "n_reps"]].values.tolist() == [["fdm", "p", "drift_floor",
+                                                                                         0.22, 7]]
 
 
 def test_judge_ignores_steps_inside_the_reported_noise():
-    values = np.array([0.8, 0.6, 0.9, 0.7, 0.8, 0.6])
+    values = np.array([0.8, 0.6, 0.9, 0.7, 0.8, 0.6, 0.55])
     res = judge(_series(values, values - 0.4, values + 0.4), history_rule())
     assert not res["flag"]
 
 
 def test_tightness_is_judged_by_its_distance_from_one():
     ok = [0.9, 0.92, 0.88, 0.91, 0.9]
-    up = judge(_series(ok + [1.05], metric="tightness_median",
-                       lo=np.r_[ok, 1.05] * 0.98, hi=np.r_[ok, 1.05] * 1.02), history_rule())
-    down = judge(_series(ok + [0.45], metric="tightness_median",
-                         lo=np.r_[ok, 0.45] * 0.98, hi=np.r_[ok, 0.45] * 1.02), history_rule())
+    up = judge(_series(ok + [1.05, 1.04], metric="tightness_median",
+                       lo=np.r_[ok, 1.05, 1.04] * 0.98, hi=np.r_[ok, 1.05, 1.04] * 1.02), history_rule())
+    down = judge(_series(ok + [0.45, 0.46], metric="tightness_median",
+                         lo=np.r_[ok, 0.45, 0.46] * 0.98, hi=np.r_[ok, 0.45, 0.46] * 1.02), history_rule())
     assert not up["flag"] and down["flag"]
 
 
@@ -222,6 +277,7 @@ def test_report_history_section_draws_series_and_markers(tmp_path):
                     summary_status="ok", platforms=[])
     out = HistorySection().build(inputs, tmp_path)
     assert (tmp_path / "history-perdome-peapaw.png").exists() and (tmp_path / "history-machine.png").exists()
+    assert (tmp_path / "history-findings.png").exists()  # the flagged series drawn on its own, with its step
     text = "\n".join(out.lines)
     assert "6 snapshot(s)" in text and "1 regression(s)" in text and "tightness_median" in text
     empty = HistorySection().build(Inputs(validation_dir=tmp_path, summary={}, summary_status="ok", platforms=[]),

@@ -68,6 +68,51 @@ def history_figure(frame: pd.DataFrame, model: str, markers: dict[tuple[str, str
     return fig
 
 
+#: Findings drawn one series each (the strongest first).
+MAX_FINDINGS_DRAWN = 12
+
+
+def findings_figure(frame: pd.DataFrame, findings: list[Any]):
+    """One panel per finding, asv-style: the series' value and interval per snapshot, the earlier and later
+    segments' levels as the step ``hetval track`` found, and where it began."""
+    from analysis.tracking.track import SERIES_KEYS
+
+    drawn = findings[:MAX_FINDINGS_DRAWN]
+    if not drawn:
+        return None
+    cols = min(3, len(drawn))
+    rows = -(-len(drawn) // cols)
+    fig = new_figure(11, 2.6 * rows)
+    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    for ax in axes[len(drawn):]:
+        ax.set_axis_off()
+    for ax, f in zip(axes, drawn, strict=False):
+        mask = np.ones(len(frame), dtype=bool)
+        for k in SERIES_KEYS:
+            if k in frame.columns and k in f.series:
+                mask &= frame[k].astype(str).to_numpy() == str(f.series[k])
+        s = frame[mask].sort_values(["time", "snapshot"])
+        x = np.arange(len(s))
+        ax.plot(x, s["value"], marker="o", ms=3, color="tab:blue")
+        if s["lo"].notna().any():
+            ax.fill_between(x, s["lo"], s["hi"], alpha=0.25, linewidth=0, color="tab:blue")
+        at = np.flatnonzero(s["snapshot"].to_numpy() == f.began)
+        if len(at):
+            b = int(at[0])
+            ax.hlines(f.before[0], -0.4, b - 0.6, colors="grey", linestyles="--", lw=1.2)
+            ax.hlines(float(np.median(s["value"].to_numpy()[b:])), b - 0.4, len(s) - 0.6, colors="crimson", lw=2)
+            ax.axvline(b - 0.5, color="crimson", alpha=0.4, lw=1)
+        what = (f"{f.series['platform']} {f.series['group']}" if f.series["kind"] == "machine" else
+                f"{f.series['model']} {f.series['case']}")
+        ax.set_title(f"{f.kind}: {what} {f.series['metric']}"[:70], fontsize=7)
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("snapshot", fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.suptitle("what hetval track found: each series with its interval (band), the earlier level (grey) and the "
+                 "later one (red) from where the change began", fontsize=9)
+    return fig
+
+
 def machine_figure(frame: pd.DataFrame):
     sub = frame[frame["kind"] == "machine"]
     if sub.empty:
@@ -113,10 +158,12 @@ class HistorySection(Section):
         for f in findings:
             if f.kind == "regression":
                 markers.setdefault((f.series["model"], f.series["metric"]), []).append(f.began)
-        if stats["judged"]:
+        if stats["judged"] or stats["large_only"]:
             out.para(f"hetval track on the latest snapshot: {sum(f.kind == 'regression' for f in findings)} "
                      f"regression(s), {sum(f.kind == 'drift' for f in findings)} machine drift(s) over "
-                     f"{stats['judged']} series.", "alert" if findings else "good")
+                     f"{stats['judged'] + stats['large_only']} series ({stats['large_only']} of them with fewer "
+                     "than the earlier snapshots a small step needs, judged for large changes only).",
+                     "alert" if findings else "good")
             if findings:
                 out.items([f.line() for f in findings[:50]])
         else:
@@ -131,6 +178,13 @@ class HistorySection(Section):
                                        "Kendall tau, strict top-1, selection penalty and median tightness of the "
                                        "model per snapshot: the median over its groups, the band the median of "
                                        "their 95 % bootstrap intervals, a red marker where a regression starts."))
+        fig = findings_figure(frame, findings)
+        if fig is not None:
+            save_figure(fig, out_dir, "history-findings.png")
+            entries.append(FigureEntry("history-findings.png", "the series hetval track flagged",
+                                       "Each flagged series on its own: value and interval per snapshot, the level "
+                                       "before the change (grey, dashed) and after it (red); the vertical line is "
+                                       "where the change began."))
         fig = machine_figure(frame)
         if fig is not None:
             save_figure(fig, out_dir, "history-machine.png")
