@@ -22,9 +22,11 @@ from tests.workflow.conftest import TINY
 STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
 
 
-def snakemake(args: list[str], env: dict[str, str], workdir: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+def snakemake(args: list[str], env: dict[str, str], workdir: Path, timeout: float = 600,
+              snakefile: Path | None = REPO / "workflow" / "Snakefile") -> subprocess.CompletedProcess:
+    """Snakemake on ``workdir`` from the repository root (``snakefile`` None: the one it finds by itself)."""
     return subprocess.run(
-        [str(BIN / "snakemake"), "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(workdir), *args],
+        [str(BIN / "snakemake"), *(["-s", str(snakefile)] if snakefile else []), "-d", str(workdir), *args],
         env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO,
     )
 
@@ -66,8 +68,11 @@ def test_lint(env):
 
 
 def test_dry_run_default_study(env, tmp_path):
-    out = snakemake(["-n", "-c2"], env, tmp_path)
+    # as the README runs it: Snakemake finds the root Snakefile and the default profile by itself
+    out = snakemake(["-n", "-c2"], env, tmp_path, snakefile=None)
     assert out.returncode == 0, out.stderr
+    assert f"Snakefile: {REPO / 'Snakefile'}" in out.stdout + out.stderr
+    assert "workflow specific profile profiles/default" in out.stdout + out.stderr
     counts = job_counts(out.stdout)
     assert counts["characterize_platform"] == 1
     # SA: two sizes x (five WPs and an 11-point alpha sweep); LA: four WPs; PEACH: two workloads x 11 alphas;

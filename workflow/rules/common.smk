@@ -6,7 +6,7 @@ import shlex
 import sys
 
 # the repository root (this workflow lives in its workflow/ directory)
-REPO_DIR = os.path.dirname(os.path.abspath(workflow.basedir))
+REPO_DIR = os.path.dirname(WORKFLOW_DIR)
 sys.path.insert(0, REPO_DIR)
 
 from analysis.planning.jobs import COMPUTED, Layout, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
