@@ -43,6 +43,51 @@ def default_dataset(root: Path) -> Path:
     return root
 
 
+#: The background compile of the FDM kernels (:func:`pytest_collection_finish`), if one was started.
+_COMPILE: dict[str, subprocess.Popen] = {}
+
+
+def pytest_collection_finish(session) -> None:
+    """Compiling the Numba FDM kernels with no cache (a fresh clone) keeps one core busy for minutes (serial and
+    parallel variants, each order and boundary), and most tests before the FDM ones use one core: when FDM
+    tests are selected, compile them from the start on the other core, as a singleton-MPI run of the
+    invariance configurations on one thread and on two. The FDM tests wait for it (``tests/fdm/conftest.py``),
+    so nothing compiles twice. ``HETVAL_TEST_NO_PRECOMPILE=1`` turns this off."""
+    fdm = str(REPO / "tests" / "fdm")
+    if os.environ.get("HETVAL_TEST_NO_PRECOMPILE") or not any(str(i.path).startswith(fdm) for i in session.items):
+        return
+    import tempfile
+
+    out = Path(tempfile.mkdtemp(prefix="hetval-precompile-"))
+    worker = REPO / "tests" / "fdm" / "invariance_worker.py"
+    env = dict(tool_env(), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
+    script = (f'"{sys.executable}" "{worker}" "{out}" && HETVAL_THREADS_PER_RANK=2 NUMBA_NUM_THREADS=2 '
+              f'"{sys.executable}" "{worker}" "{out}"')
+    _COMPILE["proc"] = subprocess.Popen(["bash", "-c", script], env=env, cwd=out, stdout=open(out / "log", "w"),
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+    _COMPILE["dir"] = out  # type: ignore[assignment]
+
+
+def wait_for_precompile(timeout: float = 900) -> None:
+    """Wait for the background compile of the FDM kernels, if any (a failed one is not an error here: the
+    tests then compile what they need themselves, and report any real fault)."""
+    proc = _COMPILE.get("proc")
+    if proc is not None and proc.poll() is None:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    proc = _COMPILE.pop("proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+    out = _COMPILE.pop("dir", None)
+    if out is not None:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def pytest_sessionstart(session) -> None:
     """A SLURM configuration left dangling by an earlier session that was killed (tests/slurm_cluster.py)
     would slow every Snakemake start by 9 s: remove it first, and say so."""

@@ -9,6 +9,14 @@ import pytest
 import yaml
 
 
+@pytest.fixture(scope="session", autouse=True)
+def precompiled_kernels():
+    """The FDM tests start once the background compile of the kernels is done (tests/conftest.py)."""
+    from tests.conftest import wait_for_precompile
+
+    wait_for_precompile()
+
+
 def base_spec(**over) -> dict:
     """A small, quick, valid run spec; keyword arguments replace top-level keys."""
     doc = {
