@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.models.panwar import device_selection
 from analysis.models.peapaw import MODEL as PEAPAW
 from analysis.planning.config import platform_layouts
 from analysis.planning.jobs import Layout
@@ -75,7 +76,7 @@ def run_command(spec: Mapping[str, Any], record: str, platform_file: str, launch
 class WPCase(Case):
     """A two-processor case validated with the WP models (PerDome/PeaPaw and their kin)."""
 
-    tables = ("runs", "fidelity", "energy_runs", "energy_roofline", "guidelines", "scaling_fits")
+    tables = ("runs", "fidelity", "energy_runs", "energy_roofline", "guidelines", "scaling_fits", "projection")
     sections = ("analysis.report.sections.wp:WPSection", "analysis.report.sections.guidelines:GuidelinesSection")
     job = ""
 
@@ -146,6 +147,7 @@ class WPCase(Case):
         return {"runs": runs, "fidelity": pd.concat([score_groups(runs, settings), score_groups(energy, settings)],
                                                     ignore_index=True),
                 "energy_runs": energy, "energy_roofline": roofline, "scaling_fits": scaling.size_fits(runs),
+                "projection": device_selection(runs, settings.noise_alpha),
                 "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
 
 

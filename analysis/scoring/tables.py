@@ -32,6 +32,15 @@ _PHASE = "seconds per run of this FDM phase, its slowest rank"
 
 COLUMNS: dict[str, tuple[str, str]] = {
     **_RANKING,
+    # projection.parquet (analysis.models.panwar: Panwar's device selection, thesis §3.4.2)
+    "time_host_measured_s": ("s", "median measured time of the whole workload run on the host alone"),
+    "time_accel_measured_s": ("s", "median measured time of the whole workload run on the accelerator alone"),
+    "time_host_projected_s": ("s", "Panwar's projection of the workload on the host: max(compute, global, local)"),
+    "time_accel_projected_s": ("s", "Panwar's projection of the workload on the accelerator: max(compute, global, "
+                               "local)"),
+    "picked": ("", "the processor the projection recommends (the smaller projected time)"),
+    "relative_error": ("", "||T'_actual - T'_projected|| / sqrt(2), the time vectors over the processors scaled to "
+                       "unit length (0: the processors' relative times right; 1 at most)"),
     # scorecard.parquet (analysis.scoring.scorecard; the verdict rule: docs/scorecard.md)
     "fingerprint": ("", "the machine the row speaks for: the fingerprint of the machine its platform was "
                         "characterised on (sims.fingerprint)"),

@@ -35,7 +35,8 @@ def fresh_registry():
 def test_builtins_are_registered_in_order():
     assert list(registry.cases()) == ["sa", "la", "peach", "fdm", "published"]
     assert {m.name for m in registry.models_for("sa")} == {
-        "PerDome/PeaPaw", "per-operation (Kannan)", "PeaPaw energy (eq. 25)", "energy roofline (Choi)"}
+        "PerDome/PeaPaw", "per-operation (Kannan)", "PeaPaw energy (eq. 25)", "energy roofline (Choi)",
+        "Panwar projection"}
     assert [m.name for m in registry.models_for("fdm")] == ["FDM", "FDM-calibrated"]
 
 

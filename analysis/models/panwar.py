@@ -1,0 +1,124 @@
+"""Panwar's online performance projection (thesis ch. 3) applied to the two-processor cases' runs.
+
+Each processor's part of a run is projected as ``max(t_compute, t_global, t_local)``
+(§3.3.4, :func:`analysis.equations.panwar.project`) from the platform's characterised profile
+(``t_f``: seconds per flop of the kernels the processor ran; ``t_b``: seconds per byte of
+memory traffic) and the part's counted flops and traffic. None of the built-in kernels stages
+data through an on-chip local memory, so ``t_local`` is 0 and never binds. The thesis projects
+a kernel on one device; a run split across both processors runs its parts concurrently, so its
+projected time is the longer part (the same composition the other models use).
+
+Scored two ways: per run like every model (tightness, ranking of a group's alternatives, in
+``runs``/``fidelity``), and as the thesis scores it (§3.4.2), per workload: the projected and
+measured time of the whole workload on each processor alone, the processor the projection
+picks, the device-selection penalty and the relative error (``projection.parquet``,
+:func:`device_selection`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.equations import panwar
+from analysis.models.peapaw import WP_CASES, predict_sa
+from analysis.registry import Model
+from analysis.scoring import metrics
+
+MODEL = "Panwar projection"
+ROLES = ("host", "accel")
+
+
+def part_times(runs: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Each processor's projected part (s) for every row of ``runs`` (0 where it has no work, NaN where its
+    profile was not measured)."""
+    parts = {}
+    for role in ROLES:
+        flops = runs[f"flops_{role}"].to_numpy(dtype="float64")
+        traffic = runs[f"traffic_{role}" if f"traffic_{role}" in runs else f"bytes_{role}"].to_numpy(dtype="float64")
+        t_f = runs[f"t_f_{role}"].to_numpy(dtype="float64")
+        t_b = runs[f"t_b_{role}"].to_numpy(dtype="float64")
+        with np.errstate(invalid="ignore"):
+            part = panwar.project(flops, t_f, traffic, t_b)
+        idle = (flops <= 0) & (traffic <= 0)
+        bad = ~(np.isfinite(t_f) & np.isfinite(t_b) & (t_f > 0) & (t_b > 0))
+        parts[role] = np.where(idle, 0.0, np.where(bad, np.nan, part))
+    return parts
+
+
+def predict_panwar(runs: pd.DataFrame) -> pd.DataFrame:
+    """The projection of every run with both processors' profiles: the longer of its projected parts."""
+    parts = part_times(runs) if len(runs) else {r: np.zeros(0) for r in ROLES}
+    projected = pd.Series(np.fmax(parts["host"], parts["accel"]), index=runs.index)
+    projected[np.isnan(parts["host"]) | np.isnan(parts["accel"])] = np.nan
+    out = predict_sa(runs)  # intensities and measured performance, like the other models' rows
+    t = projected.reindex(out.index).to_numpy(dtype="float64")
+    ok = np.isfinite(t) & (t > 0)
+    out = out[ok].copy()
+    t = t[ok]
+    out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
+    out["time_predicted_s"] = t
+    out["perf_predicted"] = out["flops"] / t
+    out["tightness"] = (metrics.tightness(out["perf_measured"].to_numpy(), out["perf_predicted"].to_numpy())
+                        if len(out) else np.zeros(0))
+    return out
+
+
+def alone_on(runs: pd.DataFrame, role: str) -> pd.Series:
+    """Rows whose whole workload ran on processor ``role`` (the other did no work)."""
+    other = "accel" if role == "host" else "host"
+    return ((runs[f"flops_{other}"] <= 0) & (runs[f"bytes_{other}"] <= 0)
+            & ((runs[f"flops_{role}"] > 0) | (runs[f"bytes_{role}"] > 0)))
+
+
+def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
+    """The thesis' scoring (§3.4.2) per workload (study, case, platform, size) that ran alone on each processor:
+    measured and projected times per processor, the pick, the device-selection penalty and the relative
+    error. ``distinguishable`` says whether the two processors' repetitions differ beyond noise (one-sided
+    Mann-Whitney at ``noise_alpha``, either way): where they do not, a wrong pick costs nothing measurable."""
+    from analysis.scoring.uncertainty import mann_whitney_greater
+
+    rows = []
+    mine = runs[runs["model"] == MODEL] if len(runs) and "model" in runs else runs.iloc[:0]
+    for (study, case, platform, size), g in mine.groupby(["study", "case", "platform", "size"], sort=True):
+        measured, projected, reps = {}, {}, {}
+        for role in ROLES:
+            alone = g[alone_on(g, role)]
+            if not len(alone):
+                break
+            measured[role] = float(np.median(alone["time_median_s"]))
+            projected[role] = float(np.median(alone["time_predicted_s"]))
+            reps[role] = np.concatenate([np.asarray(r, dtype="float64") for r in alone["time_reps_s"]])
+        if len(measured) < len(ROLES):
+            continue
+        a = np.array([measured[r] for r in ROLES])
+        p = np.array([projected[r] for r in ROLES])
+        best, pick = ROLES[int(np.argmin(a))], ROLES[int(np.argmin(p))]
+        slow, fast = (reps["host"], reps["accel"]) if best == "accel" else (reps["accel"], reps["host"])
+        p_value = mann_whitney_greater(slow, fast) if len(slow) >= 2 and len(fast) >= 2 else math.nan
+        rows.append({"study": study, "case": case, "platform": platform, "size": size, "model": MODEL,
+                     "time_host_measured_s": a[0], "time_accel_measured_s": a[1],
+                     "time_host_projected_s": p[0], "time_accel_projected_s": p[1],
+                     "best_measured": best, "picked": pick,
+                     "distinguishable": bool(np.isfinite(p_value) and p_value < noise_alpha),
+                     "selection_penalty": panwar.selection_penalty(a, p),
+                     "relative_error": panwar.relative_error(a, p)})
+    return pd.DataFrame(rows, columns=PROJECTION_COLUMNS)
+
+
+PROJECTION_COLUMNS = ["study", "case", "platform", "size", "model", "time_host_measured_s", "time_accel_measured_s",
+                      "time_host_projected_s", "time_accel_projected_s", "best_measured", "picked",
+                      "distinguishable", "selection_penalty", "relative_error"]
+
+
+class PanwarProjection(Model):
+    """Panwar's three-component projection per processor (thesis §3.3.4); the run's time is the longer part."""
+
+    name = MODEL
+    cases = WP_CASES
+    needs = ("t_f_host", "t_b_host", "t_f_accel", "t_b_accel")
+
+    def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        return predict_panwar(runs)
