@@ -109,9 +109,9 @@ def roofline_rates(doc: dict[str, Any], source: str = "platform file") -> dict[s
 
 
 def ceilings(proc: Any) -> dict[str, float]:
-    """``{"<class>_<dtype>": s/flop}``: the compute ceilings a processor entry holds (positive values only; a
-    malformed entry is skipped). The vector float32 ceiling is the entry's ``t_f`` (characterisation does not
-    repeat it here)."""
+    """``{"<class>_<dtype>": value}``: the ceilings a processor entry holds - s/flop for a compute class, s/byte
+    for a bandwidth class (``sims.vocab.BANDWIDTH_CLASSES``) - positive values only; a malformed entry is
+    skipped. The vector float32 ceiling is the entry's ``t_f`` (characterisation does not repeat it here)."""
     found = proc.get("ceilings") if isinstance(proc, dict) else None
     out = {}
     for cls, by_dtype in (found.items() if isinstance(found, dict) else ()):

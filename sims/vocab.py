@@ -32,6 +32,12 @@ CEILING_CLASSES = {
     "gemm": "the backend's matrix product C = A B (2 n^3 flops), square n x n",
 }
 CEILING_DTYPES = ("float32", "float64")
+#: memory-access classes with a measured bandwidth ceiling of their own (strided access moves far fewer bytes
+#: per second than the streaming triad ``t_b`` measures), and what each is measured on
+BANDWIDTH_CLASSES = {
+    "transpose": "the backend's out-of-place transpose E = D^T (the LA and PEACH transpose kernel), square "
+                 "n x n, 2 s n^2 bytes counted",
+}
 
 #: The workload partitions (WPs) of PerDome/PeaPaw with a fixed name, in the papers' order.
 #: ``CO`` host only, ``GO`` accelerator only, ``p-DP`` the balanced data partition, ``CP`` a code

@@ -15,6 +15,14 @@ processor and precision:
   sizes; the ceiling is the size with the highest median rate (the best this
   kernel class attains), every size's samples are kept.
 
+and a bandwidth ceiling per access class and precision (``BANDWIDTH_CLASSES``):
+
+* ``transpose`` - the backend's out-of-place transpose (:func:`sims.la.kernels.transpose`,
+  NumPy's strided copy, a cache-blocked Numba kernel, ``copyto`` on a GPU) of a square
+  matrix whose two arrays fill as much memory as the triad's three (beyond the cache),
+  ``2 s n^2`` bytes per transpose: strided access reaches a fraction of the streaming
+  ``t_b``, and a transpose bounded by ``t_b`` is bounded many times too loosely.
+
 Each case declares which class each of its phases runs against
 (``PHASE_KERNELS`` of its job's module); the models read the ceiling of that
 class at the run's precision (:mod:`analysis.scoring.ceilings`).
@@ -22,6 +30,7 @@ class at the run's precision (:mod:`analysis.scoring.ceilings`).
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,9 +39,9 @@ import numpy as np
 
 from sims.bench import kernels
 from sims.bench.parameters import parameter
-from sims.vocab import CEILING_CLASSES, CEILING_DTYPES
+from sims.vocab import BANDWIDTH_CLASSES, CEILING_CLASSES, CEILING_DTYPES
 
-CLASSES = CEILING_CLASSES
+CLASSES = {**CEILING_CLASSES, **BANDWIDTH_CLASSES}
 DTYPES = CEILING_DTYPES
 #: default square sizes of the GEMM ceiling (the characterize section's ``gemm_sizes`` overrides them)
 GEMM_SIZES = (512, 1024, 2048)
@@ -53,6 +62,30 @@ def gemm(backend: Any, state: dict[str, Any]) -> int:
     """One ``C = A B`` (BLAS / cuBLAS, as the LA and PEACH products run); returns the flops (``2 n^3``)."""
     backend.xp.matmul(state["A"], state["B"], out=state["C"])
     return 2 * state["n"] ** 3
+
+
+def transpose_size(triad_elements: int, dtype: str) -> int:
+    """The square size whose two arrays take the memory of the triad's three float32 arrays (a multiple of the
+    transpose kernel's tile, at least one tile)."""
+    from sims.la.kernels import TILE
+
+    n = int(math.isqrt(max(12 * int(triad_elements) // (2 * np.dtype(dtype).itemsize), 1)))
+    return max(TILE, n - n % TILE)
+
+
+def transpose_setup(backend: Any, n: int, dtype: str, seed: int) -> dict[str, Any]:
+    """``D`` uniform in [-1, 1] and ``E`` zeros, ``n x n`` of ``dtype``, on ``backend``."""
+    dt = np.dtype(dtype)
+    return {"n": int(n), "s": dt.itemsize, "D": backend.uniform((n, n), -1.0, 1.0, seed=seed * 4 + 3).astype(dt),
+            "E": backend.zeros((n, n), dtype=dt)}
+
+
+def transpose(backend: Any, state: dict[str, Any]) -> int:
+    """One ``E = D^T`` with the LA/PEACH kernel; returns the bytes counted (each element read and written once)."""
+    from sims.la import kernels as la_kernels
+
+    la_kernels.transpose(backend, state)
+    return 2 * state["s"] * state["n"] ** 2
 
 
 def vector_setup(backend: Any, dtype: str, seed: int) -> dict[str, Any]:
@@ -78,11 +111,21 @@ def summarize(rates_by_size: dict[int, list[float]], unit: str, method: str, war
 
 
 def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callable[[], int] | None], list[float] | None],
-                     gemm_sizes: Sequence[int], seed: int) -> dict[str, dict[int, list[float]]] | None:
+                     gemm_sizes: Sequence[int], seed: int,
+                     triad_elements: int | None = None) -> dict[str, dict[int, list[float]]] | None:
     """Every class x precision on ``target``; ``run(work)`` times ``work`` on every rank (``None`` = idle)
-    and returns the rates on the target. Returns ``{"<class>/<dtype>": {size: rates}}`` on the target."""
+    and returns the rates on the target (flop/s; bytes/s for a bandwidth class). Returns
+    ``{"<class>/<dtype>": {size: rates}}`` on the target. The transpose is measured when ``triad_elements``
+    (the triad's size, which the transpose's footprint matches) is given."""
     out: dict[str, dict[int, list[float]]] = {}
     for dt in DTYPES:
+        if triad_elements:
+            n = transpose_size(triad_elements, dt)
+            t = transpose_setup(backend, n, dt, seed) if role == target else None
+            rates = run((lambda s=t: transpose(backend, s)) if t is not None else None)
+            if rates is not None:
+                out[f"transpose/{dt}"] = {n: rates}
+            del t
         if dt != "float32":  # vector float32 is the platform's t_f, measured once
             state = vector_setup(backend, dt, seed) if role == target else None
             rates = run((lambda s=state: kernels.fma_peak(backend, s)) if state is not None else None)
@@ -97,13 +140,16 @@ def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callab
     return out if role == target else None
 
 
-def document(measured: dict[str, dict[int, list[float]]], unit: str, warmup: int) -> dict[str, dict[str, Any]]:
-    """The platform file's ``ceilings`` section of one processor: ``{class: {dtype: parameter}}``."""
+def document(measured: dict[str, dict[int, list[float]]], unit: str, warmup: int,
+             bandwidth_unit: str = "s/byte") -> dict[str, dict[str, Any]]:
+    """The platform file's ``ceilings`` section of one processor: ``{class: {dtype: parameter}}`` (a compute
+    class in ``unit``, a bandwidth class in ``bandwidth_unit``)."""
     doc: dict[str, dict[str, Any]] = {}
     for key, by_size in measured.items():
         cls, dt = key.split("/")
         sizes = sorted(n for n in by_size if n)
         method = (f"{CLASSES[cls]}, {dt}" + (f", n = {', '.join(map(str, sizes))}; the ceiling is the size with "
                                              "the highest median rate" if sizes else ""))
-        doc.setdefault(cls, {})[dt] = summarize(by_size, unit, method, warmup)
+        doc.setdefault(cls, {})[dt] = summarize(by_size, bandwidth_unit if cls in BANDWIDTH_CLASSES else unit,
+                                                method, warmup)
     return doc

@@ -29,7 +29,7 @@ from sims.bench.energy import energy_fit, energy_parameters, idle_summary
 from sims.bench.parameters import parameter
 from sims.fingerprint import machine_facts
 from sims.timing import measure, mpi_op
-from sims.vocab import ROLES, UNITS
+from sims.vocab import BANDWIDTH_CLASSES, ROLES, UNITS
 
 
 class Progress:
@@ -211,9 +211,10 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
 
     gemm_sizes = [int(n) for n in spec.get("gemm_sizes") or ceilings.GEMM_SIZES]
     for target in ROLES:
-        say(f"step 5 of 7: compute ceilings on {target}: vector FMA chains and "
-            f"GEMM n = {', '.join(map(str, gemm_sizes))}, {' and '.join(ceilings.DTYPES)}")
-        got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank)
+        say(f"step 5 of 7: ceilings on {target}: vector FMA chains, GEMM n = {', '.join(map(str, gemm_sizes))} "
+            f"and the transpose's bandwidth, {' and '.join(ceilings.DTYPES)}")
+        got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank,
+                                        triad_elements=n_triad)
         if role == target:
             mine["ceilings"] = got
     fdm = spec.get("fdm") or None
@@ -250,7 +251,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                 + (" (capped by the memory budget: see sizing)" if plans[ROLES.index(r)].capped else ""),
                 warmup,
             ),
-            "ceilings": ceilings.document(data["ceilings"], UNITS["t_f"], warmup),
+            "ceilings": ceilings.document(data["ceilings"], UNITS["t_f"], warmup, UNITS["t_b"]),
             "roofline_fit": _roofline_fit(data["sweep"], data["sweep_elements"]),
             "operations": _operations(data["operations"], p["backend"]),
             "t_b_shared": parameter(
@@ -458,8 +459,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"[hetval characterize] {spec['platform']} {r} ({p['backend']}): "
                 f"{p['t_f']['rate_median'] / 1e9:.2f} GFLOP/s, {p['t_b']['rate_median'] / 1e9:.2f} GB/s "
                 f"(shared {p['t_b_shared']['rate_median'] / 1e9:.2f} GB/s); ceilings "
-                + ", ".join(f"{c} {dt} {q['rate_median'] / 1e9:.1f}" for c, by in p["ceilings"].items()
-                            for dt, q in by.items()) + " GFLOP/s",
+                + ", ".join(f"{c} {dt} {q['rate_median'] / 1e9:.1f} {'GB/s' if c in BANDWIDTH_CLASSES else 'GFLOP/s'}"
+                            for c, by in p["ceilings"].items() for dt, q in by.items()),
                 flush=True,
             )
     return 0

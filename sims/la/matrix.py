@@ -52,6 +52,8 @@ def matmul_counts(rows: int, n: int, itemsize: int) -> tuple[int, int]:
 
 #: The compute ceiling each phase runs against (None: the phase does no flops)
 PHASE_KERNELS = {"matmul": "gemm", "transpose": None}
+#: The bandwidth ceiling a phase's traffic moves at when it is not the streaming ``t_b`` (strided access)
+PHASE_BANDWIDTH = {"transpose": "transpose"}
 
 
 def matmul_traffic(rows: int, n: int, itemsize: int) -> int:
@@ -93,6 +95,11 @@ class Part:
         transpose's counted bytes."""
         return (matmul_traffic(self.mm_rows, self.n_mm, self.itemsize)
                 + transpose_counts(self.tr_rows, self.n_tr, self.itemsize)[1])
+
+    @property
+    def transpose_traffic(self) -> int:
+        """The part of :attr:`traffic` the transpose moves (strided: it runs at its own bandwidth ceiling)."""
+        return transpose_counts(self.tr_rows, self.n_tr, self.itemsize)[1]
 
     @property
     def idle(self) -> bool:

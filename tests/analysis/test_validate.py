@@ -144,7 +144,8 @@ def test_dask_job_end_to_end(tmp_path):
         assert col in runs
     assert runs["tightness"].notna().all()
     fid = pd.read_parquet(tmp_path / "val" / "fidelity.parquet")
-    assert list(fid.columns) == FIDELITY_COLUMNS and len(fid) == 2
+    assert list(fid.columns) == FIDELITY_COLUMNS and len(fid) == 4  # one group on two axes, two models
+    assert set(fid["model"]) == {"PerDome/PeaPaw", "Panwar projection"}
     failed = pd.read_parquet(tmp_path / "val" / "failed.parquet")
     assert failed["run_id"].tolist() == ["h"]
     assert any("Dask scheduler" in line for line in lines)
