@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 INTENSITY_RANGE = (2.0**-6, 2.0**8)  # flop/byte
 HEADER = ["platform", "processor", "backend / placement", "peak 1/t_f (min–max)", "bandwidth 1/t_b (min–max)",
-          "other compute ceilings (min–max)", "balance t_b/t_f", "how obtained", "n samples (t_f / t_b)", "e_f", "e_b", "p_s",
+          "other ceilings (min–max)", "balance t_b/t_f", "how obtained", "n samples (t_f / t_b)", "e_f", "e_b", "p_s",
           "intensity-sweep roofline fit"]
 
 
@@ -95,7 +95,9 @@ def platform_rows(platforms: Sequence[PlatformFile]) -> list[list[str]]:
                     f"{cell_text(proc.get('backend'))} {cell_text(placement)}",
                     _rate_cell(proc.get("t_f"), "GFLOP/s"),
                     _rate_cell(proc.get("t_b"), "GB/s"),
-                    "; ".join(f"{label}: {_rate_cell(param, 'GFLOP/s')}" for label, param in _ceilings(proc)) or NA,
+                    "; ".join([*(f"{label}: {_rate_cell(param, 'GFLOP/s')}" for label, param in _ceilings(proc)),
+                               *(f"{label} bandwidth: {_rate_cell(param, 'GB/s')}"
+                                 for label, param in _ceilings(proc, bandwidth=True))]) or NA,
                     f"{t_b / t_f:.3g} flop/B" if t_f and t_b else NA,
                     f"t_f: {_obtained(proc.get('t_f'))}; t_b: {_obtained(proc.get('t_b'))}",
                     f"{_n_samples(proc.get('t_f'))} / {_n_samples(proc.get('t_b'))}",
@@ -140,10 +142,15 @@ def _roofline_points(runs: pd.DataFrame | None, platform: str, side: str) -> pd.
     return points[["variant", "alpha", "intensity", "perf"]]
 
 
-def _ceilings(proc: dict[str, Any]) -> list[tuple[str, Any]]:
-    """``("gemm float32", parameter)`` for every compute ceiling a processor's characterisation measured."""
+def _ceilings(proc: dict[str, Any], bandwidth: bool = False) -> list[tuple[str, Any]]:
+    """``("gemm float32", parameter)`` for every compute ceiling a processor's characterisation measured (with
+    ``bandwidth``: every bandwidth ceiling of an access class, e.g. ``transpose float32``, instead)."""
+    from sims.vocab import BANDWIDTH_CLASSES
+
     out = []
     for cls, by_dtype in (proc.get("ceilings") or {}).items():
+        if (cls in BANDWIDTH_CLASSES) != bandwidth:
+            continue
         for dt, param in (by_dtype or {}).items() if isinstance(by_dtype, dict) else ():
             if param_value(param):
                 out.append((f"{cls} {dt}", param))
@@ -161,6 +168,10 @@ def _draw_ceiling(ax: Axes, t_f: float, t_b: float, proc: dict[str, Any]) -> Non
         rate = 1.0 / param_value(param)
         ax.plot(intensity, np.minimum(rate, intensity / t_b) / GIGA, color="0.3", lw=1.2, ls=styles[k % len(styles)],
                 label=f"{label} ceiling {rate / GIGA:.3g} GFLOP/s")
+    for label, param in _ceilings(proc, bandwidth=True):  # strided access: a lower roof of its own
+        rate = 1.0 / param_value(param)
+        ax.plot(intensity, np.minimum(1.0 / t_f, intensity * rate) / GIGA, color="tab:red", lw=1, ls=":",
+                label=f"{label} bandwidth {rate / GIGA:.3g} GB/s")
     f_range, b_range = rate_range(proc.get("t_f")), rate_range(proc.get("t_b"))
     if f_range and b_range:
         low = np.minimum(f_range[0], intensity * b_range[0]) / GIGA
