@@ -163,7 +163,7 @@ def main() -> int:
     import numpy as np
 
     from analysis.planning.config import uncertainty_settings
-    from analysis.tracking.track import history_rule, track
+    from analysis.tracking.track import history_rule
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--study", default="default")

@@ -41,10 +41,9 @@ import pandas as pd
 
 from sims.platform_file import ceilings as platform_ceilings
 from sims.platform_file import value
-from sims.vocab import BANDWIDTH_CLASSES
+from sims.vocab import BANDWIDTH_CLASSES, ROLES
 from sims.vocab import CEILING_CLASSES as CLASSES
 from sims.vocab import CEILING_DTYPES as DTYPES
-from sims.vocab import ROLES
 
 #: platform columns: ``t_f_<class>_<dtype>_<role>`` (s/flop) and ``t_b_<class>_<dtype>_<role>`` (s/byte, a
 #: bandwidth class), null where not measured

@@ -174,7 +174,8 @@ def test_no_la_run_of_the_default_study_beats_its_bound(tmp_path, env):
     assert (sa["traffic"] == sa["bytes"]).all()
     # Panwar's projection scores every workload that ran alone on each processor (SA's two sizes, LA's one)
     projection = pd.read_parquet(root / "out" / "projection.parquet")
-    assert sorted(zip(projection["case"], projection["size"])) == [("la", 68157440), ("sa", 1048576), ("sa", 6400000)]
+    assert sorted(zip(projection["case"], projection["size"], strict=True)) == [
+        ("la", 68157440), ("sa", 1048576), ("sa", 6400000)]
     assert projection["relative_error"].between(0, 1).all() and (projection["selection_penalty"] >= 0).all()
     assert set(projection["picked"]) | set(projection["best_measured"]) <= {"host", "accel"}
 

@@ -144,7 +144,8 @@ def test_characterize_without_a_meter_then_attach_a_later_trace(mpiexec, env, tm
     assert doc["idle_power"] is None and doc["processors"]["host"]["e_f"] is None
     for role, proc in doc["processors"].items():  # compute ceilings per kernel class and precision, with samples
         c = proc["ceilings"]
-        assert sorted(c) == ["gemm", "vector"] and sorted(c["gemm"]) == ["float32", "float64"]
+        assert sorted(c) == ["gemm", "transpose", "vector"] and sorted(c["gemm"]) == ["float32", "float64"]
+        assert sorted(c["transpose"]) == ["float32", "float64"] and c["transpose"]["float32"]["unit"] == "s/byte"
         assert sorted(c["vector"]) == ["float64"]  # vector float32 is t_f itself, stored once
         assert c["gemm"]["float64"]["size"] == 128 and len(c["gemm"]["float64"]["samples"]) == 5
         assert all(q["value"] > 0 and q["obtained"] == "measured" for by in c.values() for q in by.values()), role
