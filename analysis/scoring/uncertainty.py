@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 #: Ranking metrics of :mod:`analysis.scoring.metrics` whose intervals are computed, in table order.
 INTERVAL_METRICS = ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error",
@@ -113,6 +112,9 @@ def mann_whitney_greater(x: Any, y: Any) -> float:
         return math.nan
     if np.all(a == a[0]) and np.all(b == a[0]):
         return 1.0
+    # imported here, not with the module: scipy.stats costs most of a second and every CLI command loads this
+    from scipy import stats
+
     method: Any = (stats.PermutationMethod(n_resamples=np.inf) if math.comb(n + m, n) <= EXACT_LIMIT
                    else "asymptotic")
     return float(stats.mannwhitneyu(a, b, alternative="greater", method=method, use_continuity=True).pvalue)
