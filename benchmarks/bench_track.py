@@ -245,7 +245,7 @@ def false_alarms(runs, fdm, pool, rng, settings, rule, histories, snapshots, rep
 def detection(runs, fdm, pool, rng, settings, rule, targets, step, trials, snapshots, reps_n, first) -> None:
     """Inject a ``step`` into one group from a snapshot with at least ``first`` earlier ones; count catches."""
     t = time.perf_counter()
-    caught = named = 0
+    caught = 0
     lasted: list[int] = []
     for _ in range(trials):
         which, mask, key, model, tight = targets[rng.integers(len(targets))]
@@ -262,7 +262,6 @@ def detection(runs, fdm, pool, rng, settings, rule, targets, step, trials, snaps
                 first_caught = night - start + 1
             if night == snapshots - 1:
                 caught += bool(hits)
-                named += bool(hits)
         lasted.append(first_caught if first_caught is not None else 0)
     lo, hi = wilson(caught, trials)
     rate = caught / trials

@@ -60,6 +60,11 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
         frag.setdefault("properties", {})["enabled"] = {
             "type": "boolean", "default": True, "description": "false keeps the section but skips the case"}
         props[name] = frag
+    return _with_meters(schema)
+
+
+def _with_meters(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every registered meter (``hetval.meters``) among ``energy.meter``'s values."""
     schema["properties"]["energy"]["properties"]["meter"]["enum"] = ["auto", *meter_names(), "none"]
     return schema
 
@@ -217,9 +222,7 @@ def section(name: str, values: Mapping[str, Any] | None = None) -> dict[str, Any
     if name == "cases":
         schema = load_schema()
     else:
-        schema = _base_schema()
-        if name == "energy":
-            schema["properties"]["energy"]["properties"]["meter"]["enum"] = ["auto", *meter_names(), "none"]
+        schema = _with_meters(_base_schema()) if name == "energy" else _base_schema()
     if name not in schema["properties"]:
         raise ConfigError(f"{name}: unknown config section")
     wrapper = {"type": "object", "properties": {name: schema["properties"][name]}}

@@ -137,9 +137,9 @@ def model_rows(tables: Mapping[str, pd.DataFrame], case_of_table: Mapping[str, s
                     rows.append({**base, "metric": metric, "value": _num(rec[metric]),
                                  "lo": _num(rec.get(f"{metric}_lo")), "hi": _num(rec.get(f"{metric}_hi"))})
         if "noise_floor" in frame.columns:
-            for (case, platform), g in frame.groupby([frame.get("case", pd.Series(fallback, index=frame.index)),
-                                                       frame.get("platform", pd.Series("", index=frame.index))],
-                                                      sort=True):
+            where = frame.assign(case=frame["case"] if "case" in frame else fallback,
+                                 platform=frame["platform"] if "platform" in frame else "")
+            for (case, platform), g in where.groupby(["case", "platform"], sort=True):
                 floor = _num(g["noise_floor"].iloc[0])
                 pairs = g["noise_floor_pairs"].iloc[0] if "noise_floor_pairs" in g else None
                 if math.isfinite(floor) and pd.notna(pairs) and int(pairs) > 0:

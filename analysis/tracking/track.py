@@ -280,9 +280,7 @@ def _large_test(s: pd.DataFrame, x: np.ndarray, kind: str, metric: str, rule: Ru
     change = abs(math.log(v_after / v_before))  # the change of the value itself, in log units
     threshold = max(math.log1p(rule.large_change), 2.0 * math.log1p(max(drift_floor, 0.0)))
     # the intervals must stand apart: the latest snapshot's against the earlier segment's (where both have one)
-    b_lo, b_hi = np.nanmedian(lo[:m]) if np.isfinite(lo[:m]).any() else math.nan, \
-        np.nanmedian(hi[:m]) if np.isfinite(hi[:m]).any() else math.nan
-    a_lo, a_hi = lo[-1], hi[-1]
+    b_lo, b_hi, a_lo, a_hi = _finite_median(lo[:m]), _finite_median(hi[:m]), lo[-1], hi[-1]
     have = all(math.isfinite(v) for v in (b_lo, b_hi, a_lo, a_hi))
     apart = not have or a_lo > b_hi or a_hi < b_lo
     step = float(np.median(x[m:]) - np.median(x[:m]))
@@ -290,6 +288,12 @@ def _large_test(s: pd.DataFrame, x: np.ndarray, kind: str, metric: str, rule: Ru
     flag = change >= threshold and apart and (kind == "machine" or worse)
     return {"test": "large", "z": math.nan, "step": step, "worse": worse, "flag": flag, "m": m,
             "change": change, "threshold": threshold, "before_values": values[:m], "rows": s}
+
+
+def _finite_median(a: np.ndarray) -> float:
+    """The median of the finite values of ``a`` (NaN when there are none)."""
+    a = a[np.isfinite(a)]
+    return float(np.median(a)) if len(a) else math.nan
 
 
 def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = None) -> tuple[list[Finding], dict]:
