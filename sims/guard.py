@@ -14,6 +14,10 @@ node's figure is what the job may use: the machine's memory, or the memory cgrou
 and exits 0, so that gather keeps the failure and its retry rule decides (a run that fails the same way
 ``runs.max_attempts`` times in a row is given up, not retried in a loop). Without ``--record`` (a
 characterisation) the line goes to standard error and the command's own status is kept.
+
+A command that fails within a minute having written nothing - not killed by a signal or for memory - is started
+once more first (``--relaunch``, saying so): an MPI start-up that fails on one rank (MPICH over UCX does, now and
+then, under ``srun``) measured nothing, so starting again loses nothing.
 """
 
 from __future__ import annotations
@@ -23,10 +27,14 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 from sims import record as rec
 from sims.memory import oom_kills
+
+#: a launch that fails faster than this, having written nothing, is started once more (``--relaunch``)
+RELAUNCH_WITHIN_S = 60.0
 
 
 def describe(returncode: int, oom_before: int | None, oom_after: int | None, estimate_mb: float | None,
@@ -67,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--estimate-mb", type=float, default=None, help="the job's memory estimate (MB per node)")
     parser.add_argument("--node-mb", type=float, default=None,
                         help="the node's memory (MB; default: what this job may use, as sims.memory measures it)")
+    parser.add_argument("--relaunch", type=int, default=1,
+                        help="start again this many times a command that failed within "
+                             f"{RELAUNCH_WITHIN_S:g} s, wrote no record and was not killed for memory")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command (one shell string or words)")
     args = parser.parse_args(argv)
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -80,10 +91,23 @@ def main(argv: list[str] | None = None) -> int:
         node_what = "node" if limit.source == "this machine" else f"limit ({limit.source})"
     else:
         node_what = "node"
-    before = oom_kills()
-    proc = subprocess.run(words[0] if len(words) == 1 else words, shell=len(words) == 1)
-    after = oom_kills()
     from pathlib import Path
+
+    for attempt in range(1 + max(0, args.relaunch)):
+        before = oom_kills()
+        started = time.monotonic()
+        proc = subprocess.run(words[0] if len(words) == 1 else words, shell=len(words) == 1)
+        after = oom_kills()
+        took = time.monotonic() - started
+        wrote = args.record is not None and Path(args.record).exists()
+        killed = proc.returncode < 0 or proc.returncode in (128 + signal.SIGKILL, 128 + signal.SIGTERM)
+        if proc.returncode == 0 or wrote or killed or after != before or took > RELAUNCH_WITHIN_S \
+                or attempt == args.relaunch:
+            break
+        # died at once and measured nothing: an MPI start-up that failed on one rank (MPICH over UCX does, now
+        # and then, under srun), not the run's own failure - started once more before anything is recorded
+        print(f"hetval: the launch ended with status {proc.returncode} after {took:.1f} s and wrote nothing: "
+              f"starting it again ({attempt + 2} of {args.relaunch + 1})", file=sys.stderr, flush=True)
 
     if args.record is None:
         if proc.returncode != 0:

@@ -1,10 +1,19 @@
-"""A real single-node SLURM for the test suite: slurmctld + slurmd from Debian's ``slurm-wlm``.
+"""A real SLURM for the test suite: an emulated cluster of several nodes on this one machine.
 
-:func:`start` writes a one-node ``slurm.conf`` (one partition, the default one; every core; ``MpiDefault=pmi2``
-so that ``srun -n 2`` with the PyPI MPICH wheel gives one 2-rank world; ``auth/none``; no accounting), starts
-both daemons and waits for the node to be idle; :func:`stop` cancels every job and stops them, bounded by
-timeouts. :func:`unavailable` says, in one line, why this machine cannot host it (not root, packages absent,
-another slurmctld already running...), so the tests that need it skip loudly.
+Debian's ``slurmd`` is built with ``--enable-multiple-slurmd``, so one host can run several nodes. :func:`start`
+writes a ``slurm.conf`` with nodes ``n1 .. nN`` (each its own ``slurmd -N nX`` on its own port, ``%n`` in its
+spool, pid and log paths) and two partitions standing for two node types: ``cpu`` = ``n1 .. n(N-1)`` (the
+default) and ``big`` = ``nN``. Each ``slurmd`` starts in its own UTS namespace whose hostname is its node's name
+(``unshare --uts``), so tasks on different nodes see different hosts: MPI ranks on two nodes talk over TCP, not
+shared memory, and every record's placement names the node it ran on. It waits until every node is idle;
+:func:`stop` cancels every job and stops the daemons, bounded by timeouts; :func:`kill_node` kills one node's
+``slurmd`` (a node lost mid-study). :func:`unavailable` says, in one line, why this machine cannot host it (not
+root, packages absent, another slurmctld already running...), so the tests that need it skip loudly.
+
+Every node claims the machine's cores (``SlurmdParameters=config_overrides``) and a share of its memory, so
+jobs on different nodes share the real cores: timings under it are a cluster's plumbing, not its speed.
+``MpiDefault=pmi2`` makes ``srun -n 2`` with the PyPI MPICH wheel one 2-rank world (``none`` gives two size-1
+worlds); auth is ``none`` and there is no accounting.
 
 Pitfalls it handles (each cost a failed bring-up once):
 
@@ -28,8 +37,7 @@ import time
 from pathlib import Path
 
 CONF = Path("/etc/slurm/slurm.conf")
-DAEMONS = ("slurmctld", "slurmd")
-COMMANDS = ("slurmctld", "slurmd", "sbatch", "srun", "squeue", "sinfo", "scancel")
+COMMANDS = ("slurmctld", "slurmd", "sbatch", "srun", "squeue", "sinfo", "scancel", "scontrol", "unshare")
 
 
 def unavailable() -> str | None:
@@ -50,10 +58,27 @@ def unavailable() -> str | None:
     return None
 
 
-def _conf(base: Path) -> str:
+#: the emulated cluster's nodes: ``cpu`` = every node but the last (the default partition), ``big`` = the last
+NODES = 3
+#: each node's slurmd listens on PORT_BASE + its number
+PORT_BASE = 17000
+
+
+def node_names(nodes: int = NODES) -> list[str]:
+    return [f"n{i}" for i in range(1, nodes + 1)]
+
+
+def partitions(nodes: int = NODES) -> dict[str, list[str]]:
+    """Partition -> its nodes: two node types."""
+    names = node_names(nodes)
+    return {"cpu": names[:-1], "big": names[-1:]}
+
+
+def _conf(base: Path, nodes: int) -> str:
     host = socket.gethostname().split(".")[0]
-    mem_mb = max(1024, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20 - 1024)
-    return "\n".join([
+    total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    mem_mb = max(1024, (total_mb - 2048) // nodes)  # the nodes share the machine's memory
+    lines = [
         "ClusterName=hetvalci",
         f"SlurmctldHost={host}",
         "SlurmUser=slurm",
@@ -61,11 +86,12 @@ def _conf(base: Path) -> str:
         "AuthType=auth/none",
         "CredType=cred/none",
         f"StateSaveLocation={base}/state",
-        f"SlurmdSpoolDir={base}/spool",
+        f"SlurmdSpoolDir={base}/spool-%n",
         f"SlurmctldPidFile={base}/slurmctld.pid",
-        f"SlurmdPidFile={base}/slurmd.pid",
+        f"SlurmdPidFile={base}/slurmd-%n.pid",
         f"SlurmctldLogFile={base}/log/slurmctld.log",
-        f"SlurmdLogFile={base}/log/slurmd.log",
+        f"SlurmdLogFile={base}/log/slurmd-%n.log",
+        "SlurmdParameters=config_overrides",
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "JobAcctGatherType=jobacct_gather/none",
@@ -78,10 +104,16 @@ def _conf(base: Path) -> str:
         "MinJobAge=300",
         "KillWait=5",
         "InactiveLimit=0",
-        f"NodeName={host} CPUs={os.cpu_count()} RealMemory={mem_mb} State=UNKNOWN",
-        "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
-        "",
-    ])
+        "SlurmdTimeout=30",
+    ]
+    for i, name in enumerate(node_names(nodes), start=1):
+        lines.append(f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={PORT_BASE + i} "
+                     f"CPUs={os.cpu_count()} RealMemory={mem_mb} State=UNKNOWN")
+    for k, (part, members) in enumerate(partitions(nodes).items()):
+        # LLN: a job goes to the least loaded node, so one-core jobs (Dask workers) spread over the nodes
+        lines.append(f"PartitionName={part} Nodes={','.join(members)}{' Default=YES' if k == 0 else ''} "
+                     "LLN=YES MaxTime=INFINITE State=UP")
+    return "\n".join([*lines, ""])
 
 
 def drop_stale_conf() -> str | None:
@@ -99,18 +131,37 @@ def drop_stale_conf() -> str | None:
     return f"removed {CONF}, a link to {target} left by a test session that never stopped its SLURM"
 
 
-def _node_state() -> str:
+def node_states() -> dict[str, str]:
+    """Each node's state as ``sinfo`` reports it (empty when the controller does not answer)."""
     try:
-        out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True, timeout=10)
     except subprocess.TimeoutExpired:
-        return ""
-    return out.stdout.strip()
+        return {}
+    return dict(line.split()[:2] for line in out.stdout.splitlines() if len(line.split()) >= 2)
 
 
-def start(base: Path, timeout: float = 90.0) -> Path:
-    """Bring SLURM up with its state under ``base``; returns the conf path. Raises RuntimeError with the logs."""
+def jobs_on(node: str) -> list[str]:
+    """The running jobs on ``node`` (``<id> <name>`` each)."""
+    try:
+        out = subprocess.run(["squeue", "-h", "-t", "R", "-w", node, "-o", "%i %j"], capture_output=True, text=True,
+                             timeout=10)
+    except subprocess.TimeoutExpired:
+        return []
+    return [ln for ln in out.stdout.splitlines() if ln.strip()]
+
+
+def _start_slurmd(base: Path, name: str) -> None:
+    """One node's slurmd, in a UTS namespace of its own whose hostname is the node's name."""
+    (base / f"spool-{name}").mkdir(parents=True, exist_ok=True)
+    subprocess.run(["unshare", "--uts", "sh", "-c", f"hostname {name} && exec slurmd -N {name}"],
+                   check=True, timeout=30, capture_output=True)
+
+
+def start(base: Path, nodes: int = NODES, timeout: float = 90.0) -> Path:
+    """Bring the cluster up with its state under ``base``; returns the conf path. Raises RuntimeError with the
+    logs when a node does not become idle in time."""
     base = Path(base)
-    for d in ("state", "spool", "log"):
+    for d in ("state", "log"):
         (base / d).mkdir(parents=True, exist_ok=True)
     slurm = pwd.getpwnam("slurm")
     for d in (base / "state", base / "log"):
@@ -123,54 +174,97 @@ def start(base: Path, timeout: float = 90.0) -> Path:
         if not mode & 0o001:
             p.chmod(mode | 0o011)
     conf = base / "slurm.conf"
-    conf.write_text(_conf(base))
+    conf.write_text(_conf(base, nodes))
     CONF.parent.mkdir(parents=True, exist_ok=True)
     drop_stale_conf()
     if CONF.exists() or CONF.is_symlink():
         CONF.rename(base / "slurm.conf.saved")
     CONF.symlink_to(conf)
-    for daemon in DAEMONS:
-        subprocess.run([daemon, *(["-c"] if daemon == "slurmctld" else [])], check=True, timeout=30,
-                       capture_output=True)
+    subprocess.run(["slurmctld", "-c"], check=True, timeout=30, capture_output=True)
+    for name in node_names(nodes):
+        _start_slurmd(base, name)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _node_state() == "idle":
+        states = node_states()
+        if len(states) == nodes and set(states.values()) == {"idle"}:
             return conf
         time.sleep(1)
     logs = "\n".join(f"--- {f.name}\n{f.read_text()[-2000:]}" for f in sorted((base / "log").glob("*.log")))
     stop(base)
-    raise RuntimeError(f"the SLURM node did not become idle within {timeout:.0f} s (state "
-                       f"{_node_state()!r}):\n{logs}")
+    raise RuntimeError(f"the SLURM nodes did not all become idle within {timeout:.0f} s ({node_states()!r}):\n{logs}")
+
+
+def _kill(pid_file: Path) -> None:
+    """SIGTERM the daemon a pid file names, then SIGKILL it if it is still there."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+
+
+def node_processes(base: Path, name: str) -> list[int]:
+    """The processes of a node: every process in its ``slurmd``'s UTS namespace (the daemon, job steps, ranks)."""
+    try:
+        pid = int((Path(base) / f"slurmd-{name}.pid").read_text().strip())
+        ns = os.readlink(f"/proc/{pid}/ns/uts")
+    except (OSError, ValueError):
+        return []
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.readlink(entry / "ns" / "uts") == ns:
+                out.append(int(entry.name))
+        except OSError:
+            continue
+    return out
+
+
+def kill_node(base: Path, name: str) -> int:
+    """A node lost: every process of the node (:func:`node_processes`) killed outright (SIGKILL), and the node
+    marked down, as the controller marks a node that stopped answering (without the ``SlurmdTimeout`` wait).
+    Returns how many processes were killed."""
+    killed = 0
+    for pid in node_processes(base, name):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except OSError:
+            continue
+    subprocess.run(["scontrol", "update", f"nodename={name}", "state=down", "reason=node lost (test)"],
+                   capture_output=True, timeout=15)
+    return killed
+
+
+def restart_node(base: Path, name: str, timeout: float = 60.0) -> None:
+    """Start a lost node's ``slurmd`` again and return it to service."""
+    _start_slurmd(Path(base), name)
+    subprocess.run(["scontrol", "update", f"nodename={name}", "state=resume"], capture_output=True, timeout=15)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and node_states().get(name) not in ("idle", "mixed", "allocated"):
+        time.sleep(1)
 
 
 def stop(base: Path) -> None:
-    """Cancel every job, stop both daemons (SIGTERM, then SIGKILL) and put ``/etc/slurm/slurm.conf`` back."""
+    """Cancel every job, stop the daemons (SIGTERM, then SIGKILL) and put ``/etc/slurm/slurm.conf`` back."""
     base = Path(base)
     try:
         subprocess.run(["scancel", "--user", "root"], capture_output=True, timeout=15)
     except (subprocess.TimeoutExpired, FileNotFoundError):
         pass
-    for daemon in ("slurmd", "slurmctld"):
-        pid_file = base / f"{daemon}.pid"
-        try:
-            pid = int(pid_file.read_text().strip())
-        except (OSError, ValueError):
-            continue
-        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                break
-            end = time.monotonic() + wait
-            while time.monotonic() < end:
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.2)
-            else:
-                continue
-            break
+    for pid_file in [*sorted(base.glob("slurmd-*.pid")), base / "slurmctld.pid"]:
+        _kill(pid_file)
     if CONF.is_symlink() and Path(os.readlink(CONF)) == base / "slurm.conf":
         CONF.unlink()
         saved = base / "slurm.conf.saved"

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import pairwise
 
 import pytest
 
 from analysis.planning.config import ConfigError, load_config, study_matrix
 from analysis.planning.jobs import (
+    SHORT_RUN_BYTES,
     Layout,
     LayoutError,
+    batches,
     job_resources,
     launch_prefix,
     profile_defaults,
@@ -57,7 +60,7 @@ def test_job_resources_follow_the_layout_and_the_platform():
     # one rank per node on several nodes: tasks (the plugin's tasks_per_node must be > 1)
     spread = job_resources(Layout(ranks=4, nodes=4), None, "srun")
     assert spread["tasks"] == 4 and spread["tasks_per_node"] is None
-    assert launch_prefix("srun --mpi=pmi2", Layout(ranks=8, nodes=2, threads_per_rank=3)) == "srun --mpi=pmi2 -n 8 -N 2 -c 3"
+    assert launch_prefix("srun --mpi=pmi2", Layout(ranks=8, nodes=2, threads_per_rank=3)) == "srun --mpi=pmi2 -n 8 -N 2 -c 3 --kill-on-bad-exit=1"
     assert launch_prefix("mpiexec", Layout(ranks=2)) == "mpiexec -n 2"
     assert profile_defaults(["runtime=30", "slurm_partition='debug'", "bad"]) == {"runtime": 30, "slurm_partition": "debug"}
 
@@ -91,3 +94,23 @@ def test_placement_outside_and_inside_slurm():
     assert facts["scheduler"] == "slurm" and facts["partition"] == "debug" and facts["nodes"] == 2
     assert placement.job_id(facts) == "812.3" and facts["ranks"][0]["gpus"] == ["0", "1"]
     assert json.loads(json.dumps(facts)) == facts
+
+
+def test_short_runs_of_one_layout_are_batched_the_rest_run_alone(repo):
+    tiny = {s["run_id"]: s for s in study_matrix(load_config(repo / "config" / "studies" / "tiny.yaml"))}
+    assert batches(tiny, 1) == []
+    groups = batches(tiny, 4)
+    batched = [r for g in groups for r in g]
+    assert len(batched) == len(set(batched)) and all(2 <= len(g) <= 4 for g in groups)
+    for g in groups:  # one job's request fits every run: one platform, one layout, p-DP apart
+        assert len({(tiny[r]["platform"], Layout.of(tiny[r]), bool(tiny[r].get("needs_platform"))) for r in g}) == 1
+    order = list(tiny)
+    assert all(order.index(a) < order.index(b) for g in groups for a, b in pairwise(g))  # the matrix's order
+    alone = set(tiny) - set(batched)
+    assert all(Layout.of(tiny[r]).local for r in alone if tiny[r]["case"] == "published")
+    # long runs and runs over several nodes are never batched
+    cluster = {s["run_id"]: s for s in study_matrix(load_config(repo / "config" / "studies" / "fdm-cluster.yaml"))}
+    grouped = [r for g in batches(cluster, 8) for r in g]
+    assert grouped and all(Layout.of(cluster[r]).data_bytes_per_rank <= SHORT_RUN_BYTES for r in grouped)
+    assert all(Layout.of(cluster[r]).nodes == 1 for r in grouped)
+    assert any(Layout.of(cluster[r]).data_bytes_per_rank > SHORT_RUN_BYTES for r in set(cluster) - set(grouped))

@@ -14,12 +14,14 @@ import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import yaml
 
+from analysis.equations.fdm import halo_links
 from analysis.models.fdm import MODEL
 from analysis.planning.config import ConfigError, platform_layouts
 from analysis.planning.jobs import Layout, LayoutError, scale_layout
@@ -246,6 +248,17 @@ def drift_floor(runs: pd.DataFrame) -> tuple[float, int]:
     return float(np.quantile(pairs, DRIFT_QUANTILE)), len(pairs)
 
 
+#: (messages within a node, messages between nodes) -> the ``links`` a run's halos used
+LINK_NAMES = {(False, False): "none", (True, False): "intra-node", (False, True): "inter-node",
+              (True, True): "intra-node+inter-node"}
+
+
+@lru_cache(maxsize=4096)
+def _links(grid: str, decomposition: str, nodes: int) -> tuple[int, int]:
+    """A run's halo messages per exchange within a node and between nodes (:func:`halo_links`)."""
+    return halo_links(json.loads(grid)["shape"], json.loads(decomposition), int(nodes))
+
+
 def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     """One row per ok FDM run: medians and spread of ``time_s`` and medians of the per-phase times."""
     ok = df[(df["status"] == "ok") & (df["case"] == "fdm")]
@@ -268,6 +281,10 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     out["backend"] = [d.get("backend", DEFAULT_BACKEND) if d else None for d in docs]
     out["nodes"] = pd.array([int(d.get("nodes") or 1) for d in docs], dtype="int64")
     out["threads_per_rank"] = pd.array([int(d.get("threads_per_rank") or 1) for d in docs], dtype="int64")
+    links = [_links(g, dec, n) for g, dec, n in zip(out["grid"], out["decomposition"], out["nodes"], strict=True)]
+    out["messages_intra_node"] = pd.array([a for a, _ in links], dtype="int64")
+    out["messages_inter_node"] = pd.array([b for _, b in links], dtype="int64")
+    out["links"] = pd.array([LINK_NAMES[(a > 0, b > 0)] for a, b in links], dtype="string")
     out = out.drop(columns=["params"])
     for c in ("run_id", "study", "variant", "platform", "grid", "boundary", "decomposition", "marshaling", "backend"):
         out[c] = out[c].astype("string")

@@ -116,6 +116,15 @@ def rank_geometry(shape, dims, pml_width: int = 0, free_surface: bool = False, n
                         np.array(faces, float), np.array(nbrs, float), off_node, max(1, int(nodes)))
 
 
+def halo_links(shape, dims, nodes: int = 1) -> tuple[int, int]:
+    """Halo messages of one exchange over the link each takes: ``(within a node, between nodes)``, counted over
+    every rank and neighbour with the placement :func:`rank_geometry` assumes (consecutive blocks per node)."""
+    g = rank_geometry(shape, dims, nodes=nodes)
+    total = int(np.sum(g.neighbours))
+    inter = int(np.sum(g.off_node)) if g.off_node is not None else 0
+    return total - inter, inter
+
+
 def messages(g: RankGeometry, order: int, latency: float, t_net: float, latency_inter: float | None = None,
              t_net_inter: float | None = None) -> np.ndarray:
     """Seconds per step every rank spends in its halo messages: per exchange and split axis with a neighbour,
@@ -127,7 +136,10 @@ def messages(g: RankGeometry, order: int, latency: float, t_net: float, latency_
         per_axis = 4.0 * w * nf * g.face_points  # one direction; both directions overlap
         cost = latency + per_axis * t_net
         if g.off_node is not None and bool(np.any(g.off_node > 0)):
-            cost = np.where(g.off_node > 0, np.maximum(cost, latency_inter + per_axis * t_net_inter), cost)
+            inter = latency_inter + per_axis * t_net_inter
+            # every neighbour of the axis on another node: its link alone; one of each: the dearer of the two
+            cost = np.where(g.off_node >= g.neighbours, inter,
+                            np.where(g.off_node > 0, np.maximum(cost, inter), cost))
         out += np.sum(np.where(g.neighbours > 0, cost, 0.0), axis=1)
     return out
 

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +84,23 @@ def stale_manifest(manifest: str | Path, runs_dir: str | Path, study: str, log: 
     return problems
 
 
+def missing_records(study: str, run_ids: Iterable[str], results: str | Path = "results",
+                    log: Any = print) -> list[str]:
+    """The study's runs that have no raw record although others have (a job lost with its node, killed, or
+    cancelled): say which, since this invocation measures them again. A study never run says nothing."""
+    raw = Path(results) / "raw" / study
+    run_ids = list(run_ids)
+    have = {p.stem for p in raw.glob("*.json")} if raw.is_dir() else set()
+    missing = [r for r in run_ids if r not in have]
+    if have & set(run_ids) and missing:
+        log(f"hetval: {len(missing)} of {len(run_ids)} run(s) of study {study!r} have no record (a job lost with "
+            f"its node, killed or cancelled): measuring them again: {', '.join(missing[:8])}"
+            + (", ..." if len(missing) > 8 else ""))
+    return missing if have & set(run_ids) else []
+
+
 def at_start(study: str, retry_failed: bool, dryrun: bool, log: Any = print, results: str | Path = "results",
-             snakemake_dir: str | Path = ".snakemake") -> None:
+             snakemake_dir: str | Path = ".snakemake", runs: Iterable[str] = ()) -> None:
     """Everything above, for one invocation of the workflow on ``study`` (a dry run changes nothing but the
     manifest's time, so that it shows what the real run will redo)."""
     from analysis.planning.retry import revive
@@ -95,6 +111,7 @@ def at_start(study: str, retry_failed: bool, dryrun: bool, log: Any = print, res
         clear_stale_lock(snakemake_dir, log)
         claim_lock(snakemake_dir)
     stale_manifest(results / study / "gathered.json", results / "runs", study, log)
+    missing_records(study, runs, results, log)
     if dryrun:
         return
     sha, dirty = git_state()

@@ -168,11 +168,42 @@ def job_resources(layout: Layout, platform: Mapping[str, Any] | None, launcher: 
     return res
 
 
+#: a run holding at most this much data per rank is short (it streams its data in well under a second per
+#: repetition): only short runs are batched
+SHORT_RUN_BYTES = 256 * 2**20
+
+
+def batches(runs: Mapping[str, Mapping[str, Any]], size: int) -> list[list[str]]:
+    """The study's short runs measured ``size`` at a time in one job (``batch_runs``), in the matrix's order.
+
+    A batch holds short runs (:data:`SHORT_RUN_BYTES`) of one platform and one job shape on one node (the same
+    :class:`Layout`, so one job's request fits every run in it), and either all or none of them read the
+    characterised platform (so a run that does not wait for characterisation never does). Light runs, long
+    runs and runs over several nodes stay jobs of their own, as does any run left alone in its batch: only
+    batches of two or more are returned.
+    """
+    if size <= 1:
+        return []
+    pools: dict[tuple, list[str]] = {}
+    for rid, spec in runs.items():
+        layout = Layout.of(spec)
+        if layout.local or layout.nodes > 1 or layout.data_bytes_per_rank > SHORT_RUN_BYTES:
+            continue
+        pools.setdefault((spec["platform"], bool(spec.get("needs_platform")), layout), []).append(rid)
+    out = []
+    for pool in pools.values():
+        out += [chunk for k in range(0, len(pool), size) if len(chunk := pool[k:k + size]) > 1]
+    return out
+
+
 def launch_prefix(launcher: str, layout: Layout) -> str:
-    """The command prefix that starts ``layout``'s ranks (``mpiexec -n 4``, ``srun --mpi=pmi2 -n 8 -N 2 -c 2``)."""
+    """The command prefix that starts ``layout``'s ranks (``mpiexec -n 4``, ``srun --mpi=pmi2 -n 8 -N 2 -c 2
+    --kill-on-bad-exit=1``)."""
     words = launcher.split()
     if words and words[0].endswith("srun"):
         extra = f" -N {layout.nodes}" if layout.nodes > 1 else ""
         extra += f" -c {layout.threads_per_rank}" if layout.threads_per_rank > 1 else ""
-        return f"{launcher} -n {layout.ranks}{extra}"
+        # a rank that dies (an MPI_Init that fails on one rank) ends the step, as mpiexec does, instead of
+        # leaving the others waiting for it until the job's time limit
+        return f"{launcher} -n {layout.ranks}{extra} --kill-on-bad-exit=1"
     return f"{launcher} -n {layout.ranks}"

@@ -155,6 +155,8 @@ def dask_client(settings: DaskSettings) -> Iterator[Any]:
                     raise ClusterStartError(f"no SLURMCluster worker started within "
                                             f"{settings.connect_timeout:g} s{why}") from None
                 yield client
+                print(f"validate: the SLURMCluster's workers ran on {', '.join(worker_hosts(client)) or 'no node'}",
+                      flush=True)
         finally:
             try:
                 cluster.close(timeout=settings.connect_timeout)
@@ -166,6 +168,16 @@ def dask_client(settings: DaskSettings) -> Iterator[Any]:
     with LocalCluster(n_workers=settings.workers, threads_per_worker=1, dashboard_address=None) as cluster, \
             Client(cluster, timeout=settings.connect_timeout) as client:
         yield client
+
+
+def worker_hosts(client: Any) -> list[str]:
+    """The host names the cluster's workers run on (each worker asked; one that does not answer is left out)."""
+    import socket
+
+    try:
+        return sorted(set(client.run(socket.gethostname, on_error="ignore").values()))
+    except Exception:  # noqa: BLE001 - a worker lost at the end must not fail a finished validation
+        return []
 
 
 def probe_scheduler(address: str, timeout: float) -> None:

@@ -146,6 +146,35 @@ def test_slurm_cluster_workers_are_slurm_jobs(runs, env, local, slurm):
     assert_same_tables(local, runs / "slurm")
 
 
+@pytest.mark.slurm
+def test_a_slurm_workers_node_lost_mid_validation(runs, env, local, slurm):
+    """Every process of one worker's node killed while the validation runs (the emulated cluster's n2): the
+    tables are the same as a LocalCluster's, or the failure is one line and the next invocation heals."""
+    from tests import slurm_cluster
+
+    args = ("--cluster", "slurm", "--workers", "2", "--worker-memory", "2GiB", "--connect-timeout", "120")
+    proc = validate(runs, "node-lost", env, *args, popen=True)
+    killed = 0
+    deadline = time.monotonic() + 300
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            if slurm_cluster.jobs_on("n1") and slurm_cluster.jobs_on("n2"):  # a worker on each node (LLN)
+                time.sleep(2.0)  # let the graph start on both
+                killed = slurm_cluster.kill_node(slurm, "n2")
+                break
+            time.sleep(0.2)
+        output, _ = proc.communicate(timeout=600)
+    finally:
+        slurm_cluster.restart_node(slurm, "n2")
+    assert killed, f"the workers never ran on two nodes: {output[-2000:]}"
+    assert "workers ran on" not in output or "n1" in output
+    if proc.returncode != 0:  # one line, then a plain re-run heals
+        assert "Traceback" not in output and output.strip().splitlines()[-1].startswith("hetval"), output[-3000:]
+        again = validate(runs, "node-lost", env, *args)
+        assert again.returncode == 0, again.stdout + again.stderr
+    assert_same_tables(local, runs / "node-lost")
+
+
 def test_slurm_cluster_without_a_worker_in_time_is_one_line(runs, env):
     """A SLURMCluster whose workers never start (no sbatch that works) fails in one line within the timeout."""
     pytest.importorskip("dask_jobqueue", reason="the [slurm] extra is not installed")

@@ -120,6 +120,16 @@ def test_neighbours_on_another_node_pay_the_inter_node_ping_pong():
     busy = fdm.step_time(fdm.rank_geometry((64, 16, 16), (4, 1, 1), nodes=2), 2, "host-staging", **PARAMS,
                          **inter, cores=2)
     assert busy["compute"].tolist() == across["compute"].tolist()
+    # a rank whose only neighbour is on another node pays that link alone, even where it is the cheaper one
+    cheap = fdm.step_time(fdm.rank_geometry((32, 16, 16), (2, 1, 1), nodes=2), 2, "host-staging", **PARAMS,
+                          latency_inter=PARAMS["latency"] / 2, t_net_inter=PARAMS["t_net"] / 2)
+    local = fdm.step_time(fdm.rank_geometry((32, 16, 16), (2, 1, 1)), 2, "host-staging", **PARAMS)
+    assert cheap["halo"][0] < local["halo"][0]
+    # the links each layout's halos take, as fdm_runs reports them: messages per exchange over every rank
+    assert fdm.halo_links((64, 16, 16), (4, 1, 1), nodes=2) == (4, 2)  # 0<->1 and 2<->3 within, 1<->2 across
+    assert fdm.halo_links((64, 16, 16), (4, 1, 1)) == (6, 0)
+    assert fdm.halo_links((32, 32, 16), (2, 1, 1), nodes=2) == (0, 2)
+    assert fdm.halo_links((32, 32, 16), (1, 1, 1)) == (0, 0)
 
 
 def test_fdm_predictor_needs_the_inter_node_ping_pong_for_runs_across_nodes():

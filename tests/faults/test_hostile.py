@@ -303,3 +303,18 @@ def test_a_data_file_of_an_older_layout_is_rebuilt_and_refused_by_validation_in_
     assert dataset.read_runs(root / "results" / "runs").num_rows == 4
     assert all(pq.read_schema(p).metadata[b"hetval.dataset_schema"] == str(dataset.DATASET_SCHEMA).encode()
                for p in (root / "results" / "runs").rglob("*.parquet"))
+
+
+def test_runs_left_without_a_record_are_named_at_start(tmp_path):
+    from analysis.planning.heal import missing_records
+
+    said = []
+    raw = tmp_path / "raw" / "s"
+    assert missing_records("s", ["a" * 16, "b" * 16], tmp_path, said.append) == [] and not said  # never run
+    raw.mkdir(parents=True)
+    (raw / f"{'a' * 16}.json").write_text("{}")
+    assert missing_records("s", ["a" * 16, "b" * 16, "c" * 16], tmp_path, said.append) == ["b" * 16, "c" * 16]
+    assert len(said) == 1 and "2 of 3 run(s)" in said[0] and "b" * 16 in said[0] and "measuring them again" in said[0]
+    (raw / f"{'b' * 16}.json").write_text("{}")
+    (raw / f"{'c' * 16}.json").write_text("{}")
+    assert missing_records("s", ["a" * 16, "b" * 16, "c" * 16], tmp_path, said.append) == [] and len(said) == 1

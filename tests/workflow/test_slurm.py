@@ -1,17 +1,14 @@
-"""The workflow through Snakemake's SLURM executor plugin: the cluster study's dry run asks for the right
-resources, and the tiny study runs end to end on the suite's real single-node SLURM."""
+"""The workflow through Snakemake's SLURM executor plugin, in dry runs: each job asks for exactly its resources, and
+short runs are batched. (A study run for real on the suite's emulated cluster: test_cluster_study.py.)"""
 
 from __future__ import annotations
 
-import json
 import re
-import socket
-import time
 
 import pytest
 
 from analysis.planning.config import load_config, study_matrix
-from analysis.planning.jobs import Layout
+from analysis.planning.jobs import Layout, batches
 from tests.conftest import REPO
 from tests.workflow.test_workflow import job_counts, snakemake
 
@@ -23,7 +20,7 @@ def jobs_of(dry_run: str, rule: str) -> list[dict[str, str]]:
     out = []
     for block in dry_run.split("\nrule ")[1:]:
         name, _, body = block.partition(":\n")
-        if name.strip() != rule:
+        if name.strip() != rule and not (rule.endswith("*") and name.strip().startswith(rule[:-1])):
             continue
         res = re.search(r"^\s+resources: (.*)$", body, re.M)
         wc = re.search(r"^\s+wildcards: (.*)$", body, re.M)
@@ -41,7 +38,8 @@ def test_cluster_study_dry_run_asks_each_job_for_its_own_resources(env, tmp_path
     assert out.returncode == 0, out.stderr[-3000:]
     specs = {s["run_id"]: s for s in study_matrix(load_config(study))}
     runs = jobs_of(out.stdout, "simulate_run")
-    assert len(runs) == len(specs) == job_counts(out.stdout)["simulate_run"]
+    batched = [r for g in batches(specs, 8) for r in g]  # the profile's batch_runs: short 1-node runs share jobs
+    assert len(runs) + len(batched) == len(specs) and len(runs) == job_counts(out.stdout)["simulate_run"]
     for job in runs:
         spec = specs[job["wildcards"]["run_id"]]
         doc, res = spec["fdm_doc"], job["resources"]
@@ -65,50 +63,26 @@ def test_cluster_study_dry_run_asks_each_job_for_its_own_resources(env, tmp_path
     assert "srun --mpi=pmi2 -n 2 -N 2" in out.stdout and "sims.bench.internode" in out.stdout
 
 
-def test_one_rank_runs_are_plain_jobs_and_the_tiny_study_asks_for_two_tasks(env, tmp_path):
+def test_one_rank_runs_are_plain_jobs_and_short_runs_share_a_job(env, tmp_path):
     pytest.importorskip("snakemake_executor_plugin_slurm", reason="the [slurm] extra is not installed")
-    out = snakemake([*PROFILE, "--configfile", str(REPO / "config" / "studies" / "tiny.yaml"), "-n", "-p"],
-                    env, tmp_path)
+    study = REPO / "config" / "studies" / "tiny.yaml"
+    out = snakemake([*PROFILE, "--configfile", str(study), "-n", "-p"], env, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
+    specs = {s["run_id"]: s for s in study_matrix(load_config(study))}
+    measured = {rid for rid, s in specs.items() if not Layout.of(s).local}
+    seen = []
     for job in jobs_of(out.stdout, "simulate_run"):
         tasks = int(job["resources"]["tasks"])
         # the plugin refuses an MPI job with one task: such a job has mpi="" and its command starts the rank
         assert job["resources"]["mpi"] == ("srun --mpi=pmi2" if tasks > 1 else "")
-        assert f"srun --mpi=pmi2 -n {tasks} python" in job["command"]
-
-
-@pytest.mark.slurm
-@pytest.mark.slow
-def test_tiny_study_through_a_real_slurm(env, tmp_path, slurm):
-    tiny = [*PROFILE, "--configfile", str(REPO / "config" / "studies" / "tiny.yaml"), "-j", "4"]
-    started = time.monotonic()
-    out = snakemake(tiny, env, tmp_path, timeout=1500)
-    took = time.monotonic() - started
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
-    results = tmp_path / "results"
-    specs = {s["run_id"]: s for s in study_matrix(load_config(REPO / "config" / "studies" / "tiny.yaml"))}
-    host = socket.gethostname().split(".")[0]
-    measured = 0
-    for path in sorted((results / "raw" / "tiny").glob("*.json")):
-        doc = json.loads(path.read_text())
-        spec = specs[doc["run_id"]]
-        for r in doc["records"]:
-            if r["case"] == "published":  # ingested where Snakemake runs: no job
-                assert r["job_id"] is None
-                continue
-            assert r["status"] == "ok", r.get("error")
-            where = json.loads(r["placement"])
-            # the MPI world each run saw is the ranks it asked for, inside a SLURM job step on this node
-            assert r["ranks"] == int(spec["ranks"]) == len(where["ranks"])
-            assert where["scheduler"] == "slurm" and re.fullmatch(r"\d+\.\d+", r["job_id"])
-            assert where["partition"] == "debug" and where["nodelist"] == host and where["hosts"] == [host]
-            assert all(rank["cpus"] for rank in where["ranks"])
-            measured += 1
-    assert measured >= 22 * 3
-    assert (results / "tiny" / "report" / "index.html").exists()
-    log = out.stdout + out.stderr
-    for light in ("ingest_run", "gather_runs", "validate_models", "report_validation"):  # never batch jobs
-        assert f"localrule {light}:" in log, light
-    again = snakemake(tiny, env, tmp_path, timeout=300)
-    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
-    print(f"tiny study through SLURM: {took:.0f} s")
+        assert f"srun --mpi=pmi2 -n {tasks} --kill-on-bad-exit=1 python" in job["command"]
+        seen.append(job["wildcards"]["run_id"])
+    batches = jobs_of(out.stdout, "simulate_batch_*")
+    assert batches, "the profile's batch_runs=8 batches the tiny study's short runs"
+    for job in batches:  # one job's request fits every run of the batch: one platform, one layout
+        runs = re.findall(r'"run_id": "([0-9a-f]{16})"', job["command"])
+        assert 2 <= len(runs) <= 8 and "python -m sims.batch --runs" in job["command"]
+        layouts = {Layout.of(specs[r]) for r in runs}
+        assert len(layouts) == 1 and int(job["resources"]["tasks"]) == layouts.pop().ranks
+        seen += runs
+    assert sorted(seen) == sorted(measured)  # every measured run once, in a batch or in a job of its own

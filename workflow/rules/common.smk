@@ -4,12 +4,13 @@ import json
 import os
 import shlex
 import sys
+from types import SimpleNamespace
 
 # the repository root (this workflow lives in its workflow/ directory)
 REPO_DIR = os.path.dirname(WORKFLOW_DIR)
 sys.path.insert(0, REPO_DIR)
 
-from analysis.planning.jobs import COMPUTED, Layout, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
+from analysis.planning.jobs import COMPUTED, Layout, batches, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
 from analysis.planning.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
@@ -41,6 +42,10 @@ STUDY = config["study"]
 LAYOUTS = {rid: Layout.of(spec) for rid, spec in RUNS.items()}
 LIGHT_RUNS = sorted(rid for rid, layout in LAYOUTS.items() if layout.local)
 LIGHT_RUNS_PATTERN = "|".join(LIGHT_RUNS) or "(?!)"
+# Runs measured several to a job (batch_runs > 1, as the SLURM profile sets): each batch is a rule of its own
+# (simulate.smk) whose outputs are its runs' records; every other run is a simulate_run job of its own.
+BATCHES = {f"b{k}": rids for k, rids in enumerate(batches(RUNS, int(config["batch_runs"])), 1)}
+SINGLE_RUNS_PATTERN = (f"(?!(?:{'|'.join(r for rids in BATCHES.values() for r in rids)}))" if BATCHES else "") + "[0-9a-f]{16}"
 CASES = [c.name for c in enabled_cases(config)]
 PLATFORMS = sorted(platform_layouts(config))
 # platforms some of whose runs span nodes: they also need the ping-pong between two nodes (sims.bench.internode)
@@ -60,10 +65,10 @@ MATRIX = {rid: spec["case"] for rid, spec in RUNS.items()}
 MATRIX_DIGEST = stable_hash(MATRIX)
 
 # What a killed or tampered invocation left behind becomes visible to Snakemake before it plans anything:
-# a stale lock is removed, a dataset that differs from what gather recorded is gathered again, and runs
+# a stale lock is removed, runs whose record is missing are named, a dataset that differs from what gather recorded is gathered again, and runs
 # given up after repeated failures are retried when asked (retry_failed) or when the code changed.
 if workflow.is_main_process:
-    heal_at_start(STUDY, bool(config["retry_failed"]), dryrun=workflow.dryrun)
+    heal_at_start(STUDY, bool(config["retry_failed"]), dryrun=workflow.dryrun, runs=RUNS)
 
 
 wildcard_constraints:
@@ -183,6 +188,42 @@ def get_run_inputs(wildcards):
     if os.path.exists(retry):
         inputs["retry"] = retry
     return inputs
+
+
+def batch_inputs(run_ids):
+    """The inputs of a batch: every one of its runs' (a retry request for any of them redoes the batch)."""
+
+    def inputs(wildcards):
+        out = {}
+        for rid in run_ids:
+            for key, path in get_run_inputs(SimpleNamespace(study=STUDY, run_id=rid)).items():
+                out[f"{key}_{rid}"] = path
+        return out
+
+    return inputs
+
+
+def batch_runs_json(run_ids):
+    """What ``python -m sims.batch`` runs: each run's record, spec, ranks, memory estimate, command and log."""
+    entries = []
+    for rid in run_ids:
+        spec, layout = RUNS[rid], LAYOUTS[rid]
+        record = f"results/raw/{STUDY}/{rid}.json"
+        platform_file = f"{OUT}/platforms/{spec['platform']}.yaml" if spec.get("needs_platform") else ""
+        command = case(spec["case"]).command(spec, record, platform_file, launch_prefix(LAUNCHER, layout))
+        entries.append({"record": record, "spec": spec, "ranks": layout.ranks, "estimate_mb": layout.mem_mb_per_node,
+                        "command": command, "log": f"logs/{STUDY}/simulate/{rid}.log"})
+    return json.dumps(entries, sort_keys=True)
+
+
+def batch_resources(run_ids):
+    """One job's request fits every run of a batch (one layout); its runtime is the runs' runtimes summed."""
+    first = RUNS[run_ids[0]]
+    res = job_resources(LAYOUTS[run_ids[0]], platform_layouts(config).get(first["platform"]), LAUNCHER, PROFILE_DEFAULTS)
+    res = {k: res[k] for k in JOB_RESOURCE_KEYS}
+    if res.get("runtime"):
+        res["runtime"] = int(res["runtime"]) * len(run_ids)
+    return res
 
 
 def get_platform_file_arg(wildcards):

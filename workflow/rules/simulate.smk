@@ -21,10 +21,34 @@ rule simulate_run:
     threads: get_run_threads
     resources:
         **RUN_RESOURCES,
+    wildcard_constraints:
+        run_id=SINGLE_RUNS_PATTERN,
     # the guard keeps a record of a run killed before it could write one (out of memory: says so in one line)
     shell:
         "python -m sims.guard --record {output.record:q} --spec {params.spec:q} --ranks {params.ranks}"
         " --estimate-mb {resources.mem_mb} -- {params.command:q} 2>&1 | tee {log:q}"
+
+
+# Batches (batch_runs > 1): runs of one platform and job shape measured one after another in one job, each
+# under the guard and writing its own record, exactly as a job of its own would (sims.batch).
+for _batch, _run_ids in BATCHES.items():
+
+    rule:
+        name:
+            f"simulate_batch_{_batch}"
+        input:
+            unpack(batch_inputs(_run_ids)),
+        output:
+            [f"results/raw/{STUDY}/{rid}.json" for rid in _run_ids],
+        log:
+            f"logs/{STUDY}/simulate/batch-{_batch}.log",
+        params:
+            runs=batch_runs_json(_run_ids),
+        threads: LAYOUTS[_run_ids[0]].cores
+        resources:
+            **batch_resources(_run_ids),
+        shell:
+            "python -m sims.batch --runs {params.runs:q} 2>&1 | tee {log:q}"
 
 
 # Runs that measure nothing (published measurements ingested from the papers' tables) run where
