@@ -15,8 +15,8 @@ and exits 0, so that gather keeps the failure and its retry rule decides (a run 
 ``runs.max_attempts`` times in a row is given up, not retried in a loop). Without ``--record`` (a
 characterisation) the line goes to standard error and the command's own status is kept.
 
-A command that fails within a minute having written nothing - not killed by a signal or for memory - is started
-once more first (``--relaunch``, saying so): an MPI start-up that fails on one rank (MPICH over UCX does, now and
+A command that fails within a minute having written nothing - and not killed for memory - is started once more
+first (``--relaunch``, saying so): an MPI start-up that fails on one rank (MPICH over UCX does, now and
 then, under ``srun``) measured nothing, so starting again loses nothing.
 """
 
@@ -100,9 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         after = oom_kills()
         took = time.monotonic() - started
         wrote = args.record is not None and Path(args.record).exists()
-        killed = proc.returncode < 0 or proc.returncode in (128 + signal.SIGKILL, 128 + signal.SIGTERM)
-        if proc.returncode == 0 or wrote or killed or after != before or took > RELAUNCH_WITHIN_S \
-                or attempt == args.relaunch:
+        # (a rank that failed its MPI start-up under srun --kill-on-bad-exit shows as its step's SIGTERM)
+        if proc.returncode == 0 or wrote or after != before or took > RELAUNCH_WITHIN_S or attempt == args.relaunch:
             break
         # died at once and measured nothing: an MPI start-up that failed on one rank (MPICH over UCX does, now
         # and then, under srun), not the run's own failure - started once more before anything is recorded

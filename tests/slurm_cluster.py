@@ -105,6 +105,9 @@ def _conf(base: Path, nodes: int) -> str:
         "KillWait=5",
         "InactiveLimit=0",
         "SlurmdTimeout=30",
+        # a job on a lost node fails (NODE_FAIL) rather than being requeued two minutes later: the workflow's next
+        # invocation redoes what it lost, which is what the tests check
+        "JobRequeue=0",
     ]
     for i, name in enumerate(node_names(nodes), start=1):
         lines.append(f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={PORT_BASE + i} "

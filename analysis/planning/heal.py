@@ -99,8 +99,42 @@ def missing_records(study: str, run_ids: Iterable[str], results: str | Path = "r
     return missing if have & set(run_ids) else []
 
 
+def retry_new_failures(study: str, max_attempts: int, results: str | Path = "results", log: Any = print,
+                       code_version: str | None = None) -> list[str]:
+    """Failed records written since the last gather (a run that lost its node, or whose job ended in an
+    invocation that stopped before gathering): count each attempt now and ask for a retry, so that this
+    invocation redoes them rather than the next one. Gather counts the same attempts later as seen."""
+    from analysis.planning.retry import note_attempt
+    from analysis.storage.dataset import failure_attempt, read_raw_file
+    from analysis.storage.schema import RecordError
+
+    results = Path(results)
+    raw = results / "raw" / study
+    if not raw.is_dir():
+        return []
+    manifest = results / study / "gathered.json"
+    since = manifest.stat().st_mtime if manifest.exists() else 0.0
+    retried = []
+    for path in sorted(raw.glob("*.json")):
+        try:
+            if path.stat().st_mtime <= since:
+                continue
+            run_id, records = read_raw_file(path)
+        except (OSError, RecordError):
+            continue  # gather quarantines it and says why
+        if records[0]["status"] != "failed":
+            continue
+        token, why = failure_attempt(records[0])
+        if note_attempt(results / "retry", study, run_id, token, why, max_attempts, code_version) == "retry":
+            retried.append(run_id)
+    if retried:
+        log(f"hetval: {len(retried)} run(s) of study {study!r} failed since the last gather: measuring them again "
+            f"now: {', '.join(retried[:8])}" + (", ..." if len(retried) > 8 else ""))
+    return retried
+
+
 def at_start(study: str, retry_failed: bool, dryrun: bool, log: Any = print, results: str | Path = "results",
-             snakemake_dir: str | Path = ".snakemake", runs: Iterable[str] = ()) -> None:
+             snakemake_dir: str | Path = ".snakemake", runs: Iterable[str] = (), max_attempts: int = 2) -> None:
     """Everything above, for one invocation of the workflow on ``study`` (a dry run changes nothing but the
     manifest's time, so that it shows what the real run will redo)."""
     from analysis.planning.retry import revive
@@ -116,6 +150,7 @@ def at_start(study: str, retry_failed: bool, dryrun: bool, log: Any = print, res
         return
     sha, dirty = git_state()
     code = f"{sha}-dirty" if sha and dirty else sha
+    retry_new_failures(study, max_attempts, results, log, code)
     revived = revive(results / "retry", study, everything=retry_failed, code_version=code)
     if revived:
         why = "retry_failed is set" if retry_failed else "the code changed since they last failed"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,12 @@ class Matrix:
                                            indent=0) + "\n")
         if log:
             atomic_write_text(log, f"{len(self.runs)} runs in study {self.study} -> {path}\n")
+
+
+def failure_attempt(first: Mapping[str, Any]) -> tuple[str, str]:
+    """``(token, why)`` of a failed run's attempt, as its retry count knows it (:func:`note_attempt`): whoever
+    counts it first - gather, or the workflow's start - counts it once."""
+    return f"record:{first['started_at'].isoformat()}", f"failed: {first['error']}"
 
 
 def read_raw_file(path: str | Path, matrix: Matrix | None = None) -> tuple[str, list[dict[str, Any]]]:
@@ -347,8 +353,7 @@ def gather(
         result.runs += 1
         if first["status"] == "failed":
             result.failed_runs.append(run_id)
-            outcomes.append((first["study"], run_id, f"record:{first['started_at'].isoformat()}",
-                             f"failed: {first['error']}", first["variant"]))
+            outcomes.append((first["study"], run_id, *failure_attempt(first), first["variant"]))
         else:
             succeeded.append((first["study"], run_id))
 

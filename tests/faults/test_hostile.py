@@ -318,3 +318,25 @@ def test_runs_left_without_a_record_are_named_at_start(tmp_path):
     (raw / f"{'b' * 16}.json").write_text("{}")
     (raw / f"{'c' * 16}.json").write_text("{}")
     assert missing_records("s", ["a" * 16, "b" * 16, "c" * 16], tmp_path, said.append) == [] and len(said) == 1
+
+
+def test_runs_that_failed_since_the_last_gather_are_retried_at_start(tmp_path):
+    from sims import record as rec
+    from sims.guard import failed_record
+
+    said = []
+    spec = {"study": "s", "case": "sa", "variant": "CO", "platform": "p", "run_id": "d" * 16, "ranks": 2,
+            "params": {"wp": "CO"}, "size": 1}
+    path = tmp_path / "raw" / "s" / f"{'d' * 16}.json"
+    path.parent.mkdir(parents=True)
+    rec.write_raw(path, "d" * 16, failed_record(spec, 2, "ended by SIGKILL and wrote no record"), keep=True)
+    assert heal.retry_new_failures("s", 2, tmp_path, said.append) == ["d" * 16]
+    assert (tmp_path / "retry" / "s" / f"{'d' * 16}.json").exists() and "failed since the last gather" in said[0]
+    # the same failed record counted again - at the next start, or by gather - is the same attempt
+    assert heal.retry_new_failures("s", 2, tmp_path, said.append) == [] and len(said) == 1
+    # a record older than the last gather is gather's to count
+    manifest = tmp_path / "s" / "gathered.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text("{}")
+    os.utime(path, (1, 1))
+    assert heal.retry_new_failures("s", 1, tmp_path, said.append) == []

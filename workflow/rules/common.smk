@@ -65,10 +65,12 @@ MATRIX = {rid: spec["case"] for rid, spec in RUNS.items()}
 MATRIX_DIGEST = stable_hash(MATRIX)
 
 # What a killed or tampered invocation left behind becomes visible to Snakemake before it plans anything:
-# a stale lock is removed, runs whose record is missing are named, a dataset that differs from what gather recorded is gathered again, and runs
+# a stale lock is removed, runs whose record is missing are named, runs that failed since the last gather are
+# retried now, a dataset that differs from what gather recorded is gathered again, and runs
 # given up after repeated failures are retried when asked (retry_failed) or when the code changed.
 if workflow.is_main_process:
-    heal_at_start(STUDY, bool(config["retry_failed"]), dryrun=workflow.dryrun, runs=RUNS)
+    heal_at_start(STUDY, bool(config["retry_failed"]), dryrun=workflow.dryrun, runs=RUNS,
+                  max_attempts=int(config["runs"]["max_attempts"]))
 
 
 wildcard_constraints:
