@@ -129,7 +129,8 @@ def run_mpi(mpiexec: str, n: int, args: list[str], env: dict[str, str], timeout:
 
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory):
-    """A real single-node SLURM for the session (tests/slurm_cluster.py); skips, saying why, where it cannot run.
+    """A real SLURM for the session: an emulated cluster of three nodes and two partitions (tests/slurm_cluster.py);
+    skips, saying why, where it cannot run.
 
     ``HETVAL_REQUIRE_SLURM=1`` (set by .ci/run when it installed slurm-wlm) turns the skip into a failure.
     """

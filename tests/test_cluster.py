@@ -13,6 +13,7 @@ from analysis.planning.jobs import (
     SHORT_RUN_BYTES,
     Layout,
     LayoutError,
+    batch_layout,
     batches,
     job_resources,
     launch_prefix,
@@ -102,8 +103,13 @@ def test_short_runs_of_one_layout_are_batched_the_rest_run_alone(repo):
     groups = batches(tiny, 4)
     batched = [r for g in groups for r in g]
     assert len(batched) == len(set(batched)) and all(2 <= len(g) <= 4 for g in groups)
-    for g in groups:  # one job's request fits every run: one platform, one layout, p-DP apart
-        assert len({(tiny[r]["platform"], Layout.of(tiny[r]), bool(tiny[r].get("needs_platform"))) for r in g}) == 1
+    for g in groups:  # one job's request fits every run: one platform, one shape, p-DP apart
+        shapes = {(tiny[r]["platform"], bool(tiny[r].get("needs_platform")), Layout.of(tiny[r]).ranks,
+                   Layout.of(tiny[r]).threads_per_rank, Layout.of(tiny[r]).gpus_per_node) for r in g}
+        assert len(shapes) == 1
+        assert batch_layout([Layout.of(tiny[r]) for r in g]).mem_mb_per_node == \
+            max(Layout.of(tiny[r]).mem_mb_per_node for r in g)
+    assert max(map(len, groups)) - min(map(len, groups)) <= 4  # as few batches as the size allows, even sizes
     order = list(tiny)
     assert all(order.index(a) < order.index(b) for g in groups for a, b in pairwise(g))  # the matrix's order
     alone = set(tiny) - set(batched)

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
+from itertools import pairwise
 from typing import Any
 
 #: Resident memory of one rank before its data (Python, NumPy, Numba, mpi4py), MB.
@@ -176,10 +177,11 @@ SHORT_RUN_BYTES = 256 * 2**20
 def batches(runs: Mapping[str, Mapping[str, Any]], size: int) -> list[list[str]]:
     """The study's short runs measured ``size`` at a time in one job (``batch_runs``), in the matrix's order.
 
-    A batch holds short runs (:data:`SHORT_RUN_BYTES`) of one platform and one job shape on one node (the same
-    :class:`Layout`, so one job's request fits every run in it), and either all or none of them read the
-    characterised platform (so a run that does not wait for characterisation never does). Light runs, long
-    runs and runs over several nodes stay jobs of their own, as does any run left alone in its batch: only
+    A batch holds short runs (:data:`SHORT_RUN_BYTES`) of one platform and one job shape on one node (ranks,
+    threads and GPUs; the job asks for the memory of its largest run: :func:`batch_layout`), and either all or
+    none of them read the characterised platform (so a run that does not wait for characterisation never
+    does). A pool of runs is cut into as few batches as ``size`` allows, of even sizes. Light runs, long runs
+    and runs over several nodes stay jobs of their own, as does any run left alone in its batch: only
     batches of two or more are returned.
     """
     if size <= 1:
@@ -189,11 +191,19 @@ def batches(runs: Mapping[str, Mapping[str, Any]], size: int) -> list[list[str]]
         layout = Layout.of(spec)
         if layout.local or layout.nodes > 1 or layout.data_bytes_per_rank > SHORT_RUN_BYTES:
             continue
-        pools.setdefault((spec["platform"], bool(spec.get("needs_platform")), layout), []).append(rid)
+        shape = (layout.ranks, layout.threads_per_rank, layout.gpus_per_node)
+        pools.setdefault((spec["platform"], bool(spec.get("needs_platform")), shape), []).append(rid)
     out = []
     for pool in pools.values():
-        out += [chunk for k in range(0, len(pool), size) if len(chunk := pool[k:k + size]) > 1]
+        n = -(-len(pool) // size)
+        cut = [round(k * len(pool) / n) for k in range(n + 1)]
+        out += [chunk for a, b in pairwise(cut) if len(chunk := pool[a:b]) > 1]
     return out
+
+
+def batch_layout(layouts: Sequence[Layout]) -> Layout:
+    """The layout one job of a batch asks for: its runs' shape, with the data (so the memory) of the largest."""
+    return max(layouts, key=lambda lay: lay.data_bytes_per_rank)
 
 
 def launch_prefix(launcher: str, layout: Layout) -> str:

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.scoring.uncertainty import Settings
 
@@ -89,6 +88,8 @@ def _median_interval(values: np.ndarray, settings: Settings) -> tuple[float, flo
         return mid, mid, mid
     if len(v) < MIN_RUNS:
         return mid, math.nan, math.nan
+    from scipy import stats  # here, not at import: the workflow imports this module to plan every job
+
     res = stats.bootstrap((v,), np.median, confidence_level=settings.level, n_resamples=settings.resamples,
                           method="percentile", random_state=settings.seed)
     return mid, float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -117,6 +118,8 @@ def _ranking(groups: pd.DataFrame, settings: Settings) -> dict[str, Any]:
     top1 = top1[np.isfinite(top1)]
     if len(top1):
         hits = int(round(float(top1.sum())))
+        from scipy import stats
+
         ci = stats.binomtest(hits, len(top1)).proportion_ci(confidence_level=settings.level, method="exact")
         out.update(top1_noise_aware_rate=float(top1.mean()), top1_noise_aware_lo=float(ci.low),
                    top1_noise_aware_hi=float(ci.high))

@@ -38,7 +38,7 @@ def test_cluster_study_dry_run_asks_each_job_for_its_own_resources(env, tmp_path
     assert out.returncode == 0, out.stderr[-3000:]
     specs = {s["run_id"]: s for s in study_matrix(load_config(study))}
     runs = jobs_of(out.stdout, "simulate_run")
-    batched = [r for g in batches(specs, 8) for r in g]  # the profile's batch_runs: short 1-node runs share jobs
+    batched = [r for g in batches(specs, 16) for r in g]  # the profile's batch_runs: short 1-node runs share jobs
     assert len(runs) + len(batched) == len(specs) and len(runs) == job_counts(out.stdout)["simulate_run"]
     for job in runs:
         spec = specs[job["wildcards"]["run_id"]]
@@ -78,11 +78,13 @@ def test_one_rank_runs_are_plain_jobs_and_short_runs_share_a_job(env, tmp_path):
         assert f"srun --mpi=pmi2 -n {tasks} --kill-on-bad-exit=1 python" in job["command"]
         seen.append(job["wildcards"]["run_id"])
     batches = jobs_of(out.stdout, "simulate_batch_*")
-    assert batches, "the profile's batch_runs=8 batches the tiny study's short runs"
+    assert batches, "the profile's batch_runs=16 batches the tiny study's short runs"
     for job in batches:  # one job's request fits every run of the batch: one platform, one layout
         runs = re.findall(r'"run_id": "([0-9a-f]{16})"', job["command"])
         assert 2 <= len(runs) <= 8 and "python -m sims.batch --runs" in job["command"]
-        layouts = {Layout.of(specs[r]) for r in runs}
-        assert len(layouts) == 1 and int(job["resources"]["tasks"]) == layouts.pop().ranks
+        layouts = [Layout.of(specs[r]) for r in runs]
+        assert len({(lay.ranks, lay.threads_per_rank, lay.gpus_per_node) for lay in layouts}) == 1
+        assert int(job["resources"]["tasks"]) == layouts[0].ranks
+        assert int(job["resources"]["mem_mb"]) == max(lay.mem_mb_per_node for lay in layouts)  # the largest run's
         seen += runs
     assert sorted(seen) == sorted(measured)  # every measured run once, in a batch or in a job of its own

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 REPO_DIR = os.path.dirname(WORKFLOW_DIR)
 sys.path.insert(0, REPO_DIR)
 
-from analysis.planning.jobs import COMPUTED, Layout, batches, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
+from analysis.planning.jobs import COMPUTED, Layout, batch_layout, batches, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
 from analysis.planning.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
@@ -219,9 +219,11 @@ def batch_runs_json(run_ids):
 
 
 def batch_resources(run_ids):
-    """One job's request fits every run of a batch (one layout); its runtime is the runs' runtimes summed."""
+    """One job's request fits every run of a batch (their shape, the largest one's memory); its runtime is the
+    runs' runtimes summed."""
     first = RUNS[run_ids[0]]
-    res = job_resources(LAYOUTS[run_ids[0]], platform_layouts(config).get(first["platform"]), LAUNCHER, PROFILE_DEFAULTS)
+    layout = batch_layout([LAYOUTS[r] for r in run_ids])
+    res = job_resources(layout, platform_layouts(config).get(first["platform"]), LAUNCHER, PROFILE_DEFAULTS)
     res = {k: res[k] for k in JOB_RESOURCE_KEYS}
     if res.get("runtime"):
         res["runtime"] = int(res["runtime"]) * len(run_ids)

@@ -44,7 +44,7 @@ for _batch, _run_ids in BATCHES.items():
             f"logs/{STUDY}/simulate/batch-{_batch}.log",
         params:
             runs=batch_runs_json(_run_ids),
-        threads: LAYOUTS[_run_ids[0]].cores
+        threads: batch_layout([LAYOUTS[r] for r in _run_ids]).cores
         resources:
             **batch_resources(_run_ids),
         shell:
