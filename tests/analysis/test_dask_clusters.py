@@ -173,6 +173,9 @@ def test_a_slurm_workers_node_lost_mid_validation(runs, env, local, slurm):
         again = validate(runs, "node-lost", env, *args)
         assert again.returncode == 0, again.stdout + again.stderr
     assert_same_tables(local, runs / "node-lost")
+    print(f"worker node lost mid-validation ({killed} processes killed): "
+          + ("same tables at once" if proc.returncode == 0 else f"failed in one line ({output.strip().splitlines()[-1]}), "
+             "healed by the next invocation"))
 
 
 def test_slurm_cluster_without_a_worker_in_time_is_one_line(runs, env):
