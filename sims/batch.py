@@ -2,7 +2,8 @@
 
 Under a batch scheduler every job pays for its submission, its start and the workflow's start inside it - seconds
 that dwarf a short run. The workflow can therefore hand one job a *batch*: runs of one platform and one job shape
-(same nodes, tasks, cores and memory), listed as JSON entries ``{record, spec, ranks, estimate_mb, command, log}``::
+(same nodes, tasks and cores; the job holds the memory of the largest), listed as JSON entries
+``{record, spec, ranks, estimate_mb, command, log}``::
 
     python -m sims.batch --runs '<JSON list>'
 

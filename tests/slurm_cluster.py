@@ -6,8 +6,8 @@ spool, pid and log paths) and two partitions standing for two node types: ``cpu`
 default) and ``big`` = ``nN``. Each ``slurmd`` starts in its own UTS namespace whose hostname is its node's name
 (``unshare --uts``), so tasks on different nodes see different hosts: MPI ranks on two nodes talk over TCP, not
 shared memory, and every record's placement names the node it ran on. It waits until every node is idle;
-:func:`stop` cancels every job and stops the daemons, bounded by timeouts; :func:`kill_node` kills one node's
-``slurmd`` (a node lost mid-study). :func:`unavailable` says, in one line, why this machine cannot host it (not
+:func:`stop` cancels every job and stops the daemons, bounded by timeouts; :func:`kill_node` kills every process
+of one node - its ``slurmd``, job steps and ranks - and marks it down (a node lost mid-study). :func:`unavailable` says, in one line, why this machine cannot host it (not
 root, packages absent, another slurmctld already running...), so the tests that need it skip loudly.
 
 Every node claims the machine's cores (``SlurmdParameters=config_overrides``) and a share of its memory, so

@@ -92,11 +92,12 @@ def missing_records(study: str, run_ids: Iterable[str], results: str | Path = "r
     run_ids = list(run_ids)
     have = {p.stem for p in raw.glob("*.json")} if raw.is_dir() else set()
     missing = [r for r in run_ids if r not in have]
-    if have & set(run_ids) and missing:
-        log(f"hetval: {len(missing)} of {len(run_ids)} run(s) of study {study!r} have no record (a job lost with "
-            f"its node, killed or cancelled): measuring them again: {', '.join(missing[:8])}"
-            + (", ..." if len(missing) > 8 else ""))
-    return missing if have & set(run_ids) else []
+    if len(missing) in (0, len(run_ids)):  # complete, or never run
+        return []
+    log(f"hetval: {len(missing)} of {len(run_ids)} run(s) of study {study!r} have no record (a job lost with "
+        f"its node, killed or cancelled): measuring them again: {', '.join(missing[:8])}"
+        + (", ..." if len(missing) > 8 else ""))
+    return missing
 
 
 def retry_new_failures(study: str, max_attempts: int, results: str | Path = "results", log: Any = print,

@@ -167,7 +167,6 @@ def test_a_slurm_workers_node_lost_mid_validation(runs, env, local, slurm):
     finally:
         slurm_cluster.restart_node(slurm, "n2")
     assert killed, f"the workers never ran on two nodes: {output[-2000:]}"
-    assert "workers ran on" not in output or "n1" in output
     if proc.returncode != 0:  # one line, then a plain re-run heals
         assert "Traceback" not in output and output.strip().splitlines()[-1].startswith("hetval"), output[-3000:]
         again = validate(runs, "node-lost", env, *args)

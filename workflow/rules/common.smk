@@ -172,11 +172,21 @@ def get_inter_node_files(wildcards):
     return [f"{OUT}/platforms/{p}.network.json" for p in INTER_NODE_PLATFORMS]
 
 
+def run_command(run_id, record):
+    """The run's command, by its registered case, started by the launcher on the run's layout (a p-DP split
+    reads the characterised platform)."""
+    spec = RUNS[run_id]
+    return case(spec["case"]).command(spec, record, read_platform_file(spec), launch_prefix(LAUNCHER, LAYOUTS[run_id]))
+
+
+def read_platform_file(spec):
+    """The characterised platform a run reads (a p-DP split; an input of its job), else ""."""
+    return f"{OUT}/platforms/{spec['platform']}.yaml" if spec.get("needs_platform") else ""
+
+
 def get_run_command(wildcards, output):
-    """The run's command, by its registered case, started by the launcher on the run's layout."""
-    spec = get_run(wildcards)
-    launch = launch_prefix(LAUNCHER, get_run_layout(wildcards))
-    return case(spec["case"]).command(spec, output.record, get_platform_file_arg(wildcards), launch)
+    get_run(wildcards)  # an unknown run is named
+    return run_command(wildcards.run_id, output.record)
 
 
 def get_run_inputs(wildcards):
@@ -184,8 +194,8 @@ def get_run_inputs(wildcards):
     (written by gather for a failed or quarantined run) is a newer input, so that run is redone."""
     spec = get_run(wildcards)
     inputs = {}
-    if spec.get("needs_platform"):
-        inputs["platform"] = f"results/{wildcards.study}/platforms/{spec['platform']}.yaml"
+    if read_platform_file(spec):
+        inputs["platform"] = read_platform_file(spec)
     retry = f"results/retry/{wildcards.study}/{wildcards.run_id}.json"
     if os.path.exists(retry):
         inputs["retry"] = retry
@@ -209,12 +219,10 @@ def batch_runs_json(run_ids):
     """What ``python -m sims.batch`` runs: each run's record, spec, ranks, memory estimate, command and log."""
     entries = []
     for rid in run_ids:
-        spec, layout = RUNS[rid], LAYOUTS[rid]
         record = f"results/raw/{STUDY}/{rid}.json"
-        platform_file = f"{OUT}/platforms/{spec['platform']}.yaml" if spec.get("needs_platform") else ""
-        command = case(spec["case"]).command(spec, record, platform_file, launch_prefix(LAUNCHER, layout))
-        entries.append({"record": record, "spec": spec, "ranks": layout.ranks, "estimate_mb": layout.mem_mb_per_node,
-                        "command": command, "log": f"logs/{STUDY}/simulate/{rid}.log"})
+        entries.append({"record": record, "spec": RUNS[rid], "ranks": LAYOUTS[rid].ranks,
+                        "estimate_mb": LAYOUTS[rid].mem_mb_per_node, "command": run_command(rid, record),
+                        "log": f"logs/{STUDY}/simulate/{rid}.log"})
     return json.dumps(entries, sort_keys=True)
 
 
@@ -228,10 +236,6 @@ def batch_resources(run_ids):
     if res.get("runtime"):
         res["runtime"] = int(res["runtime"]) * len(run_ids)
     return res
-
-
-def get_platform_file_arg(wildcards):
-    return get_run_inputs(wildcards).get("platform", "")
 
 
 def get_characterize_spec(wildcards):
