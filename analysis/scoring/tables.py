@@ -168,10 +168,12 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "marshaling": ("", "the halo data-marshaling design"), "boundary": ("", "absorbing boundary (none, cpml(width))"),
     "backend": ("", "numpy, numba or cupy"), "ranks": ("", "MPI ranks"), "nodes": ("", "nodes the ranks span"),
     "threads_per_rank": ("", "threads each rank's kernels run (Numba parallel loops)"),
-    "messages_intra_node": ("", "halo messages per exchange between ranks on one node (every rank and neighbour)"),
+    "messages_intra_node": ("", "halo messages per exchange between ranks on one node (every rank and neighbour), "
+                                "counted from the decomposition and the nodes, not measured"),
     "messages_inter_node": ("", "halo messages per exchange between ranks on different nodes (ranks placed in "
-                                "consecutive blocks per node): each costs the inter-node ping-pong in both FDM models"),
-    "links": ("", "which links the run's halos used: none, intra-node, inter-node or both"),
+                                "consecutive blocks per node; counted, not measured): each costs the inter-node "
+                                "ping-pong in both FDM models"),
+    "links": ("", "which links the run's halos used, from those counts: none, intra-node, inter-node or both"),
     "order": ("", "space order of the stencil (2 or 4)"), "steps": ("", "time steps in the measured loop"),
     "points": ("", "grid points updated per step"),
     "fixed": ("", "what the group holds fixed while ranking along its axis"),
