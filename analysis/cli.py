@@ -237,7 +237,7 @@ def _history(args: argparse.Namespace) -> tuple[Any, str, dict]:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from analysis.tracking.track import Rule, track
+    from analysis.tracking.track import MIN_AFTER, Rule, track
 
     frame, path, section = _history(args)
     given = {opt: getattr(args, opt) for opt in ("window", "min_history", "z", "min_change", "large_change")
@@ -257,10 +257,11 @@ def cmd_track(args: argparse.Namespace) -> int:
     say(f"[hetval track] study {latest['study']}, machine {latest['fingerprint']} ({machine.get('cpu_model')}, "
           f"{machine.get('cores')} cores): latest snapshot {latest['snapshot']} (git {str(latest['git_sha'])[:10]}"
           f"{'-dirty' if latest['git_dirty'] else ''}) against {stats['snapshots'] - 1} earlier; "
-          f"{stats['judged']} series judged, {stats['large_only']} with fewer than {rule.min_history} earlier "
+          f"{stats['judged']} series judged, {stats['large_only']} with fewer than {rule.min_history + MIN_AFTER} "
           f"snapshots judged for large changes only, {stats['too_short']} not judged (no earlier snapshot); rule: "
-          f"z >= {rule.z:g} and step >= {rule.min_change:g}, or a factor >= {1 + rule.large_change:g} with the "
-          f"intervals apart; window {rule.window}")
+          f"a step held {MIN_AFTER} snapshots after {rule.min_history} with z >= {rule.z:g} and step >= "
+          f"{rule.min_change:g}, or a factor >= {1 + rule.large_change:g} with the intervals apart; window "
+          f"{rule.window}")
     for f in findings:
         print(json.dumps(f.as_dict(), sort_keys=True, default=str) if args.json else f.line())
     regressions = sum(f.kind == "regression" for f in findings)

@@ -16,11 +16,13 @@ own past with one rule, documented here and in ``docs/tracking.md``:
 2. **Step.** Over the last ``window`` snapshots the series is split where a
    two-segment piecewise-constant fit (segment medians, least absolute
    deviations) fits best, the later segment ending at the latest snapshot and
-   holding at least 2 (one bad night is an outlier, not a step) and the
+   holding at least 3 (one or two bad nights are noise, not a step) and the
    earlier holding at least ``min_history`` snapshots (5: fewer cannot show
    the invocation-to-invocation noise, see docs/tracking.md). The step is
-   the later segment's median, taken no further than the latest snapshot
-   (a step that is over is not flagged), minus the earlier segment's median;
+   how far the *least* changed snapshot of the later segment lies from the
+   earlier segment's median, when every later snapshot lies on the same side
+   of it (else there is no step): one extreme night cannot make a step (a
+   median of few nights follows it), and a step that is over is not flagged;
    the first snapshot of the later segment is where it *began*.
 3. **Noise.** One noise unit is the larger of the scatter about the
    two-segment fit (the root mean square of the residuals from each
@@ -43,7 +45,7 @@ own past with one rule, documented here and in ``docs/tracking.md``:
    fine and its inputs wrong).
 
 5. **Large change, from the second snapshot.** A series with too little history
-   for the step test (fewer than ``min_history`` earlier snapshots), or whose step
+   for the step test (fewer than ``min_history`` + 3 snapshots), or whose step
    test does not flag, is still judged for a change far outside any noise: a
    median tightness or a machine parameter whose later segment (best split, at
    least 1 earlier snapshot) lies at least a factor ``1 + large_change`` (2.5×) from
@@ -80,9 +82,10 @@ HIGHER_BETTER = {"kendall_tau", "pairwise_agreement", "top1_agreement", "top1_no
 TOWARD_ONE = {"tightness_median"}
 SERIES_KEYS = ["study", "fingerprint", "kind", "case", "platform", "group", "model", "metric"]
 _Z90 = 1.959963984540054
-#: Snapshots the step test's later segment holds at least: one bad night is an outlier, not a step (a large one is
-#: the large-change test's to judge).
-MIN_AFTER = 2
+#: Snapshots the step test's later segment holds at least. Two bad nights in a row are noise here often enough
+#: to break a 1 % false-alarm rate over a study's ~40 judged series (benchmarks/bench_track.py); a large change is
+#: the large-change test's to judge from one night.
+MIN_AFTER = 3
 _MEDIAN_EFFICIENCY = 1.2533141373155001
 
 
@@ -226,7 +229,7 @@ def judge(series: pd.DataFrame, rule: Rule, drift_floor: float = 0.0) -> dict[st
     if ok.sum() < 2 or not ok[-1]:
         return None
     s, x = s[ok], x[ok]
-    step = _step_test(s, x, kind, metric, rule) if len(x) >= rule.min_history + 1 else None
+    step = _step_test(s, x, kind, metric, rule) if len(x) >= rule.min_history + MIN_AFTER else None
     if step is not None and step["flag"]:
         return step
     large = _large_test(s, x, kind, metric, rule, drift_floor)
@@ -241,10 +244,11 @@ def _step_test(s: pd.DataFrame, x: np.ndarray, kind: str, metric: str, rule: Rul
     if m is None:
         return None
     before, after = x[:m], x[m:]
-    # the later segment's median, but no further than the latest snapshot: a step that is over is not flagged,
-    # and one bad night inside the later segment does not make it one
-    base, med, last = float(np.median(before)), float(np.median(after)), float(after[-1])
-    step = (min(med, last) if med > base else max(med, last)) - base
+    # every night of the later segment beyond the earlier median, the step measured at the least changed of them:
+    # one extreme night is not a step (a median of few nights follows it), and a step that is over is not flagged
+    base = float(np.median(before))
+    least_worse, least_better = float(after.min()) - base, float(after.max()) - base
+    step = least_worse if least_worse > 0 else least_better if least_better < 0 else 0.0
     resid = np.r_[before - np.median(before), after - np.median(after)]
     scatter = float(np.sqrt(np.sum(resid**2) / (len(resid) - 2))) if len(resid) >= 4 else 0.0
     widths = _half_widths(metric, kind, s["lo"].to_numpy(dtype=np.float64), s["hi"].to_numpy(dtype=np.float64))
@@ -333,7 +337,7 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
         if res is None:
             stats["too_short"] += 1
             continue
-        stats["judged" if len(series) >= rule.min_history + 1 else "large_only"] += 1
+        stats["judged" if len(series) >= rule.min_history + MIN_AFTER else "large_only"] += 1
         if not res["flag"]:
             continue
         rows = res["rows"]

@@ -118,10 +118,23 @@ def test_a_short_history_is_not_judged_by_default():
     assert res["test"] == "large" and not res["flag"]  # 1.8x: below the large-change factor (2.5)
     # the old rule (min_history 2, a later segment of one snapshot) flagged it; one bad night is not a step now
     assert not judge(s, history_rule(min_history=2))["flag"]
-    # ...while the same slowdown seen on two nights in a row after five steady ones is
-    values = np.array([0.219, 0.207, 0.221, 0.215, 0.212, 0.119, 0.121])
+    # ...while the same slowdown seen on three nights in a row after five steady ones is (on two it is not yet)
+    values = np.array([0.219, 0.207, 0.221, 0.215, 0.212, 0.119, 0.121, 0.118])
     res = judge(_series(values, metric="tightness_median", lo=values * 0.95, hi=values * 1.05), history_rule())
     assert res["flag"] and res["test"] == "step" and res["m"] == 5
+    assert not judge(_series(values[:-1], metric="tightness_median", lo=values[:-1] * 0.95, hi=values[:-1] * 1.05),
+                     history_rule())["flag"]
+
+
+def test_bad_nights_that_do_not_hold_are_not_a_step():
+    # what the benchmark's pure-noise histories flagged under the old rule: steady nights, then one extreme night
+    # (the median of the last two nights is their mean), or two bad nights in a row
+    steady = [0.763, 0.776, 0.774, 0.774, 0.758, 0.693, 0.691, 0.772, 0.793, 0.772, 0.746, 0.772, 0.763, 0.769]
+    for tail in ([0.796, 0.467], [0.586, 0.566], [0.58, 0.57, 0.77], [0.58, 0.77, 0.57]):
+        assert not judge(_tight(steady + tail, rel=0.03), history_rule())["flag"], tail
+    # the same level held for three nights is a step, begun at the first of them
+    res = judge(_tight(steady + [0.586, 0.566, 0.57], rel=0.03), history_rule())
+    assert res["flag"] and res["test"] == "step" and res["m"] == len(steady)
 
 
 def _tight(values, rel=0.05, **kw):
@@ -174,17 +187,18 @@ def test_the_drift_floor_is_its_own_row_not_part_of_a_group():
 
 
 def test_judge_ignores_steps_inside_the_reported_noise():
-    values = np.array([0.8, 0.6, 0.9, 0.7, 0.8, 0.6, 0.55])
+    values = np.array([0.8, 0.6, 0.9, 0.7, 0.8, 0.6, 0.55, 0.58])
     res = judge(_series(values, values - 0.4, values + 0.4), history_rule())
     assert not res["flag"]
 
 
 def test_tightness_is_judged_by_its_distance_from_one():
     ok = [0.9, 0.92, 0.88, 0.91, 0.9]
-    up = judge(_series(ok + [1.05, 1.04], metric="tightness_median",
-                       lo=np.r_[ok, 1.05, 1.04] * 0.98, hi=np.r_[ok, 1.05, 1.04] * 1.02), history_rule())
-    down = judge(_series(ok + [0.45, 0.46], metric="tightness_median",
-                         lo=np.r_[ok, 0.45, 0.46] * 0.98, hi=np.r_[ok, 0.45, 0.46] * 1.02), history_rule())
+    up = judge(_series(ok + [1.05, 1.04, 1.06], metric="tightness_median",
+                       lo=np.r_[ok, 1.05, 1.04, 1.06] * 0.98, hi=np.r_[ok, 1.05, 1.04, 1.06] * 1.02), history_rule())
+    down = judge(_series(ok + [0.45, 0.46, 0.44], metric="tightness_median",
+                         lo=np.r_[ok, 0.45, 0.46, 0.44] * 0.98, hi=np.r_[ok, 0.45, 0.46, 0.44] * 1.02),
+                 history_rule())
     assert not up["flag"] and down["flag"]
 
 
