@@ -9,9 +9,14 @@ and search the hypotheses for the one that predicts best. This module implements
 single-parameter, one-term search of Extra-P's default modeller:
 
 * hypotheses: the constant ``c_0``, and ``c_0 + c_1 p^i log2(p)^j`` for every ``(i, j)`` in
-  :data:`EXPONENTS_I` x :data:`EXPONENTS_J` except ``(0, 0)`` (documented exponent set:
-  Extra-P's default ``I`` from 0 to 3, its negatives from -1/4 to -2 for strong scaling, and
-  ``J = {0, 1, 2}``);
+  :data:`EXPONENTS_I` x :data:`EXPONENTS_J` except ``(0, 0)``: every exponent of Extra-P's
+  default single-parameter space (``i`` from 0 to 3, ``j`` in {0, 1, 2}) and, for strong
+  scaling, the negatives of its ``i`` (a time that falls with the rank count, e.g.
+  ``c0 + c1 / p``, which no positive exponent extrapolates). A term with a negative exponent
+  must have a positive coefficient: it is work divided over the ranks; with a negative one it
+  would be a curve rising towards a ceiling, which noise in a rising series fits and which
+  extrapolates below it (``benchmarks/bench_extrap.py`` found such fits behind most of its
+  worse extrapolations on Extra-P's own space);
 * coefficients by linear least squares on every sample (all repetitions at every ``p``);
 * only terms whose coefficient is significant are candidates: a two-sided t test over all
   samples at a family-wise 5 % (Bonferroni over the one-term hypotheses), so noise rarely buys a
@@ -43,11 +48,10 @@ import numpy as np
 
 from sims.fit import POOR_R2, r_squared, scaled_lstsq
 
-#: Extra-P's default polynomial exponents ``I``, plus negative ones for strong scaling (a time that falls with
-#: the rank count, e.g. ``c0 + c1 / p``, which no positive exponent can extrapolate); logarithm exponents ``J``
-EXPONENTS_I = tuple(Fraction(s) for s in ("0", "1/4", "1/3", "1/2", "2/3", "3/4", "1", "5/4", "4/3", "3/2", "5/3",
-                                          "7/4", "2", "9/4", "7/3", "5/2", "8/3", "11/4", "3",
-                                          "-1/4", "-1/3", "-1/2", "-2/3", "-3/4", "-1", "-3/2", "-2"))
+#: Extra-P's default polynomial exponents ``I``, plus their negatives for strong scaling; logarithm exponents ``J``
+_POSITIVE_I = ("1/4", "1/3", "1/2", "2/3", "3/4", "4/5", "1", "5/4", "4/3", "3/2", "5/3", "7/4", "2", "9/4", "7/3",
+               "5/2", "8/3", "11/4", "3")
+EXPONENTS_I = (Fraction(0), *(Fraction(s) for s in _POSITIVE_I), *(-Fraction(s) for s in _POSITIVE_I))
 EXPONENTS_J = (0, 1, 2)
 POOR_SMAPE = 0.1
 #: family-wise level of the significance test of a term (Bonferroni over the one-term hypotheses)
@@ -195,7 +199,9 @@ def _select(p: np.ndarray, y: np.ndarray, scales: np.ndarray, medians: np.ndarra
         f_slope = (fby - fb * fy / m) / fxx
         pred = (fy - f_slope * fb) / m + f_slope * b_scale
         cv = np.mean(2 * np.abs(pred - medians) / (np.abs(pred) + np.abs(medians)), axis=1)
-    ok = usable & (sxx > 1e-12 * sbb[:, 0]) & np.all(fxx > 1e-12 * fbb, axis=1) & np.isfinite(cv)
+    falling = np.array([t[0] < 0 for t in terms])
+    ok = (usable & (sxx > 1e-12 * sbb[:, 0]) & np.all(fxx > 1e-12 * fbb, axis=1) & np.isfinite(cv)
+          & ~(falling & ~(slope > 0)))  # a negative exponent's term is work divided over the ranks: positive
     limit = ALPHA / len(terms)
     best_term, best_cv = None, const_cv if np.isfinite(const_cv) else math.inf
     for k in np.flatnonzero(ok):  # simplest first: a later hypothesis must be strictly better

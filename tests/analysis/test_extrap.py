@@ -62,6 +62,20 @@ def test_large_scales_and_high_exponents_stay_well_conditioned():
     assert f.term == (Fraction(2), 0) and f.coef[1] == pytest.approx(2e-16, rel=0.01)
 
 
+def test_a_negative_exponent_is_work_divided_over_the_ranks():
+    rng = np.random.default_rng(3)
+    falling = 0.2 + 1.6 / P ** 1.25  # strong scaling with an exponent Extra-P's own switch offers (-5/4)
+    f = extrap.fit(P, falling * (1 + 0.005 * rng.standard_normal(len(P))))
+    assert f.term == (Fraction(-5, 4), 0) and f.coef[1] > 0
+    # a curve rising towards a ceiling is never a negative exponent with a negative coefficient, whatever noise
+    # makes of it (it would extrapolate below the ceiling's trend); every fit of such series keeps the sign
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        rising = 1.0 + 0.2 * np.log2(P) + 0.1 * P ** 0.5
+        g = extrap.fit(P, rising * (1 + 0.1 * rng.standard_normal(len(P))))
+        assert g.term is None or g.term[0] >= 0 or g.coef[1] > 0, (seed, g.formula())
+
+
 def test_a_flat_series_is_a_good_constant():
     rng = np.random.default_rng(5)
     f = extrap.fit(P, 2.0 * (1 + 0.01 * rng.standard_normal(len(P))))
