@@ -16,6 +16,8 @@ from analysis.storage.platforms import TAU_COLS
 from sims.sa.counts import PHASE_COUNTS, PHASE_OPERATIONS
 
 PEROP_MODEL = "per-operation (Kannan)"
+#: a per-operation fit below this R² is flagged on every run whose prediction used it (``perop_fit_r2``, ``fit_note``)
+TRUSTED_R2 = 0.95
 
 
 def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
@@ -61,7 +63,28 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     if ok.any():
         tight[ok] = metrics.tightness(out["perf_measured"].to_numpy()[ok], out["perf_predicted"].to_numpy()[ok])
     out["tightness"] = tight
+    out["perop_fit_r2"], out["fit_note"] = _fit_flags(have, descs)
     return out[ok] if len(out) else out
+
+
+def _fit_flags(have: pd.DataFrame, descs: list[dict]) -> tuple[np.ndarray, pd.Series]:
+    """Per run: the smallest R² of the add/mul fits of the processors it used, and a note where that is below
+    :data:`TRUSTED_R2` (the costs were measured too noisily to trust the prediction as the model's)."""
+    r2 = np.full(len(have), np.nan)
+    notes = [""] * len(have)
+    for i, d in enumerate(descs):
+        worst = []
+        for role in ("host", "accel"):
+            col = f"tau_r2_{role}"
+            if float((d.get("elements") or {}).get(role, 0) or 0) > 0 and col in have:
+                worst.append((float(have[col].iloc[i]), role))
+        worst = [w for w in worst if np.isfinite(w[0])]
+        if worst:
+            value, role = min(worst)
+            r2[i] = value
+            if value < TRUSTED_R2:
+                notes[i] = f"per-operation fit R² {value:.3g} < {TRUSTED_R2} on the {role}: costs too noisy to trust"
+    return r2, pd.Series(notes, index=have.index, dtype="string")
 
 
 class PerOperation(Model):

@@ -104,7 +104,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "smape": ("fraction", "symmetric mean absolute percentage error of the fit at the measured medians"),
     "cv_smape": ("fraction", "mean SMAPE of the left-out scale's median, leaving each scale out in turn"),
     "poor_fit": ("", "true when the adjusted R² is below 0.9 or there were fewer than 3 scales"),
-    "fit_note": ("", "why the fit is flagged"),
+    "fit_note": ("", "why the fit is flagged, empty when it is not (scaling fits: too few scales or a poor fit; "
+                     "per-operation model rows: a cost fit with R² below 0.95)"),
     "extrapolated": ("", "the fit at 2x and 4x the largest scale with its 95 % prediction interval"),
     "heldout_scale": ("", "the largest scale, left out of the held-out fit"),
     "scale_values": ("", "the series' scales (ranks or size), ascending"),
@@ -159,6 +160,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "processor": ("", "host, accel, or node (both)"),
     "bl": ("flop/byte", "machine balance t_b / t_f (PeaPaw eq. 27)"),
     "ceiling": ("", "the compute ceiling(s) its phases run against (kernel class and precision)"),
+    "perop_fit_r2": ("", "per-operation model: the smallest R² of the add and mul cost fits of the processors the "
+                         "run used (null for other models)"),
     "p_category": ("", "PeaPaw's P-Paw category of the platform"), "p_guideline": ("", "its guideline"),
     "e_category": ("", "PeaPaw's E-Paw category (needs e_f, e_b, p_s from a meter)"),
     "guideline_wps": ("", "the run WPs the guideline prescribes"),

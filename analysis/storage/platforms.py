@@ -21,10 +21,13 @@ from analysis.scoring.ceilings import CEILING_COLS, ceiling_values
 from sims.platform_file import PlatformFileError, read_platform
 
 TAU_COLS = ["tau_add_host", "tau_mul_host", "tau_add_accel", "tau_mul_accel"]
+#: the smallest R² of the add and mul fits behind a processor's per-operation costs (:data:`TAU_COLS`)
+TAU_R2_COLS = ["tau_r2_host", "tau_r2_accel"]
 ENERGY_PARAMS = ("e_f", "e_b", "p_s")
 ENERGY_COLS = [f"{p}_{r}" for r in ("host", "accel") for p in ENERGY_PARAMS]
 #: ``t_f_<class>_<dtype>_<role>``: the compute ceilings per kernel class (:mod:`analysis.scoring.ceilings`)
-PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *ENERGY_COLS, "idle_w", *CEILING_COLS]
+PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *TAU_R2_COLS, *ENERGY_COLS, "idle_w",
+                 *CEILING_COLS]
 #: why a role's fitted energy parameters are not used ("" when they are, or when there are none)
 PROBLEM_COLS = ["energy_problem_host", "energy_problem_accel"]
 BACKEND_COLS = ["t_f", "t_b", "t_b_shared", "latency", "t_net", "latency_inter", "t_net_inter", "cores"]
@@ -99,9 +102,13 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
         row["idle_w"] = float(idle["value"]) if idle.get("value") is not None else np.nan
         for role in ("host", "accel"):
             fits = ((procs[role].get("operations") or {}).get("fits") or {}) if isinstance(procs[role], dict) else {}
+            r2 = []
             for op in ("add", "mul"):
                 tau = (fits.get(f"{op}/float32") or {}).get("tau")
                 row[f"tau_{op}_{role}"] = float(tau) if tau is not None and tau > 0 else np.nan
+                got = (fits.get(f"{op}/float32") or {}).get("r2")
+                r2.append(float(got) if got is not None else np.nan)
+            row[f"tau_r2_{role}"] = min(r2) if all(np.isfinite(r2)) else np.nan
         rows.append(row)
     cols = ["platform", *PLATFORM_COLS]
     return pd.DataFrame(rows, columns=[*cols, *PROBLEM_COLS]).astype(

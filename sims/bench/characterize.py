@@ -183,16 +183,18 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             say(f"step 4 of 7: per-operation benchmarks on {target}: {op} ({i + 1} of {len(ops.OPS)}) x "
                 f"{', '.join(ops.DTYPES)}, {len(ops.N_OPS)} operation counts")
             for dt in ops.DTYPES:
+                sized = role == target and backend.name != "cupy"
+                passes = ops.passes_for(op_state[dt], op, op_backend) if sized else ops.PASSES
                 for n_ops in ops.N_OPS:
-                    def work(op=op, dt=dt, n_ops=n_ops, target=target) -> None:
-                        if role == target and backend.name != "cupy":
-                            ops.run(op_state[dt], op, n_ops, op_backend)
+                    def work(op=op, dt=dt, n_ops=n_ops, passes=passes, sized=sized) -> None:
+                        if sized:
+                            ops.run(op_state[dt], op, n_ops, op_backend, passes)
 
                     m = measure(comm, work, backend.synchronize, 1, reps, factor)
                     if role == target:
-                        elements = ops.BLOCK * ops.PASSES
+                        elements = ops.BLOCK * passes
                         rows += [{"op": op, "dtype": dt, "n_ops": n_ops, "elements": elements,
-                                  "ops": elements * n_ops, "bytes": ops.bytes_of(op_state[dt], op, n_ops),
+                                  "ops": elements * n_ops, "bytes": ops.bytes_of(op_state[dt], op, n_ops, passes),
                                   "time_s": r.own_s} for r in m.repetitions]
         if role == target:
             mine["operations"] = rows if backend.name != "cupy" else []
@@ -392,7 +394,8 @@ def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
         return {"note": f"per-operation benchmarks are not implemented for the {backend} backend", "fits": {},
                 "samples": []}
     return {
-        "method": (f"{ops.BLOCK}-element in-cache block x {ops.PASSES} passes, n_ops = {list(ops.N_OPS)} "
+        "method": (f"{ops.BLOCK}-element in-cache block x passes sized so that one operation per element takes "
+                   f">= {ops.MIN_REGION_S * 1e3:g} ms ({ops.PASSES} to {ops.MAX_PASSES}), n_ops = {list(ops.N_OPS)} "
                    "operations per element and pass; random = gathers from an array beyond the LLC; "
                    "least squares T = tau * ops + c per op/dtype"),
         "fits": ops.summarize(rows),

@@ -2,7 +2,9 @@
 
 For each operation (``add``, ``mul``, ``fma``, ``divide``, ``random``) and data
 type (float32, float64) the kernel applies ``n_ops`` operations to every
-element of an in-cache block, so that the measured time grows linearly with
+element of an in-cache block, passed over enough times that one operation per
+element takes at least :data:`MIN_REGION_S` on the machine at hand
+(:func:`passes_for`), so that the measured time grows linearly with
 the operation count and the slope is the operation's cost ``tau_op`` (s per
 element-operation, as a compiled loop achieves it: vectorised where the
 compiler vectorises). ``random`` is the random-access load: ``n_ops`` gathers
@@ -28,7 +30,12 @@ OPS = ("add", "mul", "fma", "divide", "random")
 DTYPES = ("float32", "float64")
 N_OPS = (1, 2, 4, 8, 16)
 BLOCK = 4096  # elements of the in-cache block
-PASSES = 256  # times the block is processed per measured call
+PASSES = 256  # times the block is processed per measured call, at least (see passes_for)
+#: The shortest measured region (one operation per element) that :func:`passes_for` sizes the passes to: a
+#: vectorised add over 256 passes of the block takes ~50 us here, where timer resolution, frequency changes and
+#: interrupts are a large part of the time and the fit's R² fell to 0.87
+MIN_REGION_S = 1e-3
+MAX_PASSES = 64 * PASSES
 OP_CODES = {name: n for n, name in enumerate(OPS)}
 
 
@@ -83,16 +90,33 @@ def _table(rng: np.random.Generator, n: int, dt: np.dtype) -> np.ndarray:
     return table
 
 
-def run(state: dict[str, Any], op: str, n_ops: int, backend: str = "numba") -> int:
-    """One measured call on ``backend`` (``numba`` or ``numpy``); returns the element-operations executed."""
+def passes_for(state: dict[str, Any], op: str, backend: str = "numba") -> int:
+    """Passes of the block per call such that one operation per element takes at least :data:`MIN_REGION_S`
+    on this machine (a power of two times :data:`PASSES`, at most :data:`MAX_PASSES`): timed once, after a
+    warm-up call, at :data:`PASSES`."""
+    import time
+
+    run(state, op, 1, backend)
+    t0 = time.perf_counter()
+    run(state, op, 1, backend)
+    took = time.perf_counter() - t0
+    passes = PASSES
+    while passes < MAX_PASSES and took * passes / PASSES < MIN_REGION_S:
+        passes *= 2
+    return passes
+
+
+def run(state: dict[str, Any], op: str, n_ops: int, backend: str = "numba", passes: int = PASSES) -> int:
+    """One measured call on ``backend`` (``numba`` or ``numpy``) of ``passes`` over the block; returns the
+    element-operations executed."""
     dt = state["dtype"]
     c, d = dt.type(state["c"][op]), dt.type(state["d"][op])
     if backend == "numba":
-        _ops_nb(state["buf"], state["table"], state["idx"], OP_CODES[op], int(n_ops), PASSES, c, d)
+        _ops_nb(state["buf"], state["table"], state["idx"], OP_CODES[op], int(n_ops), int(passes), c, d)
     elif backend == "numpy":
         buf, table, idx = state["buf"], state["table"], state["idx"]
         gathered = np.empty_like(buf)
-        for _ in range(PASSES):
+        for _ in range(int(passes)):
             for j in range(int(n_ops)):
                 if op == "add":
                     np.add(buf, c, out=buf)
@@ -108,12 +132,12 @@ def run(state: dict[str, Any], op: str, n_ops: int, backend: str = "numba") -> i
                     np.add(buf, gathered, out=buf)
     else:
         raise ValueError(f"per-operation benchmarks run on numba or numpy, not {backend!r}")
-    return BLOCK * PASSES * int(n_ops)
+    return BLOCK * int(passes) * int(n_ops)
 
 
-def bytes_of(state: dict[str, Any], op: str, n_ops: int) -> int:
+def bytes_of(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -> int:
     """Main-memory bytes of one call as counted: only the random-access loads leave the cache."""
-    return BLOCK * PASSES * int(n_ops) * state["dtype"].itemsize if op == "random" else 0
+    return BLOCK * int(passes) * int(n_ops) * state["dtype"].itemsize if op == "random" else 0
 
 
 def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:

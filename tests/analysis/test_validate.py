@@ -193,6 +193,10 @@ def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
     both = pd.concat([predict_sa(runs), predict_perop(runs)])
     fid = score_groups(both, uncertainty_settings())
     assert set(fid["model"]) == {MODEL, PEROP_MODEL}
+    # a cost fit below R² 0.95 is flagged on the rows whose prediction used it (CO never ran on the accelerator)
+    flagged = predict_perop(runs.assign(tau_r2_host=0.99, tau_r2_accel=0.87)).set_index("variant")
+    assert flagged.loc["CO", "perop_fit_r2"] == 0.99 and flagged.loc["CO", "fit_note"] == ""
+    assert flagged.loc["CP", "perop_fit_r2"] == 0.87 and "R² 0.87 < 0.95 on the accel" in flagged.loc["CP", "fit_note"]
 
 
 EN = {"e_f_host": 1e-9, "e_b_host": 5e-10, "p_s_host": 10.0, "e_f_accel": 2e-10, "e_b_accel": 1e-10, "p_s_accel": 5.0}
