@@ -1,11 +1,12 @@
 """Per-operation fits: their R² and how far three characterisations in a row agree, with fixed and sized passes.
 
 Runs characterisation's per-operation step (:mod:`sims.bench.ops`: every operation and precision at every
-operation count, one warm-up call and ``--reps`` measured calls each, least squares ``T = tau * ops + c``) on
-one core, ``--rounds`` times in a row, twice per round: with the block passed over a fixed
-:data:`sims.bench.ops.PASSES` times (the earlier design) and with the passes sized so that one operation
-per element takes at least :data:`sims.bench.ops.MIN_REGION_S` (:func:`sims.bench.ops.passes_for`, what
-characterisation does). Prints per operation and precision each round's R² and ``tau``, the spread of
+operation count, a warm-up call and ``--reps`` measured calls each, least squares ``T = tau * ops + c``) on
+one core, ``--rounds`` times in a row, three ways per round: the block passed over a fixed
+:data:`sims.bench.ops.PASSES` times with every repetition of one fit after another (the earlier design);
+passes sized so that one operation per element takes at least :data:`sims.bench.ops.MIN_REGION_S`
+(:func:`sims.bench.ops.passes_for`); and sized passes with the repetitions interleaved across operations
+(:func:`sims.bench.ops.schedule`) - what characterisation does. Prints per operation and precision each round's R² and ``tau``, the spread of
 ``tau`` over the rounds (largest / smallest), and PASS/FAIL against the targets: R² >= 0.95 in every round
 and the rounds within 20 % of each other. ::
 
@@ -29,22 +30,22 @@ R2_TARGET = 0.95
 SPREAD_TARGET = 1.2
 
 
-def one_round(states, reps: int, sized: bool) -> dict[str, dict]:
-    """Every (op, dtype)'s fit from one pass over the per-operation step."""
+def one_round(states, reps: int, sized: bool, interleaved: bool) -> dict[str, dict]:
+    """Every (op, dtype)'s fit from one pass over the per-operation step, in characterisation's order
+    (:func:`sims.bench.ops.schedule`) or, ``interleaved`` False, every repetition of one fit after another."""
     from sims.bench import ops
 
+    passes = {(op, dt): ops.passes_for(states[dt], op) if sized else ops.PASSES for op in ops.OPS for dt in ops.DTYPES}
+    order = ops.schedule(reps) if interleaved else sorted(ops.schedule(reps), key=lambda c: (
+        ops.OPS.index(c[1]), ops.DTYPES.index(c[2]), ops.N_OPS.index(c[3]), c[0]))
     rows = []
-    for op in ops.OPS:
-        for dt in ops.DTYPES:
-            passes = ops.passes_for(states[dt], op) if sized else ops.PASSES
-            for n_ops in ops.N_OPS:
-                ops.run(states[dt], op, n_ops, "numba", passes)  # warm-up, as characterisation's measure does
-                for _ in range(reps):
-                    t0 = time.perf_counter()
-                    ops.run(states[dt], op, n_ops, "numba", passes)
-                    took = time.perf_counter() - t0
-                    rows.append({"op": op, "dtype": dt, "n_ops": n_ops, "ops": ops.BLOCK * passes * n_ops,
-                                 "time_s": took, "passes": passes})
+    for rep, op, dt, n_ops in order:
+        if rep == 0:  # a warm-up call before each count's first repetition, as characterisation makes
+            ops.run(states[dt], op, n_ops, "numba", passes[op, dt])
+        t0 = time.perf_counter()
+        ops.run(states[dt], op, n_ops, "numba", passes[op, dt])
+        rows.append({"op": op, "dtype": dt, "n_ops": n_ops, "ops": ops.BLOCK * passes[op, dt] * n_ops,
+                     "time_s": time.perf_counter() - t0, "passes": passes[op, dt]})
     out = {}
     for op in ops.OPS:
         for dt in ops.DTYPES:
@@ -70,14 +71,16 @@ def main() -> int:
     print(f"per-operation step: block {ops.BLOCK} elements, n_ops {list(ops.N_OPS)}, {args.reps} repetitions, random "
           f"table {table * 8 / 2**20:.0f} MiB (float64); {args.rounds} rounds, each with fixed passes ({ops.PASSES}) "
           f"and with passes sized to >= {ops.MIN_REGION_S * 1e3:g} ms per one-operation call")
-    results: dict[str, list[dict]] = {"fixed": [], "sized": []}
+    ways = {"fixed passes, one fit after another": (False, False), "sized passes, one fit after another": (True, False),
+            "sized passes, repetitions interleaved": (True, True)}
+    results: dict[str, list[dict]] = {how: [] for how in ways}
     for k in range(args.rounds):
-        for how in ("fixed", "sized"):
-            results[how].append(one_round(states, args.reps, how == "sized"))
+        for how, (sized, interleaved) in ways.items():
+            results[how].append(one_round(states, args.reps, sized, interleaved))
             took = sum(f["seconds"] for f in results[how][-1].values())
-            print(f"round {k + 1}, {how} passes: {took:.1f} s measured", flush=True)
+            print(f"round {k + 1}, {how}: {took:.1f} s measured", flush=True)
     for how, rounds in results.items():
-        print(f"\n{how} passes: R² per round, tau (ns per element-operation) per round, spread of tau (max / min)\n")
+        print(f"\n{how}: R² per round, tau (ns per element-operation) per round, spread of tau (max / min)\n")
         print("| op/dtype | passes | R² | tau (ns) | spread | |")
         print("|---|---|---|---|---|---|")
         fails = 0
@@ -90,7 +93,7 @@ def main() -> int:
             passes = sorted({r[key]["passes"] for r in rounds})
             print(f"| {key} | {'/'.join(map(str, passes))} | {' '.join(f'{x:.3f}' for x in r2)} | "
                   f"{' '.join(f'{x:.4g}' for x in tau)} | {spread:.2f} | {'PASS' if ok else 'FAIL'} |")
-        print(f"\n{how} passes: {len(rounds[0]) - fails} of {len(rounds[0])} operation/precision pairs with R² >= "
+        print(f"\n{how}: {len(rounds[0]) - fails} of {len(rounds[0])} operation/precision pairs with R² >= "
               f"{R2_TARGET} in every round and tau within {SPREAD_TARGET - 1:.0%} over the rounds")
     return 0
 

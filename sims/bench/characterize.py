@@ -179,23 +179,22 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
 
     for target in ROLES:
         rows = []
-        for i, op in enumerate(ops.OPS):
-            say(f"step 4 of 7: per-operation benchmarks on {target}: {op} ({i + 1} of {len(ops.OPS)}) x "
-                f"{', '.join(ops.DTYPES)}, {len(ops.N_OPS)} operation counts")
-            for dt in ops.DTYPES:
-                sized = role == target and backend.name != "cupy"
-                passes = ops.passes_for(op_state[dt], op, op_backend) if sized else ops.PASSES
-                for n_ops in ops.N_OPS:
-                    def work(op=op, dt=dt, n_ops=n_ops, passes=passes, sized=sized) -> None:
-                        if sized:
-                            ops.run(op_state[dt], op, n_ops, op_backend, passes)
+        sized = role == target and backend.name != "cupy"
+        say(f"step 4 of 7: per-operation benchmarks on {target}: {', '.join(ops.OPS)} x {', '.join(ops.DTYPES)}, "
+            f"{len(ops.N_OPS)} operation counts, {reps} repetitions interleaved")
+        passes = {(op, dt): ops.passes_for(op_state[dt], op, op_backend) if sized else ops.PASSES
+                  for op in ops.OPS for dt in ops.DTYPES}
+        for rep, op, dt, n_ops in ops.schedule(reps):
+            def work(op=op, dt=dt, n_ops=n_ops, sized=sized, passes=passes[op, dt]) -> None:
+                if sized:
+                    ops.run(op_state[dt], op, n_ops, op_backend, passes)
 
-                    m = measure(comm, work, backend.synchronize, 1, reps, factor)
-                    if role == target:
-                        elements = ops.BLOCK * passes
-                        rows += [{"op": op, "dtype": dt, "n_ops": n_ops, "elements": elements,
-                                  "ops": elements * n_ops, "bytes": ops.bytes_of(op_state[dt], op, n_ops, passes),
-                                  "time_s": r.own_s} for r in m.repetitions]
+            m = measure(comm, work, backend.synchronize, 1 if rep == 0 else 0, 1, factor)
+            if role == target:
+                elements = ops.BLOCK * passes[op, dt]
+                rows += [{"op": op, "dtype": dt, "n_ops": n_ops, "elements": elements, "ops": elements * n_ops,
+                          "bytes": ops.bytes_of(op_state[dt], op, n_ops, passes[op, dt]), "time_s": r.own_s}
+                         for r in m.repetitions]
         if role == target:
             mine["operations"] = rows if backend.name != "cupy" else []
     op_state.clear()
@@ -396,8 +395,9 @@ def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
     return {
         "method": (f"{ops.BLOCK}-element in-cache block x passes sized so that one operation per element takes "
                    f">= {ops.MIN_REGION_S * 1e3:g} ms ({ops.PASSES} to {ops.MAX_PASSES}), n_ops = {list(ops.N_OPS)} "
-                   "operations per element and pass; random = gathers from an array beyond the LLC; "
-                   "least squares T = tau * ops + c per op/dtype"),
+                   "operations per element and pass, repetitions interleaved across operations (the first after a "
+                   "warm-up call); random = gathers from an array beyond the LLC; least squares T = tau * ops + c "
+                   "over each count's median per op/dtype"),
         "fits": ops.summarize(rows),
         "samples": rows,
     }

@@ -10,10 +10,11 @@ element-operation, as a compiled loop achieves it: vectorised where the
 compiler vectorises). ``random`` is the random-access load: ``n_ops`` gathers
 per element from an array several times the last-level cache.
 
-:func:`samples` returns the rows ``processor, op, dtype, n_ops, elements,
-ops, bytes, time_s`` (one per repetition) that the per-operation model's
-least-squares fit takes; :func:`fit` is that fit for one (op, dtype):
-``T = tau_op * ops + c`` with R², residuals and the samples.
+Characterisation records the rows ``op, dtype, n_ops, elements, ops, bytes,
+time_s`` (one per repetition, in the order of :func:`schedule`);
+:func:`fit` is the per-operation model's least-squares fit for one (op,
+dtype), ``T = tau_op * ops + c`` over each count's median, with R² and
+residuals.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def _ops_nb(buf, table, idx, code, n_ops, passes, c, d):  # pragma: no cover - c
             for j in range(n_ops):
                 for i in range(m):
                     buf[i] = buf[i] + table[idx[(i + j * m) % idx.shape[0]]]
+
+
+def schedule(reps: int) -> list[tuple[int, str, str, int]]:
+    """The order the measured calls are made in: ``(rep, op, dtype, n_ops)``, repetition outermost, so that a
+    machine that slows down for a second or two (another process, a frequency change) costs one repetition of
+    every fit rather than every repetition of one (which moved one fit's cost by 24-37 % between rounds)."""
+    return [(r, op, dt, n) for r in range(int(reps)) for op in OPS for dt in DTYPES for n in N_OPS]
 
 
 def setup(dtype: str, table_elements: int, seed: int) -> dict[str, Any]:
@@ -141,13 +149,17 @@ def bytes_of(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -
 
 
 def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Least squares ``T = tau * ops + c`` over the rows of one (op, dtype): tau, intercept, R², residuals."""
-    ops = np.array([r["ops"] for r in rows], dtype=float)
-    t = np.array([r["time_s"] for r in rows], dtype=float)
-    if len(set(ops)) < 2:
+    """Least squares ``T = tau * ops + c`` over the median time at each operation count of one (op, dtype):
+    tau, intercept, R² and the residual at each count (as the ping-pong's fit takes each size's median: a call
+    slowed by the machine, not by the kernel, moves one sample and not the fit)."""
+    counts = sorted({int(r["n_ops"]) for r in rows})
+    if len(counts) < 2:
         raise ValueError("the per-operation fit needs samples at two or more operation counts")
+    ops = np.array([statistics.median(r["ops"] for r in rows if r["n_ops"] == n) for n in counts], dtype=float)
+    t = np.array([statistics.median(r["time_s"] for r in rows if r["n_ops"] == n) for n in counts], dtype=float)
     f = linear_fit([ops], t, intercept=True)
-    return {"tau": f.coef[0], "intercept_s": f.coef[1], "r2": f.r2, "residuals_s": list(f.residuals),
+    return {"tau": f.coef[0], "intercept_s": f.coef[1], "r2": f.r2,
+            "residuals_s": {n: float(r) for n, r in zip(counts, f.residuals, strict=True)},
             "n_samples": len(rows)}
 
 

@@ -61,9 +61,24 @@ def test_per_operation_kernels_agree_across_backends(op, dtype):
     for backend in ("numba", "numpy"):
         st = ops.setup(dtype, 100_000, seed=5)
         assert ops.run(st, op, 2, backend) == ops.BLOCK * ops.PASSES * 2
+        assert ops.run(st, op, 2, backend, 2 * ops.PASSES) == ops.BLOCK * ops.PASSES * 4
         out[backend] = st["buf"].astype(np.float64)
         assert np.all(np.isfinite(out[backend]))
     assert np.allclose(out["numba"], out["numpy"], rtol=1e-3 if dtype == "float32" else 1e-9)
+
+
+def test_per_operation_calls_are_sized_and_interleaved():
+    from sims.bench import ops
+
+    st = ops.setup("float32", 100_000, seed=5)
+    passes = ops.passes_for(st, "add")
+    assert ops.PASSES <= passes <= ops.MAX_PASSES and passes % ops.PASSES == 0 and (passes // ops.PASSES) & (
+        passes // ops.PASSES - 1) == 0  # a power of two times PASSES
+    order = ops.schedule(2)
+    assert len(order) == 2 * len(ops.OPS) * len(ops.DTYPES) * len(ops.N_OPS)
+    assert [r for r, *_ in order] == sorted(r for r, *_ in order)  # every fit's first repetition before any second
+    assert order[0][1:] == (ops.OPS[0], ops.DTYPES[0], ops.N_OPS[0]) and order[-1][1:] == (ops.OPS[-1], ops.DTYPES[-1],
+                                                                                            ops.N_OPS[-1])
 
 
 def test_per_operation_fit_recovers_the_cost():
@@ -75,7 +90,10 @@ def test_per_operation_fit_recovers_the_cost():
              "time_s": overhead + tau * 1_000_000 * n * rng.normal(1, 0.01)} for n in ops.N_OPS for _ in range(5)]
     f = ops.fit(rows)
     assert f["tau"] == pytest.approx(tau, rel=0.03) and f["intercept_s"] == pytest.approx(overhead, rel=0.3)
-    assert f["r2"] > 0.99
+    assert f["r2"] > 0.99 and sorted(f["residuals_s"]) == list(ops.N_OPS)
+    # one call slowed 3x by the machine (another process) moves one sample, not the fit
+    slowed = [dict(r, time_s=r["time_s"] * 3) if i == 7 else r for i, r in enumerate(rows)]
+    assert ops.fit(slowed)["tau"] == pytest.approx(tau, rel=0.03) and ops.fit(slowed)["r2"] > 0.99
     summary = ops.summarize(rows)
     assert set(summary) == {"add/float32"} and sorted(summary["add/float32"]["median_time_s"]) == list(ops.N_OPS)
     with pytest.raises(ValueError, match="two or more"):
