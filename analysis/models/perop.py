@@ -33,9 +33,11 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
     have = have.loc[out.index] if len(have) else have  # the rows predict_sa kept, in its order
     descs = [params_doc(p) for p in have["params"]] if len(have) else []
-    parts = {}
+    parts, fit_r2 = {}, {}
     for role in ("host", "accel"):
         n = np.array([float((d.get("elements") or {}).get(role, 0) or 0) for d in descs], dtype=np.float64)
+        r2 = have[f"tau_r2_{role}"].to_numpy(dtype=np.float64) if f"tau_r2_{role}" in have else np.full(len(n), np.nan)
+        fit_r2[role] = np.where(n > 0, r2, np.nan)  # only the fits of a processor the run used
         phases = [tuple((d.get("phases") or {}).get(role) or ()) for d in descs]
         part = np.full(len(have), np.nan)
         kind = pd.Series(phases, dtype=object).astype(str).to_numpy() if len(have) else np.empty(0, dtype=object)
@@ -63,28 +65,21 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     if ok.any():
         tight[ok] = metrics.tightness(out["perf_measured"].to_numpy()[ok], out["perf_predicted"].to_numpy()[ok])
     out["tightness"] = tight
-    out["perop_fit_r2"], out["fit_note"] = _fit_flags(have, descs)
+    out["perop_fit_r2"], out["fit_note"] = _fit_flags(fit_r2, out.index)
     return out[ok] if len(out) else out
 
 
-def _fit_flags(have: pd.DataFrame, descs: list[dict]) -> tuple[np.ndarray, pd.Series]:
+def _fit_flags(fit_r2: dict[str, np.ndarray], index: pd.Index) -> tuple[np.ndarray, pd.Series]:
     """Per run: the smallest R² of the add/mul fits of the processors it used, and a note where that is below
     :data:`TRUSTED_R2` (the costs were measured too noisily to trust the prediction as the model's)."""
-    r2 = np.full(len(have), np.nan)
-    notes = [""] * len(have)
-    for i, d in enumerate(descs):
-        worst = []
-        for role in ("host", "accel"):
-            col = f"tau_r2_{role}"
-            if float((d.get("elements") or {}).get(role, 0) or 0) > 0 and col in have:
-                worst.append((float(have[col].iloc[i]), role))
-        worst = [w for w in worst if np.isfinite(w[0])]
-        if worst:
-            value, role = min(worst)
-            r2[i] = value
-            if value < TRUSTED_R2:
-                notes[i] = f"per-operation fit R² {value:.3g} < {TRUSTED_R2} on the {role}: costs too noisy to trust"
-    return r2, pd.Series(notes, index=have.index, dtype="string")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a run with neither processor's R²: NaN
+        r2 = np.fmin(fit_r2["host"], fit_r2["accel"])
+    notes = np.full(len(r2), "", dtype=object)
+    for i in np.flatnonzero(r2 < TRUSTED_R2):
+        role = "host" if fit_r2["host"][i] == r2[i] else "accel"
+        notes[i] = f"per-operation fit R² {r2[i]:.3g} < {TRUSTED_R2} on the {role}: costs too noisy to trust"
+    return r2, pd.Series(notes, index=index, dtype="string")
 
 
 class PerOperation(Model):

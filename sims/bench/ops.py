@@ -20,6 +20,7 @@ residuals.
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Any
 
 import numpy as np
@@ -102,8 +103,6 @@ def passes_for(state: dict[str, Any], op: str, backend: str = "numba") -> int:
     """Passes of the block per call such that one operation per element takes at least :data:`MIN_REGION_S`
     on this machine (a power of two times :data:`PASSES`, at most :data:`MAX_PASSES`): timed once, after a
     warm-up call, at :data:`PASSES`."""
-    import time
-
     run(state, op, 1, backend)
     t0 = time.perf_counter()
     run(state, op, 1, backend)
@@ -150,8 +149,8 @@ def bytes_of(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -
 
 def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Least squares ``T = tau * ops + c`` over the median time at each operation count of one (op, dtype):
-    tau, intercept, R² and the residual at each count (as the ping-pong's fit takes each size's median: a call
-    slowed by the machine, not by the kernel, moves one sample and not the fit)."""
+    tau, intercept, R², the residual and the median time at each count (as the ping-pong's fit takes each
+    size's median: a call slowed by the machine, not by the kernel, moves one sample and not the fit)."""
     counts = sorted({int(r["n_ops"]) for r in rows})
     if len(counts) < 2:
         raise ValueError("the per-operation fit needs samples at two or more operation counts")
@@ -160,7 +159,7 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     f = linear_fit([ops], t, intercept=True)
     return {"tau": f.coef[0], "intercept_s": f.coef[1], "r2": f.r2,
             "residuals_s": {n: float(r) for n, r in zip(counts, f.residuals, strict=True)},
-            "n_samples": len(rows)}
+            "median_time_s": {n: float(v) for n, v in zip(counts, t, strict=True)}, "n_samples": len(rows)}
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -171,8 +170,5 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             sel = [r for r in rows if r["op"] == op and r["dtype"] == dtype]
             if not sel:
                 continue
-            f = fit(sel)
-            f["median_time_s"] = {int(n): statistics.median(r["time_s"] for r in sel if r["n_ops"] == n)
-                                  for n in sorted({r["n_ops"] for r in sel})}
-            out[f"{op}/{dtype}"] = f
+            out[f"{op}/{dtype}"] = fit(sel)
     return out
