@@ -82,9 +82,10 @@ def linear_fit(columns: list[ArrayLike], y: ArrayLike, intercept: bool = False) 
     return LinearFit(tuple(float(c) for c in coef), r_squared(y, pred), tuple(float(r) for r in y - pred))
 
 
-def relative_nonnegative_fit(columns: list[ArrayLike], y: ArrayLike) -> LinearFit:
+def relative_nonnegative_fit(columns: list[ArrayLike], y: ArrayLike, weights: ArrayLike | None = None) -> LinearFit:
     """Least squares of ``y`` on the regressor columns minimising *relative* residuals (each row weighted by
     ``1 / y``: timings spanning a decade count alike), with every coefficient >= 0 (a cost is never negative).
+    ``weights`` (>= 0, one per row) multiply each row's squared relative residual (a locally weighted fit).
 
     Non-negativity by SciPy's ``optimize.nnls`` (the active-set method of Lawson and Hanson, "Solving Least
     Squares Problems" (1974), ch. 23) on the weighted columns scaled to a largest magnitude of 1. A column that is
@@ -97,7 +98,10 @@ def relative_nonnegative_fit(columns: list[ArrayLike], y: ArrayLike) -> LinearFi
                          f"got {A.shape[0]}")
     if not np.all(y > 0) or not np.all(np.isfinite(A)):
         raise ValueError("a relative fit needs positive finite targets and finite regressors")
-    W = A / y[:, None]
+    root = np.ones_like(y) if weights is None else np.sqrt(np.asarray(weights, dtype=float))
+    if root.shape != y.shape or not np.all(np.isfinite(root)):
+        raise ValueError("a weighted fit needs one finite weight >= 0 per row")
+    W = A / y[:, None] * root[:, None]
     scale = np.max(np.abs(W), axis=0)
     live = scale > 0
     Ws = np.where(live, W / np.where(live, scale, 1.0), 0.0)
@@ -105,7 +109,7 @@ def relative_nonnegative_fit(columns: list[ArrayLike], y: ArrayLike) -> LinearFi
 
     x = np.zeros(A.shape[1])
     if live.any():
-        x[live] = nnls(Ws[:, live], np.ones_like(y))[0]
+        x[live] = nnls(Ws[:, live], root)[0]
     coef = np.where(live, x / np.where(live, scale, 1.0), 0.0)
     pred = A @ coef
     return LinearFit(tuple(float(c) for c in coef), r_squared(y, pred), tuple(float(r) for r in (y - pred) / y))

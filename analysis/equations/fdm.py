@@ -218,6 +218,35 @@ def marshal_impl(backend: str, marshaling: str) -> str:
     return "numba" if backend == "numba" and marshaling != "host-staging" else "xp"
 
 
+#: width (octaves of block points) of the Gaussian that weights the calibration's samples near a rank's block
+LOCAL_OCTAVES = 0.5
+
+
+def local_coefficients(fit: dict, points: float) -> np.ndarray:
+    """A half-step's cost coefficients (:data:`sims.fdm.cost.FEATURES` order) at a block of ``points`` cells:
+    the calibration's samples refitted, each weighted by a Gaussian in ``log2(points_s / points)`` of
+    :data:`LOCAL_OCTAVES` (a sample at twice or half the size weighs 0.14; the same relative non-negative least
+    squares as the calibration's own fit).
+
+    A block whose fields fit in the caches costs less per point than one streamed from memory, and where that
+    happens depends on the machine's caches, not on the code: one linear cost over blocks of 0.1-1 M points
+    averages the two regimes. Weighting by block size lets the samples at a run's own block sizes (the study's
+    blocks are among the calibration's: :func:`analysis.planning.config.study_fdm_blocks`) speak for it. A fit
+    without samples (an older platform file) gives its global coefficients."""
+    from sims.fdm import cost
+    from sims.fit import relative_nonnegative_fit
+
+    samples = fit.get("samples") or []
+    if len(samples) < len(cost.FEATURES):
+        return np.array([fit["coefficients"][f] for f in cost.FEATURES], dtype=float)
+    size = np.array([s["bulk_points"] + s["pml_points"] for s in samples], dtype=float)
+    log_w = -0.5 * (np.log2(size / max(float(points), 1.0)) / LOCAL_OCTAVES) ** 2
+    weights = np.exp(log_w - log_w.max())  # the nearest samples weigh 1, however far they lie
+    local = relative_nonnegative_fit([[s[f] for s in samples] for f in cost.FEATURES],
+                                     [s["time_median_s"] for s in samples], weights)
+    return np.array(local.coef, dtype=float)
+
+
 def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: dict, *, backend: str,
                          latency: float, t_net: float, pml_width: int = 0, free_surface: bool = False,
                          cores: int | None = None, nodes: int = 1, latency_inter: float | None = None,
@@ -225,9 +254,10 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
     """Seconds per step of every rank and phase (the solver's phases, :data:`sims.vocab.FDM_PHASES`, and
     ``total``) from the FDM kernels' calibration (:mod:`sims.bench.fdm_calib`, one mode's ``half_steps`` and ``marshal`` fits).
 
-    Per rank ``r`` and step, with the features ``x(r)`` of :func:`sims.fdm.cost.block_features`::
+    Per rank ``r`` and step, with the features ``x(r)`` of :func:`sims.fdm.cost.block_features` and the
+    coefficients refitted at the rank's block size (:func:`local_coefficients`)::
 
-        velocity(r) = c_velocity . x(r)            stress(r) = c_stress . x(r)
+        velocity(r) = c_velocity(r) . x(r)         stress(r) = c_stress(r) . x(r)
         pack(r)     = sum over the two exchanges (3 and 6 fields) and the axes with neighbours of
                       neighbours x fields x (per_call_axis + per_element_axis x face elements)
         unpack(r)   = the same with the unpack fits
@@ -263,8 +293,11 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
                       for s, e in blocks], dtype=float)
     threads = max(1, int(threads))
     share = thread_share(geometry, threads)
-    out = {p: feats @ np.array([half[p]["coefficients"][f] for f in cost.FEATURES]) * share
-           for p in ("velocity", "stress")}
+    points = feats[:, cost.FEATURES.index("bulk_points")] + feats[:, cost.FEATURES.index("pml_points")]
+    out = {}
+    for p in ("velocity", "stress"):
+        coef = {n: local_coefficients(half[p], n) for n in np.unique(points)}
+        out[p] = np.einsum("rf,rf->r", feats, np.array([coef[n] for n in points])) * share
     w = order // 2
     for direction in ("pack", "unpack"):
         fits = impl.get(direction) or {}

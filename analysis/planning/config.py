@@ -308,13 +308,55 @@ def _fdm_calibration_spec(config: Mapping[str, Any], platform: str) -> dict[str,
     if (fdm.get("platform") or config["platforms"][0]["name"]) != platform or fdm.get("backend") == "cupy":
         return None
     char = config["characterize"]
+    widths = char.get("fdm_widths") or cost.WIDTHS
+    blocks = char.get("fdm_blocks") or [list(b) for b in cost.BLOCKS] + study_fdm_blocks(config, widths)
     try:
-        cost.check_blocks(char.get("fdm_blocks") or cost.BLOCKS, char.get("fdm_widths") or cost.WIDTHS)
+        cost.check_blocks(blocks, widths)
     except ValueError as exc:
         raise ConfigError(f"characterize.fdm_blocks / characterize.fdm_widths: {exc}") from None
     return {"backend": fdm.get("backend", "numba"), "orders": list(fdm.get("orders") or [2, 4]),
-            **({"blocks": char["fdm_blocks"]} if char.get("fdm_blocks") else {}),
-            **({"widths": char["fdm_widths"]} if char.get("fdm_widths") else {})}
+            "blocks": blocks, **({"widths": char["fdm_widths"]} if char.get("fdm_widths") else {})}
+
+
+#: at most this many of the study's own rank blocks join the FDM calibration (spread over their sizes)
+STUDY_BLOCKS = 8
+
+
+def study_fdm_blocks(config: Mapping[str, Any], widths) -> list[list[int]]:
+    """The rank blocks ``[nx, ny, nz]`` the study's FDM runs own (every scale, decomposition and rank, ``auto``
+    placed as the solver places it), distinct, not among the default calibration blocks, each with room
+    for the widest calibration layer; at most :data:`STUDY_BLOCKS` of them, spread evenly over their sizes.
+
+    The calibrated FDM model weights the calibration's samples by closeness to a rank's block size
+    (:func:`analysis.equations.fdm.local_coefficients`): measuring the study's own blocks puts samples where
+    its runs are, whatever the machine's caches make of those sizes."""
+    from analysis.planning.jobs import LayoutError, scale_layout
+    from sims.fdm import cost
+    from sims.fdm.decomp import choose_dims, split
+
+    fdm = config["cases"]["fdm"]
+    room = 2 * max(int(w) for w in widths) + 1
+    found: set[tuple[int, int, int]] = set()
+    for scale in fdm.get("scales") or []:
+        shape = [int(n) for n in scale["shape"]]
+        try:
+            ranks = scale_layout(scale, "cases.fdm.scales")["ranks"]
+        except LayoutError:
+            continue  # the FDM case names it
+        for decomposition in scale.get("decompositions", ["auto"]):
+            try:
+                dims = choose_dims(ranks, tuple(shape), decomposition)
+            except ValueError:
+                continue  # the FDM case names it (cases.fdm.scales)
+            sizes = [sorted({b - a for a, b in split(shape[i], dims[i])}) for i in range(3)]
+            found.update((x, y, z) for x in sizes[0] for y in sizes[1] for z in sizes[2])
+    fixed = {tuple(int(n) for n in b) for b in cost.BLOCKS}
+    blocks = sorted((b for b in found if b not in fixed and min(b) >= max(8, room)),
+                    key=lambda b: (b[0] * b[1] * b[2], b))
+    if len(blocks) > STUDY_BLOCKS:
+        last = len(blocks) - 1
+        blocks = [blocks[round(i * last / (STUDY_BLOCKS - 1))] for i in range(STUDY_BLOCKS)]
+    return [list(b) for b in blocks]
 
 
 def study_matrix(config: Mapping[str, Any], check: bool = True) -> list[dict[str, Any]]:

@@ -33,8 +33,30 @@ _TIE = (1, 0, 2)
 AUTO_RULE = "most ranks on the longest axis; between equal axes y, x, z"
 
 
+def balanced_dims(size: int) -> list[int]:
+    """The three factors of ``size`` closest to each other, largest first: what ``MPI.Compute_dims(size, 3)``
+    returns (a test compares them), computed without MPI so that planning can place a study's ranks
+    without initialising it. Among factorisations of equal spread the one with the largest smallest factor."""
+    size = int(size)
+    if size < 1:
+        raise ValueError(f"a process grid needs at least one rank, got {size}")
+    best: tuple[tuple[int, int], list[int]] | None = None
+    for a in range(1, size + 1):
+        if size % a:
+            continue
+        for b in range(1, a + 1):
+            c, rest = divmod(size // a, b)
+            if rest or c > b:
+                continue
+            key = (a - c, -c)
+            if best is None or key < best[0]:
+                best = (key, [a, b, c])
+    assert best is not None
+    return best[1]
+
+
 def choose_dims(size: int, shape: tuple[int, int, int], requested=None) -> tuple[int, int, int]:
-    """Process-grid dimensions: ``MPI.Compute_dims`` for ``auto`` (axes with zeros), or check a given ``[px, py, pz]``.
+    """Process-grid dimensions: :func:`balanced_dims` for ``auto``, or check a given ``[px, py, pz]``.
 
     The balanced factorisation is assigned so that the most ranks go along the
     longest axis; between axes of equal length y comes first, then x, then z: a
@@ -44,10 +66,8 @@ def choose_dims(size: int, shape: tuple[int, int, int], requested=None) -> tuple
     kernels vectorise along. A rank count the grid cannot hold (a part with no
     cells) is refused.
     """
-    from mpi4py import MPI
-
     if requested in (None, "auto"):
-        dims = sorted(MPI.Compute_dims(size, [0, 0, 0]), reverse=True)
+        dims = balanced_dims(size)
         order = sorted(range(3), key=lambda a: (-shape[a], _TIE[a]))
         out = [1, 1, 1]
         for a, d in zip(order, dims, strict=True):

@@ -262,3 +262,46 @@ def test_the_predictors_read_threads_per_rank():
     both["threads_per_rank"] = both["threads_per_rank"].fillna(1).astype("int64")
     pred = predict_calibrated(both)
     assert pred["velocity_pred_s"].iloc[1] == pytest.approx(pred["velocity_pred_s"].iloc[0] / 2)
+
+
+def test_the_default_study_calibrates_its_own_rank_blocks_too():
+    from analysis.planning.config import REPO, STUDY_BLOCKS, characterize_spec, load_config, study_fdm_blocks
+
+    config = load_config(REPO / "config" / "config.yaml")
+    spec = characterize_spec(config, config["platforms"][0]["name"])["fdm"]
+    # 64^3 on one rank, on two along each axis; 128x64x64 on two ranks ([2, 1, 1]): 64^3 again
+    own = [[32, 64, 64], [64, 32, 64], [64, 64, 32], [64, 64, 64]]
+    assert spec["blocks"] == [list(b) for b in cost.BLOCKS] + own
+    cost.check_blocks(spec["blocks"], cost.WIDTHS)
+    # a study of many scales: at most STUDY_BLOCKS of its blocks, smallest and largest kept, none too thin
+    many = dict(config, cases=dict(config["cases"], fdm=dict(config["cases"]["fdm"], scales=[
+        {"ranks": r, "shape": [16 * k, 64, 64]} for k in range(2, 12) for r in (1, 2)])))
+    got = study_fdm_blocks(many, cost.WIDTHS)
+    assert len(got) == STUDY_BLOCKS and got[0] == [32, 32, 64] and got[-1] == [176, 64, 64]
+    assert all(min(b) > 2 * max(cost.WIDTHS) for b in got)
+
+
+def test_a_rank_block_is_predicted_from_the_calibration_samples_near_its_size():
+    """Blocks up to 0.3 M points cost half per point what larger ones do (a cache): the locally weighted fit
+    predicts both regimes; one global fit over all the samples misses the small blocks by far more."""
+    blocks = [*cost.BLOCKS, (32, 64, 64), (64, 32, 64), (64, 64, 64), (48, 48, 48)]
+    samples = []
+    for shape in blocks:
+        for width in cost.WIDTHS:
+            feats = cost.block_features(shape, (0, 0, 0), shape, width)
+            factor = 0.5 if shape[0] * shape[1] * shape[2] <= 300_000 else 1.0
+            t = factor * sum(COEF[k] * feats[k] for k in cost.FEATURES)
+            samples.append({**feats, "time_median_s": t})
+    fit = relative_nonnegative_fit([[s[f] for s in samples] for f in cost.FEATURES], [s["time_median_s"] for s in samples])
+    doc = {"coefficients": dict(zip(cost.FEATURES, fit.coef, strict=True)), "samples": samples}
+    for shape, stop, factor in (((128, 64, 64), (64, 32, 64), 0.5), ((192, 192, 96), (96, 96, 96), 1.0)):
+        feats = cost.block_features(shape, (0, 0, 0), stop, 8)
+        x = np.array([feats[k] for k in cost.FEATURES], dtype=float)
+        true = factor * sum(COEF[k] * feats[k] for k in cost.FEATURES)
+        local = fdm.local_coefficients(doc, stop[0] * stop[1] * stop[2]) @ x
+        assert local == pytest.approx(true, rel=0.1), stop
+    small = cost.block_features((128, 64, 64), (0, 0, 0), (64, 32, 64), 8)
+    glob = sum(doc["coefficients"][k] * small[k] for k in cost.FEATURES)
+    assert glob > 1.2 * 0.5 * sum(COEF[k] * small[k] for k in cost.FEATURES)
+    # without samples (an older platform file) the global coefficients stand
+    assert list(fdm.local_coefficients({"coefficients": COEF}, 1e5)) == [COEF[k] for k in cost.FEATURES]

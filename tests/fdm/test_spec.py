@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sims.fdm.decomp import Block, block_of, choose_dims, split
+from sims.fdm.decomp import Block, balanced_dims, block_of, choose_dims, split
 from sims.fdm.spec import SpecError, parse
 
 from .conftest import base_spec
@@ -59,6 +59,15 @@ def test_split_and_blocks_cover_the_grid():
             assert b.padded == tuple(n + 4 for n in b.n)
     assert cells == 10 * 7 * 5
     assert Block.whole(shape).local((0, 0, 0)) == (2, 2, 2)
+
+
+def test_balanced_dims_are_mpis_own():
+    from mpi4py import MPI
+
+    for size in range(1, 1025):
+        assert balanced_dims(size) == sorted(MPI.Compute_dims(size, [0, 0, 0]), reverse=True), size
+    with pytest.raises(ValueError, match="at least one rank"):
+        balanced_dims(0)
 
 
 def test_choose_dims():
