@@ -239,12 +239,32 @@ def local_coefficients(fit: dict, points: float) -> np.ndarray:
     samples = fit.get("samples") or []
     if len(samples) < len(cost.FEATURES):
         return np.array([fit["coefficients"][f] for f in cost.FEATURES], dtype=float)
-    size = np.array([s["bulk_points"] + s["pml_points"] for s in samples], dtype=float)
-    log_w = -0.5 * (np.log2(size / max(float(points), 1.0)) / LOCAL_OCTAVES) ** 2
-    weights = np.exp(log_w - log_w.max())  # the nearest samples weigh 1, however far they lie
+    weights = _size_weights([s["bulk_points"] + s["pml_points"] for s in samples], points)
     local = relative_nonnegative_fit([[s[f] for s in samples] for f in cost.FEATURES],
                                      [s["time_median_s"] for s in samples], weights)
     return np.array(local.coef, dtype=float)
+
+
+def _size_weights(sizes, points: float) -> np.ndarray:
+    """Gaussian weights in ``log2(size / points)`` of :data:`LOCAL_OCTAVES`, the nearest size weighing 1."""
+    log_w = -0.5 * (np.log2(np.asarray(sizes, dtype=float) / max(float(points), 1.0)) / LOCAL_OCTAVES) ** 2
+    return np.exp(log_w - log_w.max())
+
+
+def local_marshal(fit: dict, points: float) -> tuple[float, float]:
+    """A marshaling fit's (per field call, per element) seconds for a rank whose block holds ``points`` cells:
+    the samples refitted weighted by their blocks' closeness in size (:func:`local_coefficients`; a face right
+    after a half-step is still in a cache on a block that fits there). A fit whose samples carry no block size
+    (an older platform file) gives its global figures."""
+    from sims.fit import relative_nonnegative_fit
+
+    samples = [s for s in fit.get("samples") or [] if s.get("block_points")]
+    if len({s["elements"] for s in samples}) < 2:
+        return float(fit["per_call_s"]), float(fit["per_element_s"])
+    local = relative_nonnegative_fit([[1.0] * len(samples), [s["elements"] for s in samples]],
+                                     [s["time_per_field_s"] for s in samples],
+                                     _size_weights([s["block_points"] for s in samples], points))
+    return float(local.coef[0]), float(local.coef[1])
 
 
 def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: dict, *, backend: str,
@@ -259,7 +279,8 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
 
         velocity(r) = c_velocity(r) . x(r)         stress(r) = c_stress(r) . x(r)
         pack(r)     = sum over the two exchanges (3 and 6 fields) and the axes with neighbours of
-                      neighbours x fields x (per_call_axis + per_element_axis x face elements)
+                      neighbours x fields x (per_call_axis + per_element_axis x face elements),
+                      the per-call and per-element costs refitted at the rank's block size (:func:`local_marshal`)
         unpack(r)   = the same with the unpack fits
         busy(r)     = velocity + stress + pack + unpack
         message(r)  = the analytical model's halo term (ping-pong latency + bytes x t_net per exchange and axis)
@@ -308,7 +329,10 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
             fit = fits.get("xyz"[a])
             if fit is None:
                 raise KeyError(f"no {direction} calibration for {marshal_impl(backend, marshaling)} on axis {'xyz'[a]}")
-            per_field = fit["per_call_s"] + fit["per_element_s"] * w * geometry.face_points[:, a]
+            local = {n: local_marshal(fit, n) for n in np.unique(points)}
+            per_call = np.array([local[n][0] for n in points])
+            per_element = np.array([local[n][1] for n in points])
+            per_field = per_call + per_element * w * geometry.face_points[:, a]
             t += geometry.neighbours[:, a] * sum(EXCHANGED_FIELDS) * per_field
         out[direction] = t
     message = messages(geometry, order, latency, t_net, latency_inter, t_net_inter)

@@ -220,7 +220,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             mine["ceilings"] = got
     fdm = spec.get("fdm") or None
     if fdm:
-        mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor, sizes.flush_bytes, say)
+        mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor, say)
     else:
         say("step 6 of 7: no FDM runs on this platform: the FDM kernels are not calibrated")
     from sims.bench import pingpong
@@ -292,7 +292,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmup: int, reps: int,
-                     factor: float, flush_bytes: int, say: Progress) -> dict[str, Any] | None:
+                     factor: float, say: Progress) -> dict[str, Any] | None:
     """The FDM kernels' calibration (:mod:`sims.bench.fdm_calib`) for the study's FDM backend and orders.
 
     Alone on the first processor driving that backend (the host for a CPU backend no processor drives), then,
@@ -306,12 +306,6 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
     blocks = [tuple(int(n) for n in b) for b in fdm.get("blocks") or cost.BLOCKS]
     widths = [int(w) for w in fdm.get("widths") or cost.WIDTHS]
     cost.check_blocks(blocks, widths)
-    from sims.fdm.counts import BYTES_BULK
-
-    # A run's face is cold after a step of its block has streamed through the caches, no colder: the flush is
-    # 2 x LLC (capped by the memory budget) or a step's traffic on the largest block, whichever is smaller - on
-    # a machine reporting a cache of hundreds of MiB, 2 x LLC per timed copy took minutes.
-    flush_bytes = min(int(flush_bytes), BYTES_BULK * max(int(b[0]) * int(b[1]) * int(b[2]) for b in blocks))
     rank = comm.Get_rank()
     drivers = [i for i, r in enumerate(ROLES) if spec["layout"][r]["backend"] == backend]
     alone_rank = drivers[0] if drivers else 0
@@ -337,16 +331,14 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
         comm.Barrier()
     say(f"step 6 of 7: FDM kernels ({backend}): {points} blocks x {len(widths)} widths, alone"
         + (" then shared" if backend != "cupy" else ""), rank=alone_rank)
-    modes = {"alone": fdm_calib.measure(rank == alone_rank, backend, orders, blocks, widths, seconds, progress("alone"),
-                                        flush_bytes)}
+    modes = {"alone": fdm_calib.measure(rank == alone_rank, backend, orders, blocks, widths, seconds, progress("alone"))}
     if backend != "cupy":
-        modes["shared"] = fdm_calib.measure(True, backend, orders, blocks, widths, seconds, progress("shared"),
-                                            flush_bytes)
+        modes["shared"] = fdm_calib.measure(True, backend, orders, blocks, widths, seconds, progress("shared"))
     gathered = comm.gather(modes, root=0)
     if rank != 0:
         return None
     merged = {"alone": gathered[alone_rank]["alone"], **({"shared": gathered[0]["shared"]} if "shared" in modes else {})}
-    return {**fdm_calib.document(merged, blocks, widths), "flush_bytes": flush_bytes}
+    return fdm_calib.document(merged, blocks, widths)
 
 
 def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[str, Any],

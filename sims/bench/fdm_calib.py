@@ -13,8 +13,12 @@ backend and orders), never from the validation runs themselves:
 * **pack / unpack** - the halo marshaling copies (:meth:`sims.fdm.solver.Halo._marshal`:
   the Numba pack kernel and the array module's slicing) of one ghost face per
   orientation (x and y faces are runs of whole rows, z faces single elements
-  with a row-long stride), over several face sizes, each copy timed alone from
-  cold caches: cost per field call plus cost per element, per orientation.
+  with a row-long stride) of every calibration block, each copy timed right
+  after a velocity half-step on its block has written the fields it copies (as
+  in a run: a block that fits in the caches leaves its faces there, a larger
+  one does not - how much faster that is depends on the machine's caches):
+  cost per field call plus cost per element, per orientation, each sample
+  with its block's size.
 
 Both are measured **alone** (one rank busy, the others waiting) and **shared**
 (every characterisation rank running the same kernels at once, as the ranks of
@@ -76,13 +80,12 @@ def precompile(index: int, count: int, backend: str, orders: Sequence[int], bloc
 
 def measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[Sequence[int]],
             widths: Sequence[int], timed: Callable[[Callable[[], None] | None], list[float] | None],
-            progress: Callable[[str], None] | None = None, flush_bytes: int | None = None) -> dict[str, Any] | None:
+            progress: Callable[[str], None] | None = None) -> dict[str, Any] | None:
     """Half-step and marshaling samples of ``backend`` on this rank when ``active``.
 
     ``timed(work)`` is called the same number of times on every rank (``work`` None on an idle rank) and
     returns the seconds of each timed repetition of ``work`` (None when idle). Returns the samples on an
-    active rank, None elsewhere. ``flush_bytes`` sizes the marshaling's cold-cache buffer (default 2 x LLC;
-    characterisation caps it by its memory budget).
+    active rank, None elsewhere.
     """
     from mpi4py import MPI
 
@@ -109,7 +112,7 @@ def measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[
                         half.append({"order": int(order), "phase": phase, "shape": [int(n) for n in shape],
                                      "width": int(width), **feats, "times_s": times})
                 if width == 0:
-                    marshal += _marshal_samples(sim, backend, order, shape, timed, Halo, flush_bytes)
+                    marshal += _marshal_samples(sim, backend, order, shape, timed, Halo)
                 del sim
             if progress:
                 progress(f"order {order} block {list(shape)}")
@@ -117,22 +120,17 @@ def measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[
 
 
 def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], timed: Callable,
-                     Halo: Any, flush_bytes: int | None = None) -> list[dict[str, Any]]:
+                     Halo: Any) -> list[dict[str, Any]]:
     """Pack and unpack of one ghost face per orientation with every implementation the backend uses (the same
     calls on every rank; ``sim`` is None on an idle one).
 
-    A run marshals a face once per exchange, after a half-step has streamed the whole block through the
-    caches, so each timed copy here starts cold: a buffer twice the last-level cache is written first (not
-    timed) and only the copy itself is timed.
+    A run marshals a face once per exchange, right after the half-step that wrote the fields: each timed copy
+    here follows a velocity half-step on its block (not timed) and copies the three velocity fields. Whether
+    the face is still in a cache then is the block's and the machine's business, measured rather than assumed.
     """
     width = int(order) // 2
     impls = ("numba", "xp") if backend == "numba" else ("xp",)
     rows = []
-    flush = None
-    if sim is not None:
-        from sims.bench.kernels import llc_bytes
-
-        flush = np.zeros((flush_bytes if flush_bytes is not None else 2 * llc_bytes()) // 4, dtype=np.float32)
     for axis in range(3):
         elements = cost.face_elements(shape, axis, width)
         for impl in impls:
@@ -143,11 +141,13 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
                     fields = [sim.fields[n] for n in ("vx", "vy", "vz")]
                     sl = [slice(2, 2 + m) for m in sim.block.n]
                     sl[axis] = slice(2, 2 + width)
-                    buf = sim.xp.empty(MARSHAL_FIELDS * elements, dtype=np.float32)
+                    buf = sim.xp.zeros(MARSHAL_FIELDS * elements, dtype=np.float32)  # an unpack writes it back
 
                     def work(fields=fields, sl=tuple(sl), buf=buf, elements=elements, impl=impl, pack=pack,
                              copies=copies) -> None:
-                        flush[:] += 1.0
+                        sim._half_step("velocity")
+                        if sim.xp is not np:
+                            sim.xp.cuda.Stream.null.synchronize()
                         t0 = time.perf_counter()
                         Halo._marshal(fields, sl, buf, elements, impl == "numba", pack)
                         if sim.xp is not np:
@@ -158,6 +158,7 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
                 if sim is not None:
                     rows.append({"order": int(order), "impl": impl, "direction": "pack" if pack else "unpack", "axis": axis,
                                  "elements": elements, "fields": MARSHAL_FIELDS,
+                                 "block_points": int(np.prod([int(n) for n in shape])),
                                  "times_s": copies[-len(times):]})
     return rows
 
@@ -209,8 +210,9 @@ def _fit_marshal_one(rows: list[dict[str, Any]], out: dict[str, Any], order: int
     fit = relative_nonnegative_fit([[1.0] * len(sel), [r["elements"] for r in sel]], y)
     out.setdefault(str(order), {}).setdefault(impl, {}).setdefault(direction, {})["xyz"[axis]] = {
         "per_call_s": fit.coef[0], "per_element_s": fit.coef[1], "r2": fit.r2, "poor_fit": _poor(fit),
-        "samples": [{"elements": r["elements"], "time_per_field_s": t, "times_s": r["times_s"],
-                     "relative_residual": res} for r, t, res in zip(sel, y, fit.residuals, strict=True)],
+        "samples": [{"elements": r["elements"], "block_points": r.get("block_points"), "time_per_field_s": t,
+                     "times_s": r["times_s"], "relative_residual": res}
+                    for r, t, res in zip(sel, y, fit.residuals, strict=True)],
     }
 
 
@@ -219,9 +221,9 @@ def document(samples: dict[str, dict[str, Any]], blocks: Sequence[Sequence[int]]
     return {
         "method": (f"the solver's velocity and stress half-steps on one rank, blocks {[list(b) for b in blocks]}, "
                    f"C-PML widths {list(widths)}, fitted to the linear cost of sims.fdm.cost by relative "
-                   "non-negative least squares; pack/unpack of one ghost face per orientation, 3 fields, fitted "
-                   "as per-call + per-element cost; alone = one rank busy, shared = every characterisation rank "
-                   "running the same kernels at once"),
+                   "non-negative least squares; pack/unpack of one ghost face per orientation, 3 fields, each copy "
+                   "right after a velocity half-step on its block, fitted as per-call + per-element cost; alone = "
+                   "one rank busy, shared = every characterisation rank running the same kernels at once"),
         "modes": {mode: {"half_steps": fit_half_steps(s["half_steps"]), "marshal": fit_marshal(s["marshal"])}
                   for mode, s in samples.items() if s is not None},
     }

@@ -35,9 +35,6 @@ STREAM_RULE = 4
 MIN_ELEMENTS = 2**20
 #: default share of the job's memory that characterisation's arrays may take (``characterize.memory_fraction``)
 FRACTION = 0.5
-#: the FDM calibration's cold-cache buffer wants 2 x LLC bytes; it is capped by the same budget (and by a step's
-#: traffic on the largest calibration block: :func:`sims.bench.characterize._fdm_calibration`)
-FLUSH_LLC_FACTOR = 2
 
 
 #: the LLC assumed where the machine does not report one
@@ -103,7 +100,6 @@ class Plan:
     budget_bytes: int
     wanted_elements: int
     elements: int
-    flush_bytes: int
 
     @property
     def capped(self) -> bool:
@@ -118,7 +114,7 @@ class Plan:
     @property
     def peak_bytes(self) -> int:
         """The largest set of characterisation arrays one rank holds at once."""
-        return max(PEAK_BYTES_PER_ELEMENT * self.elements, self.flush_bytes)
+        return PEAK_BYTES_PER_ELEMENT * self.elements
 
     def document(self) -> dict[str, Any]:
         """The ``sizing`` entry of the platform file."""
@@ -138,7 +134,7 @@ class Plan:
 
 def plan(llc_bytes: int, llc_source: str, llc_factor: float, memory_fraction: float, limit: MemoryLimit,
          ranks_sharing: int) -> Plan:
-    """The triad's length and the FDM calibration's flush buffer for one rank (see the module's docstring)."""
+    """The triad's length for one rank (see the module's docstring)."""
     if not llc_factor > 0:
         raise ValueError(f"llc_factor must be positive, got {llc_factor!r}")
     if not 0 < memory_fraction <= 1:
@@ -147,9 +143,8 @@ def plan(llc_bytes: int, llc_source: str, llc_factor: float, memory_fraction: fl
     budget = int(memory_fraction * limit.bytes / ranks)
     wanted = _round(int(llc_factor * llc_bytes) // TRIAD_BYTES)
     elements = max(MIN_ELEMENTS, min(wanted, _round(budget // PEAK_BYTES_PER_ELEMENT)))
-    flush = max(0, min(FLUSH_LLC_FACTOR * int(llc_bytes), budget)) // 4 * 4
     return Plan(int(llc_bytes), llc_source, float(llc_factor), float(memory_fraction), int(limit.bytes), limit.source,
-                ranks, budget, wanted, elements, flush)
+                ranks, budget, wanted, elements)
 
 
 def _round(n: int) -> int:

@@ -305,3 +305,16 @@ def test_a_rank_block_is_predicted_from_the_calibration_samples_near_its_size():
     assert glob > 1.2 * 0.5 * sum(COEF[k] * small[k] for k in cost.FEATURES)
     # without samples (an older platform file) the global coefficients stand
     assert list(fdm.local_coefficients({"coefficients": COEF}, 1e5)) == [COEF[k] for k in cost.FEATURES]
+
+
+def test_a_face_is_copied_at_the_cost_measured_on_blocks_of_its_size():
+    """Faces of small blocks copy at 1 ns per element (still in a cache after the half-step), of large ones at
+    4 ns: the rank's block size picks the cost; a fit without block sizes keeps its global figures."""
+    samples = [{"elements": e, "block_points": b, "time_per_field_s": 1e-6 + e * (1e-9 if b < 500_000 else 4e-9)}
+               for b in (131_072, 262_144, 884_736, 1_769_472) for e in (2048, 4096, 8192)]
+    fit = {"per_call_s": 1e-6, "per_element_s": 2.5e-9, "samples": samples}
+    small = fdm.local_marshal(fit, 131_072)
+    large = fdm.local_marshal(fit, 1_769_472)
+    assert small[1] == pytest.approx(1e-9, rel=0.1) and large[1] == pytest.approx(4e-9, rel=0.1)
+    assert fdm.local_marshal({"per_call_s": 1e-6, "per_element_s": 2.5e-9, "samples": [
+        {k: v for k, v in s.items() if k != "block_points"} for s in samples]}, 131_072) == (1e-6, 2.5e-9)
