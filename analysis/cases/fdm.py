@@ -296,7 +296,8 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
 def score_fdm(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     """Fidelity of the model's ranking of marshaling designs and of decompositions at each scale, every
     group scored at once (:func:`analysis.scoring.runs.score_batch`); rows ordered by scale, then axis, then the
-    fixed design."""
+    fixed design. A group whose alternatives all execute the same code (:func:`code_path`: the designs of a
+    one-rank run) is not scored."""
     frames = []
     floor, pairs = drift_floor(runs) if {"backend", "marshaling"} <= set(runs.columns) else (0.0, 0)
     settings = replace(settings, noise_floor=floor)
@@ -308,7 +309,14 @@ def score_fdm(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
         sub = have.sort_values([*keys, axis], kind="stable")
         gid = sub.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
         distinct = sub.groupby(keys, sort=False, dropna=False)[axis].transform("nunique").to_numpy()
-        sub, gid = sub[distinct >= 2], gid[distinct >= 2]
+        # a group ranks code, not names: marshaling designs that all execute the same code (one rank exchanges
+        # nothing) differ only by the machine's drift, so they are no ranking at all
+        keep = distinct >= 2
+        if axis == "marshaling":
+            paths = pd.Series([code_path(str(b), int(r), str(m)) for b, r, m in
+                               zip(sub["backend"], sub["ranks"], sub["marshaling"], strict=True)], index=sub.index)
+            keep &= paths.groupby(gid).transform("nunique").to_numpy() >= 2
+        sub, gid = sub[keep], gid[keep]
         if not len(sub):
             continue
         scored = score_batch(gid, sub["time_median_s"].to_numpy(dtype="float64"),

@@ -318,3 +318,17 @@ def test_a_face_is_copied_at_the_cost_measured_on_blocks_of_its_size():
     assert small[1] == pytest.approx(1e-9, rel=0.1) and large[1] == pytest.approx(4e-9, rel=0.1)
     assert fdm.local_marshal({"per_call_s": 1e-6, "per_element_s": 2.5e-9, "samples": [
         {k: v for k, v in s.items() if k != "block_points"} for s in samples]}, 131_072) == (1e-6, 2.5e-9)
+
+
+def test_the_designs_of_a_one_rank_run_are_no_ranking():
+    """One rank exchanges nothing: its three marshaling designs run the same code, and 40 % between them is the
+    machine's drift, not a ranking to score."""
+    text = json.dumps({"modes": {"alone": _calibration(), "shared": _calibration()}})
+    runs = _runs(text).iloc[[0, 2]].assign(ranks=1, decomposition="[1,1,1]")
+    twin = runs.iloc[[0]].assign(run_id="r3", marshaling="gpu-aware", time_median_s=1.4, time_reps_s=[[1.4] * 3])
+    pred = predict_calibrated(pd.concat([runs, twin], ignore_index=True))
+    fid = score_fdm(pred, uncertainty_settings(resamples=50))
+    assert not len(fid[fid["axis"] == "marshaling"])
+    two = score_fdm(predict_calibrated(pd.concat([runs, twin], ignore_index=True).assign(ranks=2, decomposition="[2,1,1]")),
+                    uncertainty_settings(resamples=50))
+    assert len(two[two["axis"] == "marshaling"]) == 1  # the same runs on two ranks: numba copies vs slicing
