@@ -110,7 +110,8 @@ def main() -> int:
     if args.write:
         from benchmarks.record import write_section
 
-        what = ", ".join(str(d) for d in args.dirs) if args.dirs else f"{args.studies} fresh studies of {args.config.name}"
+        what = (f"{len(dirs)} finished studies ({', '.join(sorted({validation_dir(d).parent.name for d in dirs}))})"
+                if args.dirs else f"{args.studies} fresh studies of {args.config.name}")
         write_section("bench_fdm_studies", "FDM models across fresh studies",
                       f"{what}; tightness = measured / predicted performance, median over the runs with its "
                       "bootstrap interval; tau and top-1 over the groups whose alternatives differ by more than "
