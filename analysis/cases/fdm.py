@@ -222,6 +222,12 @@ def code_path(backend: str, ranks: int, marshaling: str) -> str:
     return marshaling if backend == "cupy" else marshal_impl(backend, marshaling)
 
 
+def code_paths(runs: pd.DataFrame) -> list[str]:
+    """:func:`code_path` of every run (row) of ``runs``."""
+    return [code_path(str(b), int(r), str(m))
+            for b, r, m in zip(runs["backend"], runs["ranks"], runs["marshaling"], strict=True)]
+
+
 def drift_floor(runs: pd.DataFrame) -> tuple[float, int]:
     """The study's run-to-run drift, measured: the :data:`DRIFT_QUANTILE` quantile of the relative differences
     ``|a - b| / min(a, b)`` of median times between runs that execute identical code at the same scale and
@@ -232,8 +238,7 @@ def drift_floor(runs: pd.DataFrame) -> tuple[float, int]:
         return 0.0, 0
     one = runs[runs["model"].astype(str) == str(runs["model"].iloc[0])] if "model" in runs else runs
     keys = [*SCALE_KEYS, "decomposition", "backend", *(k for k in ("nodes", "threads_per_rank") if k in one)]
-    path = [code_path(str(b), int(r), str(m)) for b, r, m in zip(one["backend"], one["ranks"], one["marshaling"],
-                                                                  strict=True)]
+    path = code_paths(one)
     diffs: list[np.ndarray] = []
     for _, g in one.assign(_path=path).groupby([*keys, "_path"], sort=False, dropna=False):
         t = np.sort(g["time_median_s"].to_numpy(dtype="float64"))
@@ -313,9 +318,7 @@ def score_fdm(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
         # nothing) differ only by the machine's drift, so they are no ranking at all
         keep = distinct >= 2
         if axis == "marshaling":
-            paths = pd.Series([code_path(str(b), int(r), str(m)) for b, r, m in
-                               zip(sub["backend"], sub["ranks"], sub["marshaling"], strict=True)], index=sub.index)
-            keep &= paths.groupby(gid).transform("nunique").to_numpy() >= 2
+            keep &= pd.Series(code_paths(sub)).groupby(gid).transform("nunique").to_numpy() >= 2
         sub, gid = sub[keep], gid[keep]
         if not len(sub):
             continue
