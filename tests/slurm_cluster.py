@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 
 CONF = Path("/etc/slurm/slurm.conf")
+#: the name every configuration :func:`start` writes carries (how a stale link of ours is told apart)
+CLUSTER = "hetvalci"
 COMMANDS = ("slurmctld", "slurmd", "sbatch", "srun", "squeue", "sinfo", "scancel", "scontrol", "unshare")
 
 
@@ -79,7 +81,7 @@ def _conf(base: Path, nodes: int) -> str:
     total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     mem_mb = max(1024, (total_mb - 2048) // nodes)  # the nodes share the machine's memory
     lines = [
-        "ClusterName=hetvalci",
+        f"ClusterName={CLUSTER}",
         f"SlurmctldHost={host}",
         "SlurmUser=slurm",
         "SlurmdUser=root",
@@ -119,19 +121,23 @@ def _conf(base: Path, nodes: int) -> str:
     return "\n".join([*lines, ""])
 
 
-def drop_stale_conf() -> str | None:
-    """Remove ``/etc/slurm/slurm.conf`` when it is a link this fixture made (to ``.../pytest-of-*/.../slurm<N>/
-    slurm.conf``) and no ``slurmctld`` runs: a session that never stopped left it. Left in place it costs every
-    Snakemake start 9 s, since the SLURM executor plugin runs ``scontrol show config`` when it loads and
-    ``scontrol`` waits that long for the controller the configuration names. Returns what it did."""
-    if not CONF.is_symlink():
+def drop_stale_conf(conf: Path = CONF) -> str | None:
+    """Remove ``conf`` (``/etc/slurm/slurm.conf``) when it is a link this module made - to a file that is gone
+    or that names the cluster :func:`start` writes (``ClusterName=hetvalci``), wherever the session's
+    temporary directory was - and no ``slurmctld`` runs: a session that never stopped left it. Left in place it
+    costs every Snakemake start 9 s, since the SLURM executor plugin runs ``scontrol show config`` when it loads
+    and ``scontrol`` waits that long for the controller the configuration names. Returns what it did."""
+    if not conf.is_symlink():
         return None
-    target = Path(os.readlink(CONF))
-    ours = target.name == "slurm.conf" and target.parent.name.startswith("slurm") and "pytest-of-" in str(target)
+    target = Path(os.readlink(conf))
+    try:
+        ours = f"ClusterName={CLUSTER}" in target.read_text().splitlines()
+    except OSError:
+        ours = target.name == "slurm.conf"  # its session's directory is gone
     if not ours or subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True).returncode == 0:
         return None
-    CONF.unlink()
-    return f"removed {CONF}, a link to {target} left by a test session that never stopped its SLURM"
+    conf.unlink()
+    return f"removed {conf}, a link to {target} left by a test session that never stopped its SLURM"
 
 
 def node_states() -> dict[str, str]:

@@ -88,3 +88,31 @@ def test_one_rank_runs_are_plain_jobs_and_short_runs_share_a_job(env, tmp_path):
         assert int(job["resources"]["mem_mb"]) == max(lay.mem_mb_per_node for lay in layouts)  # the largest run's
         seen += runs
     assert sorted(seen) == sorted(measured)  # every measured run once, in a batch or in a job of its own
+
+
+def test_a_stale_link_to_the_suites_slurm_conf_is_dropped(tmp_path):
+    """A session killed before it stopped its cluster leaves ``/etc/slurm/slurm.conf`` linked to its own file; the
+    next session removes the link wherever that session's temporary directory was (a ``--basetemp`` too), and
+    never touches a site's own configuration."""
+    import subprocess
+
+    from tests import slurm_cluster
+
+    if subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True).returncode == 0:
+        pytest.skip("a slurmctld runs here: a link to its configuration is not stale")
+    conf = tmp_path / "etc" / "slurm.conf"
+    conf.parent.mkdir()
+    ours = tmp_path / "basetemp" / "popen-gw1" / "slurm0" / "slurm.conf"
+    ours.parent.mkdir(parents=True)
+    ours.write_text(f"ClusterName={slurm_cluster.CLUSTER}\nSlurmctldHost=vm\n")
+    conf.symlink_to(ours)
+    assert "left by a test session" in slurm_cluster.drop_stale_conf(conf) and not conf.is_symlink()
+    conf.symlink_to(tmp_path / "gone" / "slurm0" / "slurm.conf")  # its session's directory deleted since
+    assert slurm_cluster.drop_stale_conf(conf) and not conf.is_symlink()
+    site = tmp_path / "site.conf"
+    site.write_text("ClusterName=production\n")
+    conf.symlink_to(site)  # a site's own configuration, linked: kept
+    assert slurm_cluster.drop_stale_conf(conf) is None and conf.is_symlink()
+    conf.unlink()
+    conf.write_text(f"ClusterName={slurm_cluster.CLUSTER}\n")  # a regular file is never ours
+    assert slurm_cluster.drop_stale_conf(conf) is None and conf.exists()
