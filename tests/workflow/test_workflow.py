@@ -252,15 +252,20 @@ def test_tiny_study_end_to_end(env, tiny_study):
     redone = snakemake([*tiny, "-n"], env, tmp_path)
     assert runs_redone(job_counts(redone.stdout)) == 1
 
-    # Tracking: every validation above appended a snapshot; a forced re-run measures anew (the earlier raw
-    # records are kept). Four snapshots are too few to show this machine's invocation-to-invocation noise and a
+    # Tracking: every validation above appended a snapshot; a forced re-run measures anew, the earlier raw
+    # record kept (one SA run forced, and the quarantined run redone). Four snapshots are too few to show this machine's invocation-to-invocation noise and a
     # step that has held (5 + 3), so track judges small steps nowhere yet and says so (judging such a short series
     # flagged an unchanged FDM run as a regression when another job shared the cores); only a change by a factor of 2.5 or more with its
     # intervals apart could be flagged, and these tiny runs are real measurements on a shared machine.
-    forced = snakemake([*tiny, "--forcerun", "simulate_run"], env, tmp_path)
+    cases = json.loads((study / "matrix.json").read_text())["runs"]
+    again = next(p for p in raw[2:] if cases.get(p.stem) == "sa")
+    measurements = results / "raw" / "tiny" / ".measurements" / again.stem
+    before = set(measurements.glob("*.json"))
+    forced = snakemake([*tiny, "--forcerun", str(again.relative_to(tmp_path))], env, tmp_path)
     assert forced.returncode == 0, forced.stderr[-3000:]
-    kept = list((results / "raw" / "tiny" / ".measurements").glob("*/*.json"))
-    assert len(kept) >= 2 * (len(list((results / "raw" / "tiny").glob("*.json"))) - 12)  # published: ingested, not measured
+    assert runs_redone(job_counts(forced.stdout + forced.stderr)) == 2, forced.stdout[-3000:]
+    kept = set(measurements.glob("*.json"))
+    assert len(before) == 1 and before < kept and len(kept) == 2
     hetval = [str(BIN / "hetval")]
     tiny_config = ["--configfile", str(REPO / "config" / "studies" / "tiny.yaml")]
     track = subprocess.run([*hetval, "track", "--json", *tiny_config],
