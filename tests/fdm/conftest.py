@@ -34,6 +34,13 @@ def base_spec(**over) -> dict:
     return doc
 
 
+def threaded(name: str) -> bool:
+    """Configurations also run on ranks of two threads: the order-2 ones through Numba, every x/y layer copy of
+    the kernels in its parallel form. Compiling the parallel copies of order 4 too would cost minutes of a
+    fresh clone's suite; order 4's parallel box kernels are checked in test_threads.py."""
+    return name.endswith("-o2")
+
+
 @pytest.fixture
 def run_local(tmp_path):
     """Run a spec mapping on one rank in this process; return (seismograms, records)."""

@@ -13,7 +13,7 @@ from mpi4py import MPI
 from sims.fdm.driver import execute
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import base_spec  # noqa: E402
+from conftest import base_spec, threaded  # noqa: E402
 
 #: process grid per rank count: every axis is split by some run; 3 ranks cut y (22 cells) unevenly (8, 7, 7)
 DECOMPOSITIONS = {1: [1, 1, 1], 2: [1, 1, 2], 3: [1, 3, 1], 4: [2, 2, 1]}
@@ -34,6 +34,8 @@ def main(out: str) -> None:
     threads = int(os.environ.get("HETVAL_THREADS_PER_RANK", "1"))  # the kernels' parallel loops when > 1
     tag = f"{size}x{threads}" if threads > 1 else str(size)
     for name, doc in configs():
+        if threads > 1 and not threaded(name):
+            continue
         doc["decomposition"] = DECOMPOSITIONS[size]
         if threads > 1:
             doc["threads_per_rank"] = threads
