@@ -188,7 +188,12 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise InputError(f"--manifest {quarantine} is not a gather manifest ({exc})") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("quarantined", []), list):
             raise InputError(f"--manifest {quarantine} is not a gather manifest (no 'quarantined' list)")
-    summary = build_report(validation, platforms, quarantine, args.out, title=args.title, cases=args.case)
+    if args.processes is not None and args.processes < 1:
+        raise InputError(f"--processes must be >= 1, got {args.processes}")
+    processes = args.processes or min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                      else os.cpu_count() or 1)
+    summary = build_report(validation, platforms, quarantine, args.out, title=args.title, cases=args.case,
+                           processes=processes)
     print(summary)
     return 0
 
@@ -460,6 +465,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default="hetval validation report", help="page title")
     p.add_argument("--case", nargs="*", default=None,
                    help="the cases the study runs, whose sections are shown (none given: every registered case)")
+    p.add_argument("--processes", type=int, default=None,
+                   help="figures drawn at once, each in a process of its own (default: the cores this process "
+                        "may use, at most 4)")
     p.set_defaults(func=cmd_report)
     return parser
 

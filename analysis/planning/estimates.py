@@ -60,13 +60,22 @@ def inter_node_layout() -> Layout:
     return Layout(ranks=2, nodes=2, data_bytes_per_rank=INTER_NODE_DATA_BYTES)
 
 
+#: figures the report draws at once, each in a forked child (the report rule's ``threads``)
+REPORT_DRAWS = 2
+
+
 def light_mb(job: str, runs: int, workers: int = 0) -> int:
     """MB of a job that runs where Snakemake runs (``ingest``, ``gather``, ``report``) or of the validation
-    (``validate``, with its LocalCluster's ``workers``)."""
+    (``validate``, with its LocalCluster's ``workers``).
+
+    The report's children drawing figures are counted at the report's own size: they share its pages, but a
+    meter that sums the resident memory of a job's processes counts those pages once per process."""
     if job == "ingest":
         return _round(PROCESS_MB * MEMORY_SLACK)
     if job == "validate":
         mb = RANK_BASE_MB + (workers + 1) * DASK_PROCESS_MB + PER_RUN_MB["validate"] * runs
+    elif job == "report":
+        mb = (1 + REPORT_DRAWS) * (RANK_BASE_MB + PER_RUN_MB[job] * runs)
     else:
         mb = RANK_BASE_MB + PER_RUN_MB[job] * runs
     return _round(mb * MEMORY_SLACK)

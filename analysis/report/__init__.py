@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from analysis.report.common import Inputs, fmt_fraction, load_inputs, variant_sort_key
+from analysis.report.common import Inputs, drawing, fmt_fraction, load_inputs, variant_sort_key
 from analysis.report.section import Section, SectionOutput
 from sims.atomic import atomic_write_bytes
 
@@ -81,6 +81,7 @@ def build_report(
     out_dir: str | os.PathLike[str],
     title: str = "hetval validation report",
     cases: Sequence[str] | None = None,
+    processes: int = 1,
 ) -> str:
     """Build the HTML validation report with its PNG figures and a plain-text summary.
 
@@ -100,6 +101,8 @@ def build_report(
         Page title.
     cases : list of str, optional
         The cases the study runs, whose sections the page shows (default: every registered case).
+    processes : int
+        Figures drawn at once, each in a forked child while the sections go on (1: all in this process).
 
     Returns
     -------
@@ -114,10 +117,11 @@ def build_report(
     sections = page_sections(cases)
     started = time.perf_counter()
     outputs = []
-    for i, s in enumerate(sections):
-        print(f"[hetval report] section {i + 1} of {len(sections)} ({s.title or type(s).__name__}), {time.perf_counter() - started:.1f} s "
-              "elapsed", file=sys.stderr, flush=True)
-        outputs.append(s.build(inputs, figures))
+    with drawing(processes):
+        for i, s in enumerate(sections):
+            print(f"[hetval report] section {i + 1} of {len(sections)} ({s.title or type(s).__name__}), "
+                  f"{time.perf_counter() - started:.1f} s elapsed", file=sys.stderr, flush=True)
+            outputs.append(s.build(inputs, figures))
     notes = [n for o in outputs for n in o.notes]
     index = out / "index.html"
     lines = [title, "=" * len(title)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -359,6 +360,34 @@ def test_rebuild_prunes_stale_figures(tmp_path: Path) -> None:
     assert not list((dirs["report"] / "figures").glob("wp-*.png"))
     assert {f"figures/{p.name}" for p in (dirs["report"] / "figures").glob("*.png")} == set(
         re.findall(r'<img src="([^"]+)"', page))
+
+
+def test_figures_drawn_in_child_processes_are_the_same_bytes(built: tuple, tmp_path: Path) -> None:
+    """Two figures at a time, each in a forked child: the same page, summary and PNG bytes as drawn here."""
+    dirs, text, page = built
+    again = dict(dirs, report=tmp_path / "report")
+    summary = report.build_report(dirs["validation"], dirs["platforms"], dirs["quarantine"], again["report"],
+                                  processes=2)
+    assert summary == text.replace(str(dirs["report"]), str(again["report"]))
+    strip = functools.partial(re.sub, r"Generated [^<]*", "")
+    assert strip((again["report"] / "index.html").read_text()) == strip(page)
+    ours, theirs = (sorted((d / "figures").glob("*.png")) for d in (dirs["report"], again["report"]))
+    assert [p.name for p in ours] == [p.name for p in theirs] and len(ours) > 5
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(ours, theirs, strict=True))
+
+
+def test_a_figure_that_cannot_be_written_in_a_child_is_an_error_naming_it(tmp_path: Path) -> None:
+    from analysis.report.common import FigureError, drawing, new_figure, save_figure
+
+    fig = new_figure()
+    fig.subplots().plot([1, 2], [3, 4])
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(FigureError, match=r"figure\(s\) not written: lost\.png \(exit status 1\)"):
+        with drawing(2):
+            save_figure(fig, tmp_path, "ok.png")
+            save_figure(fig, blocked, "lost.png")  # a file where its directory would be: the child fails
+    assert (tmp_path / "ok.png").stat().st_size > 1000
 
 
 def test_main_prints_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

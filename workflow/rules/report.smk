@@ -19,6 +19,7 @@ rule report_validation:
         ),
     log:
         f"logs/{STUDY}/report.log",
+    threads: REPORT_DRAWS  # figures drawn that many at a time (Snakemake gives fewer when -c is smaller)
     resources:
         mem_mb=LIGHT_MB["report"],
     params:
@@ -29,4 +30,5 @@ rule report_validation:
     shell:
         "hetval report --validation {params.validation:q} --platform-file {input.platforms:q}"
         " --manifest {input.manifest:q} --out {params.out:q} --title {params.title:q} --case {params.cases}"
+        " --processes {threads}"
         " > {log:q} 2>&1"
