@@ -54,8 +54,7 @@ def unavailable() -> str | None:
         pwd.getpwnam("slurm")
     except KeyError:
         return "no 'slurm' user (the slurm-wlm package creates it)"
-    running = subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True, text=True)
-    if running.returncode == 0:
+    if controller_running():
         return "a slurmctld is already running on this machine: not touching it"
     return None
 
@@ -121,6 +120,11 @@ def _conf(base: Path, nodes: int) -> str:
     return "\n".join([*lines, ""])
 
 
+def controller_running() -> bool:
+    """Whether a ``slurmctld`` runs on this machine."""
+    return subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True).returncode == 0
+
+
 def drop_stale_conf(conf: Path = CONF) -> str | None:
     """Remove ``conf`` (``/etc/slurm/slurm.conf``) when it is a link this module made - to a file that is gone
     or that names the cluster :func:`start` writes (``ClusterName=hetvalci``), wherever the session's
@@ -134,7 +138,7 @@ def drop_stale_conf(conf: Path = CONF) -> str | None:
         ours = f"ClusterName={CLUSTER}" in target.read_text().splitlines()
     except OSError:
         ours = target.name == "slurm.conf"  # its session's directory is gone
-    if not ours or subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True).returncode == 0:
+    if not ours or controller_running():
         return None
     conf.unlink()
     return f"removed {conf}, a link to {target} left by a test session that never stopped its SLURM"

@@ -20,7 +20,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from analysis.report.common import Inputs, drawing, fmt_fraction, load_inputs, variant_sort_key
+from analysis.report.common import Inputs, fmt_fraction, load_inputs, variant_sort_key
+from analysis.report.drawing import drawing
 from analysis.report.section import Section, SectionOutput
 from sims.atomic import atomic_write_bytes
 

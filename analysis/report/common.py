@@ -10,25 +10,20 @@ the sections say so on the page.
 from __future__ import annotations
 
 import hashlib
-import io
 import itertools
 import json
 import math
 import re
-import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sims.atomic import atomic_write_bytes
 from sims.vocab import ROLES, variant_order
 
 if TYPE_CHECKING:  # matplotlib and pandas are imported inside the functions that need them
     import pandas as pd
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 #: Keys that identify one comparison group of the WP cases.
 GROUP_KEYS: tuple[str, ...] = ("study", "case", "platform", "size")
@@ -401,90 +396,6 @@ def rate_range(param: Any) -> tuple[float, float] | None:
         return None
     low, high = spread.get("min"), spread.get("max")
     return (float(low), float(high)) if finite(low) and finite(high) else None
-
-
-def new_figure(width: float = 7.5, height: float = 4.6) -> Figure:
-    """A figure bound to the Agg canvas: no pyplot, no global backend state."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _write_figure(fig: Figure, out_dir: Path, name: str) -> None:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", bbox_inches="tight")
-    atomic_write_bytes(out_dir / name, buffer.getvalue())
-
-
-class FigureError(RuntimeError):
-    """A figure drawn in a child process (:func:`drawing`) could not be written."""
-
-
-@dataclass
-class _Drawing:
-    slots: int
-    running: list[tuple[Any, str]] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-    def reap(self, block: bool) -> None:
-        """Join the children that ended (all of them with ``block``), noting any that failed."""
-        left = []
-        for proc, name in self.running:
-            if block or not proc.is_alive():
-                proc.join()
-                if proc.exitcode != 0:
-                    self.failed.append(f"{name} (exit status {proc.exitcode})")
-            else:
-                left.append((proc, name))
-        self.running = left
-
-
-#: the children drawing figures, inside :func:`drawing`
-_DRAWING: list[_Drawing] = []
-
-
-@contextmanager
-def drawing(processes: int) -> Iterator[None]:
-    """Inside it, :func:`save_figure` draws each figure in a forked child, ``processes`` at a time, while the
-    sections go on building the next; the block ends once every figure is written. Drawing is most of a
-    report's time and each figure is independent of the others. A child that fails raises
-    :class:`FigureError` naming its figures. Without ``fork`` (or with one process) figures are drawn here."""
-    import multiprocessing
-    import sys
-
-    if processes <= 1 or sys.platform == "darwin" or "fork" not in multiprocessing.get_all_start_methods():
-        yield
-        return
-    state = _Drawing(processes)
-    _DRAWING.append(state)
-    try:
-        yield
-    finally:
-        _DRAWING.remove(state)
-        state.reap(block=True)
-    if state.failed:
-        raise FigureError(f"figure(s) not written: {', '.join(state.failed)} (its traceback is above)")
-
-
-def save_figure(fig: Figure, out_dir: Path, name: str) -> None:
-    """Write ``fig`` as ``out_dir/name`` (PNG), atomically; inside :func:`drawing`, in a child process."""
-    if not _DRAWING:
-        _write_figure(fig, out_dir, name)
-        return
-    import multiprocessing
-
-    state = _DRAWING[-1]
-    while len(state.running) >= state.slots:
-        state.reap(block=False)
-        if len(state.running) >= state.slots:
-            time.sleep(0.005)
-    proc = multiprocessing.get_context("fork").Process(target=_write_figure, args=(fig, out_dir, name),
-                                                       name=f"hetval-figure-{name}")
-    proc.start()
-    state.running.append((proc, name))
 
 
 def variant_colors(variants: Sequence[str]) -> dict[str, Any]:

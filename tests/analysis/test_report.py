@@ -377,7 +377,7 @@ def test_figures_drawn_in_child_processes_are_the_same_bytes(built: tuple, tmp_p
 
 
 def test_a_figure_that_cannot_be_written_in_a_child_is_an_error_naming_it(tmp_path: Path) -> None:
-    from analysis.report.common import FigureError, drawing, new_figure, save_figure
+    from analysis.report.drawing import FigureError, drawing, new_figure, save_figure
 
     fig = new_figure()
     fig.subplots().plot([1, 2], [3, 4])

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def study(slurm, env, tmp_path_factory):
-    """The study, with every process of n2 killed while a job runs on it and the node back 15 s later; then the
+    """The study, with every process of n2 killed while a job runs on it and the node back 5 s later; then the
     next plain invocation, then one more."""
     work = tmp_path_factory.mktemp("cluster-ci")
     lost: dict = {}
@@ -42,7 +42,7 @@ def study(slurm, env, tmp_path_factory):
                 time.sleep(1.0)  # let it start measuring
                 lost["jobs"] = jobs
                 lost["killed"] = slurm_cluster.kill_node(slurm, "n2")
-                time.sleep(15)  # down for a while, then back, as an admin brings a node back: jobs that need
+                time.sleep(5)  # down for a while, then back, as an admin brings a node back: jobs that need
                 slurm_cluster.restart_node(slurm, "n2")  # two nodes wait for it, the others went to n1
                 return
             time.sleep(0.5)

@@ -90,16 +90,13 @@ def test_one_rank_runs_are_plain_jobs_and_short_runs_share_a_job(env, tmp_path):
     assert sorted(seen) == sorted(measured)  # every measured run once, in a batch or in a job of its own
 
 
-def test_a_stale_link_to_the_suites_slurm_conf_is_dropped(tmp_path):
+def test_a_stale_link_to_the_suites_slurm_conf_is_dropped(tmp_path, monkeypatch):
     """A session killed before it stopped its cluster leaves ``/etc/slurm/slurm.conf`` linked to its own file; the
     next session removes the link wherever that session's temporary directory was (a ``--basetemp`` too), and
     never touches a site's own configuration."""
-    import subprocess
-
     from tests import slurm_cluster
 
-    if subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True).returncode == 0:
-        pytest.skip("a slurmctld runs here: a link to its configuration is not stale")
+    monkeypatch.setattr(slurm_cluster, "controller_running", lambda: False)  # the session's own may run
     conf = tmp_path / "etc" / "slurm.conf"
     conf.parent.mkdir()
     ours = tmp_path / "basetemp" / "popen-gw1" / "slurm0" / "slurm.conf"
@@ -113,6 +110,11 @@ def test_a_stale_link_to_the_suites_slurm_conf_is_dropped(tmp_path):
     site.write_text("ClusterName=production\n")
     conf.symlink_to(site)  # a site's own configuration, linked: kept
     assert slurm_cluster.drop_stale_conf(conf) is None and conf.is_symlink()
+    monkeypatch.setattr(slurm_cluster, "controller_running", lambda: True)
+    conf.unlink()
+    conf.symlink_to(ours)  # ours, but its controller runs: in use
+    assert slurm_cluster.drop_stale_conf(conf) is None and conf.is_symlink()
+    monkeypatch.setattr(slurm_cluster, "controller_running", lambda: False)
     conf.unlink()
     conf.write_text(f"ClusterName={slurm_cluster.CLUSTER}\n")  # a regular file is never ours
     assert slurm_cluster.drop_stale_conf(conf) is None and conf.exists()

@@ -13,10 +13,9 @@ from analysis.report.common import (
     degenerate,
     fmt_interval,
     fmt_sig,
-    new_figure,
     not_distinguishable,
-    save_figure,
 )
+from analysis.report.drawing import new_figure, save_figure
 from analysis.report.section import Section, SectionOutput
 from sims.fdm.spec import grid_label
 from sims.vocab import FDM_MODEL_PARTS, FDM_PHASES

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.report.common import FigureEntry, Inputs, new_figure, save_figure
+from analysis.report.common import FigureEntry, Inputs
+from analysis.report.drawing import new_figure, save_figure
 from analysis.report.section import Section, SectionOutput
 
 #: The figures drawn per model, in panel order.

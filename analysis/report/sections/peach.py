@@ -16,9 +16,8 @@ from analysis.report.common import (
     first_groups,
     fmt_interval,
     fmt_sig,
-    new_figure,
-    save_figure,
 )
+from analysis.report.drawing import new_figure, save_figure
 from analysis.report.section import Section, SectionOutput
 
 

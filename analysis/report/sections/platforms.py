@@ -19,15 +19,14 @@ from analysis.report.common import (
     fmt_sig,
     missing_columns,
     mpl_text,
-    new_figure,
     param_value,
     plain_log_ticks,
     rate_range,
-    save_figure,
     slug,
     variant_colors,
     variant_sort_key,
 )
+from analysis.report.drawing import new_figure, save_figure
 from analysis.report.section import Section, SectionOutput
 from sims.fit import POOR_R2
 

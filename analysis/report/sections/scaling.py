@@ -6,16 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.report.common import (
-    TABLE_ROWS,
-    FigureEntry,
-    Inputs,
-    cell_text,
-    fmt_fraction,
-    fmt_sig,
-    new_figure,
-    save_figure,
-)
+from analysis.report.common import TABLE_ROWS, FigureEntry, Inputs, cell_text, fmt_fraction, fmt_sig
+from analysis.report.drawing import new_figure, save_figure
 from analysis.report.section import Section, SectionOutput
 
 #: series one figure draws (every series is in the table and in scaling_fits.parquet)

@@ -29,14 +29,13 @@ from analysis.report.common import (
     missing_columns,
     models_in,
     mpl_text,
-    new_figure,
     not_distinguishable,
     ordered,
-    save_figure,
     size_label_of,
     slug,
     truthy,
 )
+from analysis.report.drawing import new_figure, save_figure
 from analysis.report.section import Section, SectionOutput
 from analysis.report.sections.projection import projection_block
 
