@@ -6,7 +6,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,6 +82,7 @@ def wait_for_precompile(timeout: float = 900) -> None:
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
+    _CLUSTER.down()
     proc = _COMPILE.pop("proc", None)
     if proc is not None and proc.poll() is None:
         proc.kill()
@@ -127,13 +130,69 @@ def run_mpi(mpiexec: str, n: int, args: list[str], env: dict[str, str], timeout:
     )
 
 
-@pytest.fixture(scope="session")
-def slurm(tmp_path_factory):
-    """A real SLURM for the session: an emulated cluster of three nodes and two partitions (tests/slurm_cluster.py);
-    skips, saying why, where it cannot run.
+class _Cluster:
+    """The session's emulated SLURM cluster (tests/slurm_cluster.py), brought up once by whoever needs it first -
+    the cluster study in the background, or a test - and stopped when the session ends."""
 
-    ``HETVAL_REQUIRE_SLURM=1`` (set by .ci/run when it installed slurm-wlm) turns the skip into a failure.
-    """
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.base: Path | None = None
+        self.error: str | None = None
+
+    def up(self, base: Path) -> Path:
+        from tests import slurm_cluster
+
+        with self.lock:
+            if self.base is None and self.error is None:
+                try:
+                    slurm_cluster.start(base)
+                    self.base = base
+                except Exception as exc:  # noqa: BLE001 - said by every test that needs it
+                    self.error = f"the emulated SLURM cluster did not come up: {exc}"
+            if self.error:
+                raise RuntimeError(self.error)
+            assert self.base is not None
+            return self.base
+
+    def down(self) -> None:
+        from tests import slurm_cluster
+
+        with self.lock:
+            if self.base is not None:
+                slurm_cluster.stop(self.base)
+                self.base = None
+
+
+_CLUSTER = _Cluster()
+
+
+class Background:
+    """Work run in a thread while the suite goes on; :meth:`result` waits for it and returns or re-raises."""
+
+    def __init__(self, fn: Any, *args: Any) -> None:
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True, name="hetval-background")
+        self.thread.start()
+
+    def _run(self, fn: Any, *args: Any) -> None:
+        try:
+            self.value = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
+            self.error = exc
+
+    def wait(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def result(self) -> Any:
+        self.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def _need_slurm() -> None:
+    """Skip (or, with ``HETVAL_REQUIRE_SLURM=1``, fail) saying why SLURM cannot run here."""
     from tests import slurm_cluster
 
     why = slurm_cluster.unavailable()
@@ -141,9 +200,71 @@ def slurm(tmp_path_factory):
         if os.environ.get("HETVAL_REQUIRE_SLURM") == "1":
             pytest.fail(f"SLURM is required here (HETVAL_REQUIRE_SLURM=1) but cannot run: {why}")
         pytest.skip(f"SKIPPED: no real SLURM here - {why}")
-    base = tmp_path_factory.mktemp("slurm")
-    slurm_cluster.start(base)
+
+
+#: the test module whose study runs in the background from the session's start (:func:`cluster_study`)
+CLUSTER_STUDY = REPO / "tests" / "workflow" / "test_cluster_study.py"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cluster_study(request, tmp_path_factory, env):
+    """The cluster study (tests/workflow/test_cluster_study.py) through the emulated SLURM cluster, started when
+    the session starts and run while the other tests go on: half its time is Snakemake's SLURM executor waiting
+    between status checks. The tests whose timing matters (the kill tests, the end-to-end studies) and the
+    modules that use the cluster themselves run after the others and wait for it (:func:`pytest_runtest_setup`,
+    :func:`slurm`). None when that module is not selected or SLURM cannot run here (the study's fixture then
+    says why)."""
+    from tests import slurm_cluster
+
+    if not any(Path(str(i.path)) == CLUSTER_STUDY for i in request.session.items) or slurm_cluster.unavailable():
+        yield None
+        return
+    from tests.workflow.test_cluster_study import run_study
+
+    base, work = tmp_path_factory.mktemp("slurm"), tmp_path_factory.mktemp("cluster-ci")
+    job = Background(lambda: run_study(_CLUSTER.up(base), env, work))
+    _BACKGROUND.append(job)
     try:
-        yield base
+        yield job
     finally:
-        slurm_cluster.stop(base)
+        job.wait(1800)
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory, cluster_study):
+    """A real SLURM for the session: an emulated cluster of three nodes and two partitions (tests/slurm_cluster.py),
+    once the cluster study running in the background is done with it; skips, saying why, where it cannot run.
+
+    ``HETVAL_REQUIRE_SLURM=1`` (set by .ci/run when it installed slurm-wlm) turns the skip into a failure.
+    """
+    _need_slurm()
+    if cluster_study is not None:
+        cluster_study.wait()
+    return _CLUSTER.up(tmp_path_factory.mktemp("slurm"))
+
+
+#: modules whose timing matters: they run after the others, once the cluster study is done with the machine
+_TIMED = ("tests/faults/test_kill.py", "tests/workflow/test_workflow.py", "tests/workflow/test_browser.py",
+          "tests/test_plugin.py")
+#: the cluster study running in the background, once started (:func:`cluster_study`)
+_BACKGROUND: list[Background] = []
+
+
+def _order(item) -> int:
+    """0: modules that may share the machine with the cluster study; 1: :data:`_TIMED`; 2: what uses SLURM."""
+    path = Path(str(item.path))
+    if path == CLUSTER_STUDY or path.name == "test_dask_clusters.py" or "slurm" in getattr(item, "fixturenames", ()):
+        return 2
+    return 1 if path.is_relative_to(REPO) and path.relative_to(REPO).as_posix() in _TIMED else 0
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Run the timed modules, then those that use the SLURM cluster, after the others (see :func:`cluster_study`);
+    pytest's order otherwise."""
+    items[:] = [item for _, item in sorted(enumerate(items), key=lambda pair: (_order(pair[1]), pair[0]))]
+
+
+def pytest_runtest_setup(item) -> None:
+    """A timed test starts once the cluster study in the background is done."""
+    if _BACKGROUND and _order(item) >= 1:
+        _BACKGROUND[0].wait()

@@ -8,6 +8,7 @@ import json
 import re
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ import yaml
 from analysis.equations import fdm
 from analysis.planning.config import load_config, study_matrix
 from tests import slurm_cluster
-from tests.conftest import REPO
+from tests.conftest import REPO, _need_slurm
 from tests.workflow.test_workflow import snakemake
 
 STUDY = REPO / "config" / "studies" / "cluster-ci.yaml"
@@ -27,11 +28,10 @@ COMMAND = ["--workflow-profile", "workflow/profiles/slurm", "--configfile", "con
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def study(slurm, env, tmp_path_factory):
-    """The study, with every process of n2 killed while a job runs on it and the node back 5 s later; then the
-    next plain invocation, then one more."""
-    work = tmp_path_factory.mktemp("cluster-ci")
+def run_study(slurm: Path, env: dict[str, str], work: Path) -> dict:
+    """The study in ``work``, with every process of n2 killed while a job runs on it and the node back 5 s later;
+    then the next plain invocation, then one more. The suite starts it when the session starts and goes on with
+    other tests meanwhile (``cluster_study`` in tests/conftest.py)."""
     lost: dict = {}
 
     def lose_n2() -> None:
@@ -61,6 +61,12 @@ def study(slurm, env, tmp_path_factory):
     print(f"cluster-ci through SLURM: {took:.0f} s with n2 lost ({lost}); {len(missing)} run(s) redone")
     return {"work": work, "first": first, "second": second, "third": third, "lost": lost, "missing": missing,
             "specs": specs}
+
+
+@pytest.fixture(scope="module")
+def study(cluster_study):
+    _need_slurm()  # skips, or fails, saying why where SLURM cannot run
+    return cluster_study.result()
 
 
 def records(study) -> dict[str, list[dict]]:
