@@ -195,6 +195,8 @@ def _need_slurm() -> None:
     """Skip (or, with ``HETVAL_REQUIRE_SLURM=1``, fail) saying why SLURM cannot run here."""
     from tests import slurm_cluster
 
+    if _BACKGROUND or _CLUSTER.base is not None:  # the slurmctld running is this session's
+        return
     why = slurm_cluster.unavailable()
     if why:
         if os.environ.get("HETVAL_REQUIRE_SLURM") == "1":
@@ -250,12 +252,15 @@ _TIMED = ("tests/faults/test_kill.py", "tests/workflow/test_workflow.py", "tests
 _BACKGROUND: list[Background] = []
 
 
-def _order(item) -> int:
-    """0: modules that may share the machine with the cluster study; 1: :data:`_TIMED`; 2: what uses SLURM."""
+def _order(item) -> tuple[int, int]:
+    """(0: may share the machine with the cluster study, 1: :data:`_TIMED`, 2: uses SLURM; and within 0, the FDM
+    tests last, when the background compile of their kernels has had the most time)."""
     path = Path(str(item.path))
     if path == CLUSTER_STUDY or path.name == "test_dask_clusters.py" or "slurm" in getattr(item, "fixturenames", ()):
-        return 2
-    return 1 if path.is_relative_to(REPO) and path.relative_to(REPO).as_posix() in _TIMED else 0
+        return 2, 0
+    if path.is_relative_to(REPO) and path.relative_to(REPO).as_posix() in _TIMED:
+        return 1, 0
+    return 0, int(path.is_relative_to(REPO / "tests" / "fdm"))
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
@@ -266,5 +271,5 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 def pytest_runtest_setup(item) -> None:
     """A timed test starts once the cluster study in the background is done."""
-    if _BACKGROUND and _order(item) >= 1:
+    if _BACKGROUND and _order(item)[0] >= 1:
         _BACKGROUND[0].wait()
