@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import io
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -89,12 +88,12 @@ def save_figure(fig: Figure, out_dir: Path, name: str) -> None:
         _write_figure(fig, out_dir, name)
         return
     import multiprocessing
+    from multiprocessing.connection import wait
 
     state = _DRAWING[-1]
     while len(state.running) >= state.slots:
+        wait([proc.sentinel for proc, _ in state.running])  # until a child ends
         state.reap(block=False)
-        if len(state.running) >= state.slots:
-            time.sleep(0.005)
     proc = multiprocessing.get_context("fork").Process(target=_write_figure, args=(fig, out_dir, name),
                                                        name=f"hetval-figure-{name}")
     proc.start()
