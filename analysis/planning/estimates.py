@@ -19,6 +19,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from analysis.planning.jobs import MEMORY_SLACK, RANK_BASE_MB, Layout
 
 #: one light Python process (NumPy, pandas, pyarrow, the registries loaded), MB
@@ -48,11 +50,18 @@ def characterize_plan(config: Mapping[str, Any], platform: str, node_mb: float |
 
 
 def characterize_layout(config: Mapping[str, Any], platform: str, node_mb: float | None = None) -> Layout:
-    """What a characterisation job needs: two ranks, each holding its plan's largest phase."""
+    """What a characterisation job needs: two ranks, each holding its plan's largest phase or its largest
+    transpose ceiling's two matrices (:func:`sims.bench.ceilings.transpose_sizes`), whichever is larger."""
+    from analysis.planning.config import transpose_sizes
+    from sims.bench import ceilings
+
     procs = next((p for p in config["platforms"] if p["name"] == platform), {})
     gpus = sum(1 for role in ("host", "accel") if (procs.get(role) or {}).get("backend") == "cupy")
     p = characterize_plan(config, platform, node_mb)
-    return Layout(ranks=2, gpus_per_node=gpus, data_bytes_per_rank=float(p.peak_bytes))
+    sizes = transpose_sizes(config, platform)
+    transposes = [2 * np.dtype(dt).itemsize * n * n for dt in ceilings.DTYPES
+                  for n in ceilings.transpose_sizes(sizes, p.elements, dt, p.budget_bytes)]
+    return Layout(ranks=2, gpus_per_node=gpus, data_bytes_per_rank=float(max([p.peak_bytes, *transposes])))
 
 
 def inter_node_layout() -> Layout:

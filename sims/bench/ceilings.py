@@ -18,10 +18,15 @@ processor and precision:
 and a bandwidth ceiling per access class and precision (``BANDWIDTH_CLASSES``):
 
 * ``transpose`` - the backend's out-of-place transpose (:func:`sims.la.kernels.transpose`,
-  NumPy's strided copy, a cache-blocked Numba kernel, ``copyto`` on a GPU) of a square
-  matrix whose two arrays fill as much memory as the triad's three (beyond the cache),
-  ``2 s n^2`` bytes per transpose: strided access reaches a fraction of the streaming
-  ``t_b``, and a transpose bounded by ``t_b`` is bounded many times too loosely.
+  NumPy's strided copy, a cache-blocked Numba kernel, ``copyto`` on a GPU), ``2 s n^2``
+  bytes per transpose: strided access reaches a fraction of the streaming ``t_b``, and a
+  transpose bounded by ``t_b`` is bounded many times too loosely. Its rate depends on the
+  stride itself, not only on the footprint: a power-of-two row (8192 elements) maps a
+  column's elements onto a few cache sets and runs about half as fast as a row a few
+  elements longer. So it is measured at the sizes the study's transposes run at
+  (``transpose_sizes``, derived from the study by the workflow; the ceiling is the
+  fastest of them), and only without such sizes at the square size whose two arrays
+  fill the memory of the triad's three (beyond the cache).
 
 Each case declares which class each of its phases runs against
 (``PHASE_KERNELS`` of its job's module); the models read the ceiling of that
@@ -32,7 +37,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,6 +67,18 @@ def gemm(backend: Any, state: dict[str, Any]) -> int:
     """One ``C = A B`` (BLAS / cuBLAS, as the LA and PEACH products run); returns the flops (``2 n^3``)."""
     backend.xp.matmul(state["A"], state["B"], out=state["C"])
     return 2 * state["n"] ** 3
+
+
+def transpose_sizes(sizes: Sequence[int] | None, triad_elements: int, dtype: str, budget_bytes: int | None,
+                    say: Callable[[str], None] = lambda _m: None) -> list[int]:
+    """The square sizes the transpose ceiling of ``dtype`` is measured at: ``sizes`` (the study's) whose two
+    arrays fit ``budget_bytes``, else the triad-matched :func:`transpose_size`. A size left out is said."""
+    s = np.dtype(dtype).itemsize
+    fit = [int(n) for n in sizes or () if budget_bytes is None or 2 * s * int(n) ** 2 <= budget_bytes]
+    for n in sorted(set(map(int, sizes or ())) - set(fit)):
+        say(f"transpose {dtype} n = {n} left out of its ceiling: its two arrays ({2 * s * n * n / 2**20:.0f} MiB) "
+            f"exceed the rank's budget ({budget_bytes / 2**20:.0f} MiB)")
+    return sorted(set(fit)) or [transpose_size(triad_elements, dtype)]
 
 
 def transpose_size(triad_elements: int, dtype: str) -> int:
@@ -112,19 +129,18 @@ def summarize(rates_by_size: dict[int, list[float]], unit: str, method: str, war
 
 def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callable[[], int] | None], list[float] | None],
                      gemm_sizes: Sequence[int], seed: int,
-                     triad_elements: int | None = None) -> dict[str, dict[int, list[float]]] | None:
+                     transposes: Mapping[str, Sequence[int]] | None = None) -> dict[str, dict[int, list[float]]] | None:
     """Every class x precision on ``target``; ``run(work)`` times ``work`` on every rank (``None`` = idle)
     and returns the rates on the target (flop/s; bytes/s for a bandwidth class). Returns
-    ``{"<class>/<dtype>": {size: rates}}`` on the target. The transpose is measured when ``triad_elements``
-    (the triad's size, which the transpose's footprint matches) is given."""
+    ``{"<class>/<dtype>": {size: rates}}`` on the target. The transpose is measured at ``transposes[dtype]``'s
+    sizes (:func:`transpose_sizes`) when given."""
     out: dict[str, dict[int, list[float]]] = {}
     for dt in DTYPES:
-        if triad_elements:
-            n = transpose_size(triad_elements, dt)
+        for n in (transposes or {}).get(dt, ()):
             t = transpose_setup(backend, n, dt, seed) if role == target else None
             rates = run((lambda s=t: transpose(backend, s)) if t is not None else None)
             if rates is not None:
-                out[f"transpose/{dt}"] = {n: rates}
+                out.setdefault(f"transpose/{dt}", {})[int(n)] = rates
             del t
         if dt != "float32":  # vector float32 is the platform's t_f, measured once
             state = vector_setup(backend, dt, seed) if role == target else None

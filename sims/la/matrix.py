@@ -30,7 +30,9 @@ for the transpose); the host takes the rest.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sims.vocab import balanced_alpha, data_parallel_alpha, dp_variant, parse_alpha, roofline_time
 
@@ -42,7 +44,7 @@ LA_WPS = ("CO", "GO", "p-DP", "CP")
 PEACH_WORKLOADS = {"MatrixMultiply": "flop", "MatrixTranspose": "byte"}
 DTYPES = {"float32": 4, "float64": 8}
 
-__all__ = ["LA_WPS", "PEACH_WORKLOADS", "Part", "dp_variant", "la_partition", "peach_partition", "pdp_alpha"]
+__all__ = ["LA_WPS", "PEACH_WORKLOADS", "Part", "dp_variant", "la_partition", "peach_partition", "pdp_alpha", "transpose_size"]
 
 
 def matmul_counts(rows: int, n: int, itemsize: int) -> tuple[int, int]:
@@ -161,6 +163,16 @@ def peach_partition(workload: str, variant: str, n: int, itemsize: int) -> tuple
     if workload == "MatrixMultiply":
         return {"host": Part(h, 0, n, 0, itemsize), "accel": Part(a, 0, n, 0, itemsize)}, alpha
     return {"host": Part(0, h, 0, n, itemsize), "accel": Part(0, a, 0, n, itemsize)}, alpha
+
+
+def transpose_size(params: Mapping[str, Any]) -> int | None:
+    """The square size ``n`` of the matrix a run's transpose phase works on (LA's ``n_tr``, PEACH's
+    MatrixTranspose ``n``), from its spec's ``params``; None for a run without a transpose."""
+    if params.get("n_tr"):
+        return int(params["n_tr"])
+    if params.get("workload") == "MatrixTranspose" and params.get("n"):
+        return int(params["n"])
+    return None
 
 
 def work_units(workload: str, part: Part) -> int:

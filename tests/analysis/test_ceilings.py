@@ -17,6 +17,7 @@ from analysis.models.peapaw import predict_sa
 from analysis.scoring import ceilings
 from sims.bench import ceilings as bench
 from sims.la import matrix
+from tests.conftest import REPO
 
 T = {"t_f_vector_float32": 1 / 20e9, "t_f_vector_float64": 1 / 15e9, "t_f_gemm_float32": 1 / 120e9,
      "t_f_gemm_float64": 1 / 60e9}
@@ -85,6 +86,28 @@ def test_the_transpose_bandwidth_is_measured_with_the_cases_own_kernel():
         s = bench.transpose_setup(b, 128, "float64", seed=1)
         assert bench.transpose(b, s) == 2 * 8 * 128**2
         np.testing.assert_array_equal(s["E"], s["D"].T)
+
+
+def test_the_transpose_ceiling_is_measured_at_the_studys_own_sizes():
+    """A transpose's rate depends on its row length: the ceiling is measured where the study's transposes run
+    (a size whose two arrays exceed the rank's budget is left out, and said), else at the triad-matched size."""
+    from analysis.planning.config import load_config, transpose_sizes
+    from sims.la.matrix import transpose_size
+
+    assert transpose_size({"n_mm": 1024, "n_tr": 8192}) == 8192
+    assert transpose_size({"workload": "MatrixTranspose", "n": 4096}) == 4096
+    assert transpose_size({"workload": "MatrixMultiply", "n": 2048}) is None
+    config = load_config(REPO / "config" / "config.yaml", REPO / "config" / "studies" / "tiny.yaml")
+    platform = config["platforms"][0]["name"]
+    assert transpose_sizes(config, platform) == [512, 1024]  # LA's 512, PEACH's 1024
+    assert transpose_sizes(config, "another") == []
+    config["characterize"]["transpose_sizes"] = [300, 100]
+    assert transpose_sizes(config, platform) == [100, 300]
+    said: list[str] = []
+    assert bench.transpose_sizes([512, 8192], 3 * 2**20, "float64", 2**24, said.append) == [512]
+    assert said and "n = 8192 left out" in said[0]
+    assert bench.transpose_sizes([], 3 * 2**20, "float64", 2**24) == [bench.transpose_size(3 * 2**20, "float64")]
+    assert bench.transpose_sizes([8192], 3 * 2**20, "float32", None) == [8192]
 
 
 def test_a_ceiling_never_measured_gives_no_bound():
