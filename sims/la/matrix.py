@@ -117,14 +117,21 @@ def pdp_alpha(whole: Part, rates: dict[str, dict[str, float]]) -> float:
     """The balanced split of ``whole`` (its counts split linearly with the rows) from ``{role: {t_f, t_b}}``.
 
     Each processor's time is its roofline time for the whole work against the GEMM ceiling at the run's
-    precision and the compulsory traffic; with a platform file from before the ceilings (no ``t_f_gemm_<dtype>``),
+    precision and the compulsory traffic, the transpose's part of it at the transpose's own bandwidth ceiling
+    where the file has one (``t_f_transpose_<dtype>``, s/byte: the memory time the bound counts,
+    :mod:`analysis.scoring.ceilings`); with a platform file from before the ceilings (no ``t_f_gemm_<dtype>``),
     the classic ``t_f`` and the counted bytes.
     """
     dtype = {v: k for k, v in DTYPES.items()}[whole.itemsize]
     key = f"t_f_gemm_{dtype}"
     if all(key in rates[r] for r in ("host", "accel")):
-        return balanced_alpha(*(roofline_time(whole.flops, whole.traffic, rates[r][key], rates[r]["t_b"])
-                                for r in ("host", "accel")))
+        def time(r: str) -> float:
+            strided = whole.transpose_traffic
+            t_b = rates[r]["t_b"]
+            memory = (whole.traffic - strided) * t_b + strided * rates[r].get(f"t_f_transpose_{dtype}", t_b)
+            return roofline_time(whole.flops, 1.0, rates[r][key], memory)
+
+        return balanced_alpha(time("host"), time("accel"))
     # a platform file from before the ceilings: the classic t_f with the counted bytes, as it was split then
     return balanced_alpha(*(roofline_time(whole.flops, whole.bytes, rates[r]["t_f"], rates[r]["t_b"])
                             for r in ("host", "accel")))

@@ -46,6 +46,14 @@ def test_la_pdp_balances_roofline_times_against_the_gemm_ceiling():
     t_host = max(whole.flops * t_gemm["host"], whole.traffic * t_b["host"]) * (1 - alpha)
     t_accel = max(whole.flops * t_gemm["accel"], whole.traffic * t_b["accel"]) * alpha
     assert t_host == pytest.approx(t_accel)
+    # the transpose's traffic at its own (strided) bandwidth where the platform measured one
+    strided = {"host": 1e-9, "accel": 4e-10}
+    _, slow = matrix.la_partition("p-DP", 1024, 8192, rates={r: {**rates[r], "t_f_transpose_float32": strided[r]}
+                                                             for r in t_f})
+    product, transpose = 4 * 3 * 1024**2, 2 * 4 * 8192**2
+    t_host, t_accel = ((max(whole.flops * t_gemm[r], product * t_b[r] + transpose * strided[r]))
+                       for r in ("host", "accel"))
+    assert t_host * (1 - slow) == pytest.approx(t_accel * slow) and slow != alpha
     # a platform file from before the ceilings: the classic t_f and the counted bytes, as it was split then
     _, old = matrix.la_partition("p-DP", 1024, 8192, rates={r: {"t_f": t_f[r], "t_b": t_b[r]} for r in t_f})
     t_host = max(whole.flops * t_f["host"], whole.bytes * t_b["host"]) * (1 - old)
