@@ -232,50 +232,6 @@ def cluster_study(request, tmp_path_factory, env):
         job.wait(1800)
 
 
-#: end-to-end studies built in the background from the session's start, one after the other, for the tests
-#: that go on with them (:func:`studies_in_background`, :func:`built`)
-_BUILDS: dict[str, Background] = {}
-KILL = REPO / "tests" / "faults" / "test_kill.py"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def studies_in_background(request, tmp_path_factory, env):
-    """The kill tests' micro study, then the tiny study, built one after the other in the background from the
-    session's start (each only when a selected test uses it), beside the cluster study: building a study
-    measures nothing the tests then judge by its time, and Snakemake waiting on its jobs leaves a core idle.
-    The tests that use them are among the timed ones (:data:`_TIMED`), which start once every build is done,
-    so the kill tests time their stages on a quiet machine."""
-    from tests.faults import killing
-    from tests.workflow.conftest import build_tiny
-
-    items = request.session.items
-    wanted = []
-    if any(Path(str(i.path)) == KILL for i in items):
-        wanted.append(("micro", killing.build_base, tmp_path_factory.mktemp("micro-base")))
-    if any("tiny_study" in getattr(i, "fixturenames", ()) for i in items):
-        wanted.append(("tiny", lambda work: build_tiny(work, env), tmp_path_factory.mktemp("tiny")))
-    before: Background | None = None
-    for name, build, work in wanted:
-        def chained(build=build, work=work, before=before):
-            if before is not None:
-                before.wait()
-            return build(work)
-
-        _BUILDS[name] = before = Background(chained)
-    try:
-        yield
-    finally:
-        for job in _BUILDS.values():
-            job.wait(1800)
-
-
-def built(name: str, build: Any) -> Any:
-    """The study ``name`` built in the background (:func:`studies_in_background`), or ``build()`` here when it
-    was not."""
-    job = _BUILDS.get(name)
-    return job.result() if job is not None else build()
-
-
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory, cluster_study):
     """A real SLURM for the session: an emulated cluster of three nodes and two partitions (tests/slurm_cluster.py),
@@ -314,7 +270,6 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 
 def pytest_runtest_setup(item) -> None:
-    """A timed test starts once the cluster study and the studies built in the background are done."""
-    if _order(item)[0] >= 1:
-        for job in [*_BACKGROUND, *_BUILDS.values()]:
-            job.wait()
+    """A timed test starts once the cluster study in the background is done."""
+    if _BACKGROUND and _order(item)[0] >= 1:
+        _BACKGROUND[0].wait()

@@ -66,8 +66,8 @@ def command(work: Path, *extra: str) -> list[str]:
             "--configfile", str(work / "micro.yaml"), *extra]
 
 
-def build_base(work: Path) -> Path:
-    """The micro study, run to completion in ``work`` (the state every trial starts from); returns ``work``."""
+def build_base(work: Path) -> None:
+    """The micro study, run to completion in ``work`` (the state every trial starts from)."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "micro.yaml").write_text(MICRO)
     # a characterised platform of this machine's kind (no stage here characterises: the kills are elsewhere)
@@ -77,7 +77,6 @@ def build_base(work: Path) -> Path:
     out = subprocess.run(command(work), env=env(), capture_output=True, text=True, timeout=1800, cwd=REPO)
     if out.returncode != 0:
         raise RuntimeError(f"the micro study failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    return work
 
 
 def _matches(cmdline: list[str], pattern: tuple[str, ...]) -> bool:

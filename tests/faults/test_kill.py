@@ -17,9 +17,8 @@ def trials(request, tmp_path_factory) -> tuple[dict[str, killing.Trial], dict[st
     """One trial per selected stage, two at a time: a trial is a chain of one-core processes (Snakemake, then
     one stage), so two share this machine's two cores. Contention only lengthens a stage's life, and each is
     killed in the first half of its life as timed alone, so every kill still lands."""
-    from tests.conftest import built
-
-    work = built("micro", lambda: killing.build_base(tmp_path_factory.mktemp("micro-base")))
+    work = tmp_path_factory.mktemp("micro-base")
+    killing.build_base(work)
     life = killing.lifetimes(work, tmp_path_factory.mktemp("micro-lifetimes") / "work")
     stages = sorted({item.callspec.params["stage"] for item in request.session.items
                      if item.originalname == TEST and item.module is request.module})
