@@ -288,25 +288,17 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
         "layout": {"host": layout["host"], "accel": layout["accel"]},
         **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor", "llc_mib", "memory_fraction",
                                                   "gemm_sizes")},
-        "transpose_sizes": transpose_sizes(config, platform),
+        "transpose_sizes": _transpose_sizes(config, platform),
         "min_region_factor": config["runs"]["min_region_factor"],
         "energy": config["energy"],
         "fdm": _fdm_calibration_spec(config, platform),
     }
 
 
-def transpose_sizes(config: Mapping[str, Any], platform: str) -> list[int]:
-    """The square sizes of the transpose ceiling on ``platform``: ``characterize.transpose_sizes``, else the sizes
-    the study's transposes run at there (:func:`sims.la.matrix.transpose_size`); empty: none (characterisation
-    then measures one size matched to the triad's memory)."""
-    given = config["characterize"].get("transpose_sizes")
-    if given:
-        return sorted({int(n) for n in given})
-    from sims.la.matrix import transpose_size
+def _transpose_sizes(config: Mapping[str, Any], platform: str) -> list[int]:
+    from analysis.planning.estimates import transpose_sizes
 
-    found = (transpose_size(spec.get("params") or {}) for spec in study_matrix(config, check=False)
-             if spec.get("platform") == platform)
-    return sorted({n for n in found if n})
+    return transpose_sizes(config, platform)
 
 
 def _fdm_calibration_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any] | None:

@@ -19,8 +19,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from analysis.planning.jobs import MEMORY_SLACK, RANK_BASE_MB, Layout
 
 #: one light Python process (NumPy, pandas, pyarrow, the registries loaded), MB
@@ -51,17 +49,32 @@ def characterize_plan(config: Mapping[str, Any], platform: str, node_mb: float |
 
 def characterize_layout(config: Mapping[str, Any], platform: str, node_mb: float | None = None) -> Layout:
     """What a characterisation job needs: two ranks, each holding its plan's largest phase or its largest
-    transpose ceiling's two matrices (:func:`sims.bench.ceilings.transpose_sizes`), whichever is larger."""
-    from analysis.planning.config import transpose_sizes
-    from sims.bench import ceilings
+    transpose ceiling's two matrices (:func:`sims.bench.plan.transpose_sizes`), whichever is larger."""
+    from sims.bench import plan
+    from sims.la.matrix import DTYPES
 
     procs = next((p for p in config["platforms"] if p["name"] == platform), {})
     gpus = sum(1 for role in ("host", "accel") if (procs.get(role) or {}).get("backend") == "cupy")
     p = characterize_plan(config, platform, node_mb)
     sizes = transpose_sizes(config, platform)
-    transposes = [2 * np.dtype(dt).itemsize * n * n for dt in ceilings.DTYPES
-                  for n in ceilings.transpose_sizes(sizes, p.elements, dt, p.budget_bytes)]
+    transposes = [2 * DTYPES[dt] * n * n for dt in DTYPES
+                  for n in plan.transpose_sizes(sizes, p.elements, dt, p.budget_bytes)]
     return Layout(ranks=2, gpus_per_node=gpus, data_bytes_per_rank=float(max([p.peak_bytes, *transposes])))
+
+
+def transpose_sizes(config: Mapping[str, Any], platform: str) -> list[int]:
+    """The square sizes of the transpose ceiling on ``platform``: ``characterize.transpose_sizes``, else the sizes
+    the study's transposes run at there (:func:`sims.la.matrix.transpose_size`); empty: none (characterisation
+    then measures one size matched to the triad's memory)."""
+    given = config["characterize"].get("transpose_sizes")
+    if given:
+        return sorted({int(n) for n in given})
+    from analysis.registry import enabled_cases
+    from sims.la.matrix import transpose_size
+
+    found = (transpose_size(spec.get("params") or {}) for case in enabled_cases(config)
+             for spec in case.expand(config) if spec.get("platform") == platform)
+    return sorted({n for n in found if n})
 
 
 def inter_node_layout() -> Layout:

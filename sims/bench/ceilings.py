@@ -35,7 +35,6 @@ class at the run's precision (:mod:`analysis.scoring.ceilings`).
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -67,27 +66,6 @@ def gemm(backend: Any, state: dict[str, Any]) -> int:
     """One ``C = A B`` (BLAS / cuBLAS, as the LA and PEACH products run); returns the flops (``2 n^3``)."""
     backend.xp.matmul(state["A"], state["B"], out=state["C"])
     return 2 * state["n"] ** 3
-
-
-def transpose_sizes(sizes: Sequence[int] | None, triad_elements: int, dtype: str, budget_bytes: int | None,
-                    say: Callable[[str], None] = lambda _m: None) -> list[int]:
-    """The square sizes the transpose ceiling of ``dtype`` is measured at: ``sizes`` (the study's) whose two
-    arrays fit ``budget_bytes``, else the triad-matched :func:`transpose_size`. A size left out is said."""
-    s = np.dtype(dtype).itemsize
-    fit = [int(n) for n in sizes or () if budget_bytes is None or 2 * s * int(n) ** 2 <= budget_bytes]
-    for n in sorted(set(map(int, sizes or ())) - set(fit)):
-        say(f"transpose {dtype} n = {n} left out of its ceiling: its two arrays ({2 * s * n * n / 2**20:.0f} MiB) "
-            f"exceed the rank's budget ({budget_bytes / 2**20:.0f} MiB)")
-    return sorted(set(fit)) or [transpose_size(triad_elements, dtype)]
-
-
-def transpose_size(triad_elements: int, dtype: str) -> int:
-    """The square size whose two arrays take the memory of the triad's three float32 arrays (a multiple of the
-    transpose kernel's tile, at least one tile)."""
-    from sims.la.kernels import TILE
-
-    n = int(math.isqrt(max(12 * int(triad_elements) // (2 * np.dtype(dtype).itemsize), 1)))
-    return max(TILE, n - n % TILE)
 
 
 def transpose_setup(backend: Any, n: int, dtype: str, seed: int) -> dict[str, Any]:
@@ -133,7 +111,7 @@ def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callab
     """Every class x precision on ``target``; ``run(work)`` times ``work`` on every rank (``None`` = idle)
     and returns the rates on the target (flop/s; bytes/s for a bandwidth class). Returns
     ``{"<class>/<dtype>": {size: rates}}`` on the target. The transpose is measured at ``transposes[dtype]``'s
-    sizes (:func:`transpose_sizes`) when given."""
+    sizes (:func:`sims.bench.plan.transpose_sizes`) when given."""
     out: dict[str, dict[int, list[float]]] = {}
     for dt in DTYPES:
         for n in (transposes or {}).get(dt, ()):

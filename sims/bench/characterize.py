@@ -198,7 +198,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         if role == target:
             mine["operations"] = rows if backend.name != "cupy" else []
     op_state.clear()
-    from sims.bench import ceilings
+    from sims.bench import ceilings, plan
 
     def timed(work: Any) -> list[float] | None:
         done: dict[str, int] = {}
@@ -211,7 +211,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         return [done["count"] / r.own_s for r in m.repetitions] if work is not None else None
 
     gemm_sizes = [int(n) for n in spec.get("gemm_sizes") or ceilings.GEMM_SIZES]
-    transposes = {dt: ceilings.transpose_sizes(spec.get("transpose_sizes"), n_triad, dt, sizes.budget_bytes, say)
+    transposes = {dt: plan.transpose_sizes(spec.get("transpose_sizes"), n_triad, dt, sizes.budget_bytes, say)
                   for dt in ceilings.DTYPES}
     for target in ROLES:
         tr = "; ".join(f"{dt} n = {', '.join(map(str, ns))}" for dt, ns in transposes.items())

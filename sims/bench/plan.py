@@ -18,11 +18,14 @@ cache). The workflow estimates the job from the same plan (``analysis/planning/e
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sims.la.matrix import DTYPES, TILE
 from sims.memory import MemoryLimit
 
 #: bytes per triad element of the largest phase held at once (three float32 arrays; or float32 + float64 tables)
@@ -149,3 +152,22 @@ def plan(llc_bytes: int, llc_source: str, llc_factor: float, memory_fraction: fl
 
 def _round(n: int) -> int:
     return max(1024, int(n) // 1024 * 1024)
+
+
+def transpose_sizes(sizes: Sequence[int] | None, triad_elements: int, dtype: str, budget_bytes: int | None,
+                    say: Callable[[str], None] = lambda _m: None) -> list[int]:
+    """The square sizes the transpose ceiling of ``dtype`` is measured at: ``sizes`` (the study's) whose two
+    arrays fit ``budget_bytes``, else the triad-matched :func:`transpose_size`. A size left out is said."""
+    s = DTYPES[dtype]
+    fit = [int(n) for n in sizes or () if budget_bytes is None or 2 * s * int(n) ** 2 <= budget_bytes]
+    for n in sorted(set(map(int, sizes or ())) - set(fit)):
+        say(f"transpose {dtype} n = {n} left out of its ceiling: its two arrays ({2 * s * n * n / 2**20:.0f} MiB) "
+            f"exceed the rank's budget ({budget_bytes / 2**20:.0f} MiB)")
+    return sorted(set(fit)) or [transpose_size(triad_elements, dtype)]
+
+
+def transpose_size(triad_elements: int, dtype: str) -> int:
+    """The square size whose two arrays take the memory of the triad's three float32 arrays (a multiple of the
+    transpose kernel's tile, at least one tile)."""
+    n = int(math.isqrt(max(12 * int(triad_elements) // (2 * DTYPES[dtype]), 1)))
+    return max(TILE, n - n % TILE)

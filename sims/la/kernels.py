@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from sims.backends.jit import jit
-
-TILE = 64
+from sims.la.matrix import TILE
 
 
 def allocate(backend: Any, part: Any, dtype: str, seed: int) -> dict[str, Any]:

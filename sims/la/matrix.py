@@ -41,6 +41,9 @@ LA_MATMUL_N = 1024
 LA_TRANSPOSE_N = 8192
 LA_WPS = ("CO", "GO", "p-DP", "CP")
 #: PEACH's workloads and their work unit (W): flops for the product, bytes moved for the transpose.
+#: the cache-blocked transpose kernel's tile (:mod:`sims.la.kernels`); a transpose ceiling's size is a multiple of it
+TILE = 64
+
 PEACH_WORKLOADS = {"MatrixMultiply": "flop", "MatrixTranspose": "byte"}
 DTYPES = {"float32": 4, "float64": 8}
 

@@ -16,6 +16,7 @@ from analysis.equations import hetero
 from analysis.models.peapaw import predict_sa
 from analysis.scoring import ceilings
 from sims.bench import ceilings as bench
+from sims.bench import plan
 from sims.la import matrix
 from tests.conftest import REPO
 
@@ -81,7 +82,7 @@ def test_the_transpose_bandwidth_is_measured_with_the_cases_own_kernel():
 
     for name in ("numpy", "numba"):
         b = get_backend(name)
-        n = bench.transpose_size(3 * 2**20, "float64")
+        n = plan.transpose_size(3 * 2**20, "float64")
         assert n % 64 == 0 and 2 * 8 * n * n <= 12 * 3 * 2**20  # no more memory than the triad's three arrays
         s = bench.transpose_setup(b, 128, "float64", seed=1)
         assert bench.transpose(b, s) == 2 * 8 * 128**2
@@ -91,7 +92,8 @@ def test_the_transpose_bandwidth_is_measured_with_the_cases_own_kernel():
 def test_the_transpose_ceiling_is_measured_at_the_studys_own_sizes():
     """A transpose's rate depends on its row length: the ceiling is measured where the study's transposes run
     (a size whose two arrays exceed the rank's budget is left out, and said), else at the triad-matched size."""
-    from analysis.planning.config import load_config, transpose_sizes
+    from analysis.planning.config import load_config
+    from analysis.planning.estimates import transpose_sizes
     from sims.la.matrix import transpose_size
 
     assert transpose_size({"n_mm": 1024, "n_tr": 8192}) == 8192
@@ -104,10 +106,10 @@ def test_the_transpose_ceiling_is_measured_at_the_studys_own_sizes():
     config["characterize"]["transpose_sizes"] = [300, 100]
     assert transpose_sizes(config, platform) == [100, 300]
     said: list[str] = []
-    assert bench.transpose_sizes([512, 8192], 3 * 2**20, "float64", 2**24, said.append) == [512]
+    assert plan.transpose_sizes([512, 8192], 3 * 2**20, "float64", 2**24, said.append) == [512]
     assert said and "n = 8192 left out" in said[0]
-    assert bench.transpose_sizes([], 3 * 2**20, "float64", 2**24) == [bench.transpose_size(3 * 2**20, "float64")]
-    assert bench.transpose_sizes([8192], 3 * 2**20, "float32", None) == [8192]
+    assert plan.transpose_sizes([], 3 * 2**20, "float64", 2**24) == [plan.transpose_size(3 * 2**20, "float64")]
+    assert plan.transpose_sizes([8192], 3 * 2**20, "float32", None) == [8192]
 
 
 def test_a_ceiling_never_measured_gives_no_bound():

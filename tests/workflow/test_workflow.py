@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -168,8 +169,14 @@ def test_tiny_study_end_to_end(env, tiny_study):
     # the transposes' traffic is bounded at the transpose's own (strided) bandwidth, measured by characterisation
     assert la["ceiling_accel"].str.contains("transpose float32 bandwidth").any()
     assert not la["ceiling_accel"].str.contains("not measured").any()
+    # at the transposes' own sizes the bound of a processor that only transposes (CP's host) is that kernel's
+    # own median speed: a run beats it only beyond the spread the ceilings were measured with (their fastest
+    # sample against their median)
+    procs = yaml.safe_load((study / "platforms" / "cpu-pair-numpy-numba.yaml").read_text())["processors"]
+    spread = max(max(q["samples"]) / statistics.median(q["samples"]) for p in procs.values()
+                 for cls in ("gemm", "transpose") for q in p["ceilings"][cls].values())
     slowest = la["tightness"] * la["time_median_s"] / la["time_max_s"]
-    assert (slowest <= 1.0).all(), la[["variant", "tightness", "time_median_s", "time_max_s"]]
+    assert (slowest <= spread).all(), (spread, la[["variant", "tightness", "time_median_s", "time_max_s"]])
     fidelity = pq.read_table(study / "validation" / "fidelity.parquet").to_pandas()
     assert set(fidelity["axis"]) == {"wp", "alpha"}
     assert set(fidelity["case"]) == {"sa", "la"} and set(fidelity["quantity"]) == {"time"}
