@@ -162,7 +162,9 @@ def test_platform_columns_come_from_the_ceilings_and_t_f_is_vector_float32():
 
 def test_ceiling_summary_is_the_best_size_with_every_size_kept():
     got = bench.summarize({256: [1.0, 2.0, 3.0], 512: [4.0, 5.0, 6.0], 1024: [4.5, 4.6, 4.7]}, "s/flop", "m", 1)
-    assert got["size"] == 512 and got["rate_median"] == 5.0 and got["value"] == pytest.approx(0.2)
+    # the size with the highest median; its fastest sample is the ceiling (a bound its own kernel does not beat)
+    assert got["size"] == 512 and got["rate_median"] == 5.0 and got["value"] == pytest.approx(1 / 6.0)
+    assert got["rate_best"] == 6.0
     assert sorted(got["by_size"]) == [256, 512, 1024] and got["by_size"][256]["samples"] == [1.0, 2.0, 3.0]
     assert got["rate_spread"]["min"] == 4.0 and got["samples"] == [4.0, 5.0, 6.0]
 
