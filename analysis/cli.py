@@ -190,8 +190,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise InputError(f"--manifest {quarantine} is not a gather manifest (no 'quarantined' list)")
     if args.processes is not None and args.processes < 1:
         raise InputError(f"--processes must be >= 1, got {args.processes}")
-    processes = args.processes or min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                      else os.cpu_count() or 1)
+    from sims.placement import cpuset
+
+    processes = args.processes or min(4, len(cpuset()))
     summary = build_report(validation, platforms, quarantine, args.out, title=args.title, cases=args.case,
                            processes=processes)
     print(summary)

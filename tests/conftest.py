@@ -242,7 +242,7 @@ def slurm(tmp_path_factory, cluster_study):
     _need_slurm()
     if cluster_study is not None:
         cluster_study.wait()
-    return _CLUSTER.up(tmp_path_factory.mktemp("slurm"))
+    return _CLUSTER.base or _CLUSTER.up(tmp_path_factory.mktemp("slurm"))
 
 
 #: modules whose timing matters: they run after the others, once the cluster study is done with the machine

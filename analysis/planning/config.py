@@ -281,6 +281,8 @@ def platform_layouts(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any]:
     """The spec ``sims.bench`` needs to characterise ``platform``."""
+    from analysis.planning.estimates import transpose_sizes
+
     layout = platform_layouts(config)[platform]
     return {
         "platform": platform,
@@ -288,17 +290,11 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
         "layout": {"host": layout["host"], "accel": layout["accel"]},
         **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor", "llc_mib", "memory_fraction",
                                                   "gemm_sizes")},
-        "transpose_sizes": _transpose_sizes(config, platform),
+        "transpose_sizes": transpose_sizes(config, platform),
         "min_region_factor": config["runs"]["min_region_factor"],
         "energy": config["energy"],
         "fdm": _fdm_calibration_spec(config, platform),
     }
-
-
-def _transpose_sizes(config: Mapping[str, Any], platform: str) -> list[int]:
-    from analysis.planning.estimates import transpose_sizes
-
-    return transpose_sizes(config, platform)
 
 
 def _fdm_calibration_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any] | None:

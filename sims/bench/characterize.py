@@ -213,8 +213,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     gemm_sizes = [int(n) for n in spec.get("gemm_sizes") or ceilings.GEMM_SIZES]
     transposes = {dt: plan.transpose_sizes(spec.get("transpose_sizes"), n_triad, dt, sizes.budget_bytes, say)
                   for dt in ceilings.DTYPES}
+    tr = "; ".join(f"{dt} n = {', '.join(map(str, ns))}" for dt, ns in transposes.items())
     for target in ROLES:
-        tr = "; ".join(f"{dt} n = {', '.join(map(str, ns))}" for dt, ns in transposes.items())
         say(f"step 5 of 7: ceilings on {target}: vector FMA chains, GEMM n = {', '.join(map(str, gemm_sizes))} "
             f"and the transpose's bandwidth ({tr}), {' and '.join(ceilings.DTYPES)}")
         got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank,

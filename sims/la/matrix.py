@@ -40,10 +40,9 @@ from sims.vocab import balanced_alpha, data_parallel_alpha, dp_variant, parse_al
 LA_MATMUL_N = 1024
 LA_TRANSPOSE_N = 8192
 LA_WPS = ("CO", "GO", "p-DP", "CP")
-#: PEACH's workloads and their work unit (W): flops for the product, bytes moved for the transpose.
 #: the cache-blocked transpose kernel's tile (:mod:`sims.la.kernels`); a transpose ceiling's size is a multiple of it
 TILE = 64
-
+#: PEACH's workloads and their work unit (W): flops for the product, bytes moved for the transpose.
 PEACH_WORKLOADS = {"MatrixMultiply": "flop", "MatrixTranspose": "byte"}
 DTYPES = {"float32": 4, "float64": 8}
 
@@ -128,11 +127,12 @@ def pdp_alpha(whole: Part, rates: dict[str, dict[str, float]]) -> float:
     dtype = {v: k for k, v in DTYPES.items()}[whole.itemsize]
     key = f"t_f_gemm_{dtype}"
     if all(key in rates[r] for r in ("host", "accel")):
+        strided = whole.transpose_traffic
+
         def time(r: str) -> float:
-            strided = whole.transpose_traffic
             t_b = rates[r]["t_b"]
             memory = (whole.traffic - strided) * t_b + strided * rates[r].get(f"t_f_transpose_{dtype}", t_b)
-            return roofline_time(whole.flops, 1.0, rates[r][key], memory)
+            return max(whole.flops * rates[r][key], memory)
 
         return balanced_alpha(time("host"), time("accel"))
     # a platform file from before the ceilings: the classic t_f with the counted bytes, as it was split then

@@ -175,6 +175,8 @@ def test_tiny_study_end_to_end(env, tiny_study):
     # cache-resident runs may beat it, but not beyond the spread the ceilings were measured with (their fastest
     # sample against their median) or the band the scorecard itself trusts a bound within (BOUND_HI)
     procs = yaml.safe_load((study / "platforms" / "cpu-pair-numpy-numba.yaml").read_text())["processors"]
+    # measured at the sizes the study's transposes run at (LA's 512, PEACH's 1024), in both precisions
+    assert all(sorted(q["by_size"]) == [512, 1024] for p in procs.values() for q in p["ceilings"]["transpose"].values())
     spread = max(max(q["samples"]) / statistics.median(q["samples"]) for p in procs.values()
                  for cls in ("gemm", "transpose") for q in p["ceilings"][cls].values())
     slowest = la["tightness"] * la["time_median_s"] / la["time_max_s"]
