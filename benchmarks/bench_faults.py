@@ -37,8 +37,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-faults-") as tmp:
         base = Path(tmp) / "base"
         t0 = time.perf_counter()
-        killing.build_base(base)
-        life = killing.lifetimes(base, Path(tmp) / "work")
+        life = killing.build_base(base)
         print(f"micro study built and timed in {time.perf_counter() - t0:.0f} s; {args.per_stage} trial(s) per stage; "
               "life of each stage's process (s): " + ", ".join(f"{k} {v:.2f}" for k, v in life.items()), flush=True)
         print(f"{'stage':>10} {'trials':>7} {'killed live':>12} {'1st failed':>11} {'healed':>7} {'s/trial':>8}")

@@ -45,6 +45,33 @@ def default_dataset(root: Path) -> Path:
     return root
 
 
+def cli(*args: str, cwd: Path | str = REPO) -> subprocess.CompletedProcess:
+    """``hetval args`` run by the CLI's own ``main`` in this process, in ``cwd``: its exit code and what it printed,
+    as the installed script would give them (an exception escaping ``main`` printed as a traceback, exit 1).
+    A test of the script itself, or of a timeout, runs the script (``BIN / "hetval"``)."""
+    import contextlib
+    import io
+    import traceback
+
+    from analysis.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(list(args))
+            except SystemExit as exc:  # argparse: --help, --version and usage errors
+                rc = exc.code if isinstance(exc.code, int) else 1
+            except Exception:  # noqa: BLE001 - what the script would show
+                traceback.print_exc()
+                rc = 1
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["hetval", *args], rc, out.getvalue(), err.getvalue())
+
+
 #: The background compile of the FDM kernels (:func:`pytest_collection_finish`), if one was started.
 _COMPILE: dict[str, subprocess.Popen] = {}
 

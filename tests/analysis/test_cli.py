@@ -1,4 +1,7 @@
-"""Every hetval subcommand through its error paths: one line on standard error, exit 2, never a traceback."""
+"""Every hetval subcommand through its error paths: one line on standard error, exit 2, never a traceback.
+
+The subcommands run in this process (:func:`tests.conftest.cli`); the installed script itself, and a timeout
+that needs a process of its own, run as the user runs them (:func:`script`)."""
 
 from __future__ import annotations
 
@@ -7,12 +10,16 @@ import subprocess
 import pytest
 
 from analysis.storage.schema import FILE_SCHEMA
-from tests.conftest import BIN, REPO
+from tests.conftest import BIN, REPO, cli
 
 
-def hetval(*args: str, env: dict, cwd=REPO, timeout: float = 120) -> subprocess.CompletedProcess:
+def script(*args: str, env: dict, cwd=REPO, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "hetval"), *args], capture_output=True, text=True, env=env, cwd=cwd,
                           timeout=timeout)
+
+
+def hetval(*args: str, env: dict, cwd=REPO) -> subprocess.CompletedProcess:
+    return cli(*args, cwd=cwd)
 
 
 def one_line_error(out: subprocess.CompletedProcess, *expected: str) -> None:
@@ -25,9 +32,9 @@ def one_line_error(out: subprocess.CompletedProcess, *expected: str) -> None:
 
 
 def test_version_and_help(env):
-    out = hetval("--version", env=env)
+    out = script("--version", env=env)
     assert out.returncode == 0 and out.stdout.startswith("hetval ")
-    out = hetval("validate", "--help", env=env)
+    out = script("validate", "--help", env=env)
     assert out.returncode == 0 and "(default: results/runs)" in " ".join(out.stdout.split())
 
 
@@ -74,7 +81,7 @@ def test_report_needs_validation_tables(env, tmp_path):
 
 
 def test_unreachable_scheduler_is_one_line_within_the_timeout(env, dataset):
-    out = hetval("validate", "--runs", str(dataset / "runs"), "--platforms", str(dataset / "platforms"),
+    out = script("validate", "--runs", str(dataset / "runs"), "--platforms", str(dataset / "platforms"),
                  "--out", str(dataset / "val"), "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "3",
                  "--published", "", env=env, timeout=90)
     one_line_error(out, "hetval validate:", "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 3 s")

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
 
 from analysis.planning.config import ConfigError, load_config, merge, study_matrix, validate_config
+from tests.conftest import cli
 
 
 def minimal() -> dict:
@@ -111,9 +110,7 @@ def test_check_config_layers_files_as_snakemake_does(tmp_path, repo, env):
     assert layered["study"] == "layered" and layered["runs"]["repetitions"] == 7
     assert layered["runs"]["warmup"] == 1 and set(layered["cases"]) == set(load_config(
         repo / "config" / "studies" / "tiny.yaml")["cases"])
-    out = subprocess.run([sys.executable, "-m", "analysis.cli", "check-config", "--configfile",
-                          str(repo / "config" / "studies" / "tiny.yaml"), "--configfile", str(extra)],
-                         capture_output=True, text=True, env=env, cwd=repo)
+    out = cli("check-config", "--configfile", str(repo / "config" / "studies" / "tiny.yaml"), "--configfile", str(extra))
     assert out.returncode == 0 and "study 'layered'" in out.stdout and f"{len(study_matrix(layered))} run(s)" in out.stdout
 
 
@@ -135,19 +132,13 @@ def test_unrelated_change_keeps_run_ids():
 def test_cli_config_error_is_one_line_without_traceback(tmp_path, repo, env):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"runs": {"warmup": -1}}))
-    out = subprocess.run(
-        [sys.executable, "-m", "analysis.cli", "check-config", "--configfile", str(repo / "config" / "config.yaml"),
-         "--configfile", str(bad)], capture_output=True, text=True, env=env, cwd=repo,
-    )
+    out = cli("check-config", "--configfile", str(repo / "config" / "config.yaml"), "--configfile", str(bad))
     assert out.returncode == 2
     assert out.stderr.strip() == "hetval: config error: runs.warmup: -1 is not allowed (allowed: a number >= 0)"
     assert "Traceback" not in out.stderr
 
 
 def test_cli_matrix_prints_a_runnable_spec(repo, env):
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "analysis.cli", *args], capture_output=True, text=True, env=env, cwd=repo)
-
     listing = cli("matrix")
     assert listing.returncode == 0
     header, first = listing.stdout.splitlines()[:2]

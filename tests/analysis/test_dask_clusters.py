@@ -192,7 +192,7 @@ def test_slurm_cluster_without_a_worker_in_time_is_one_line(runs, env):
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1].startswith("hetval validate:")
-    assert time.monotonic() - started < 90
+    assert time.monotonic() - started < 5 + 10  # the timeout, start-up, and no wait at exit for jobs never started
 
 
 def test_a_scheduler_that_accepts_and_never_answers_is_one_line_within_the_timeout(runs, env):

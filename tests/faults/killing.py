@@ -46,7 +46,7 @@ cases:
     scales: [{ranks: 2, shape: [16, 16, 16]}]
 """
 
-#: stage -> (what starts it, how its process is recognised); how long it lives is measured (:func:`lifetimes`)
+#: stage -> (what starts it, how its process is recognised); how long it lives is measured (:func:`watch`)
 STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "rank": ("rerun-run", ("python", "-m mpi4py -m sims.")),
     "runner": ("rerun-run", ("mpiexec", "-m mpi4py -m sims.")),
@@ -66,17 +66,22 @@ def command(work: Path, *extra: str) -> list[str]:
             "--configfile", str(work / "micro.yaml"), *extra]
 
 
-def build_base(work: Path) -> None:
-    """The micro study, run to completion in ``work`` (the state every trial starts from)."""
+def build_base(work: Path, timeout: float = 1800) -> dict[str, float]:
+    """The micro study, run to completion in ``work`` (the state every trial starts from), watched: returns how
+    long each stage's process lives here (:func:`watch`), so that a kill lands at a random point of its life."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "micro.yaml").write_text(MICRO)
     # a characterised platform of this machine's kind (no stage here characterises: the kills are elsewhere)
     platforms = work / "results" / "micro" / "platforms"
     platforms.mkdir(parents=True, exist_ok=True)
     shutil.copy(PLATFORM, platforms / PLATFORM.name)
-    out = subprocess.run(command(work), env=env(), capture_output=True, text=True, timeout=1800, cwd=REPO)
-    if out.returncode != 0:
-        raise RuntimeError(f"the micro study failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    proc = subprocess.Popen(command(work), env=env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    life = watch(proc, timeout)
+    out, _ = proc.communicate(timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the micro study failed:\n{out[-6000:]}")
+    return life
 
 
 def _matches(cmdline: list[str], pattern: tuple[str, ...]) -> bool:
@@ -93,8 +98,9 @@ def _descendants(pid: int) -> list[int]:
         return []
 
 
-def _find(root: int, pattern: tuple[str, ...]) -> int | None:
-    """The stage's own process among ``root``'s descendants (not the shell that started it)."""
+def _commands(root: int) -> list[tuple[int, list[str]]]:
+    """(pid, command line) of ``root``'s descendants, shells left out (the stage's own processes, not the shell
+    that started them)."""
     import psutil
 
     found = []
@@ -103,9 +109,14 @@ def _find(root: int, pattern: tuple[str, ...]) -> int | None:
             cmd = psutil.Process(pid).cmdline()
         except psutil.Error:
             continue
-        if cmd and Path(cmd[0]).name not in ("bash", "sh") and _matches(cmd, pattern):
-            found.append(pid)
-    return max(found) if found else None  # the newest: a rank rather than its launcher
+        if cmd and Path(cmd[0]).name not in ("bash", "sh"):
+            found.append((pid, cmd))
+    return found
+
+
+def _find(root: int, pattern: tuple[str, ...]) -> int | None:
+    """The stage's own process among ``root``'s descendants: the newest, a rank rather than its launcher."""
+    return max((pid for pid, cmd in _commands(root) if _matches(cmd, pattern)), default=None)
 
 
 @dataclass
@@ -144,43 +155,44 @@ def _gone(pgid: int) -> bool:
     return False
 
 
-def lifetimes(base: Path, work: Path, timeout: float = 900) -> dict[str, float]:
-    """How long each stage's process lives here, so that a kill lands at a uniformly random point of its life;
-    for Snakemake itself, the whole invocation. One unkilled invocation per trigger: a redone run lives through
-    every stage (rank, runner, then gather, validate, report), so those are timed in one invocation."""
+def watch(proc: subprocess.Popen, timeout: float) -> dict[str, float]:
+    """Each stage's life in the invocation ``proc`` runs to completion: the first process of each stage, from when
+    it is seen until it is gone. A study built from nothing lives through every stage (runs, then gather,
+    validate and report), so one build times them all. Snakemake's own life when only the last stages are
+    forced (its trigger) is its start-up until its first job plus the time from gather's start to its end."""
+    patterns = {s: p for s, (_, p) in STAGES.items() if p}
+    started = time.monotonic()
+    first_job: float | None = None
+    seen: dict[str, tuple[int, float]] = {}
     out: dict[str, float] = {}
-    # a stage with a process is timed in a redone run's invocation; Snakemake itself in its own trigger's
-    def driver(stage: str) -> str:
-        how, pattern = STAGES[stage]
-        return "rerun-run" if pattern else how
-
-    for how in sorted({driver(s) for s in STAGES}):
-        stages = {s: STAGES[s][1] for s in STAGES if driver(s) == how}
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(base, work, symlinks=True)
-        proc = _start(work, how, random.Random(0))
-        started = time.monotonic()
-        seen: dict[str, tuple[int, float]] = {}
-        while proc.poll() is None and time.monotonic() - started < timeout:
-            for stage, pattern in stages.items():
-                if not pattern or stage in out:
-                    continue
+    while proc.poll() is None and time.monotonic() - started < timeout:
+        now = time.monotonic()
+        for stage, (pid, since) in list(seen.items()):
+            if stage not in out and not _alive(pid):
+                out[stage] = max(0.05, now - since)
+        if len(seen) < len(patterns):
+            running = _commands(proc.pid)  # one scan of the process tree for every stage not yet seen
+            if running and first_job is None:
+                first_job = now
+            for stage, pattern in patterns.items():
                 if stage not in seen:
-                    pid = _find(proc.pid, pattern)
+                    pid = max((p for p, cmd in running if _matches(cmd, pattern)), default=None)
                     if pid is not None:
-                        seen[stage] = (pid, time.monotonic())
-                    continue
-                try:
-                    os.kill(seen[stage][0], 0)
-                except ProcessLookupError:
-                    out[stage] = max(0.05, time.monotonic() - seen[stage][1])
-            time.sleep(0.005)
-        end = time.monotonic()
-        proc.communicate(timeout=timeout)
-        for stage in stages:
-            if stage not in out:  # the whole invocation, or a stage still alive when it ended
-                out[stage] = max(0.05, end - (seen[stage][1] if stage in seen else started))
+                        seen[stage] = (pid, now)
+        time.sleep(0.02)
+    end = time.monotonic()
+    for stage in patterns:  # a stage still alive when the invocation ended, or never seen
+        out.setdefault(stage, max(0.05, end - seen[stage][1] if stage in seen else end - started))
+    out["snakemake"] = ((first_job or end) - started) + (end - seen["gather"][1] if "gather" in seen else 0.0)
     return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: float = 900,

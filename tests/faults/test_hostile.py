@@ -18,9 +18,7 @@ from analysis.storage import dataset
 from analysis.storage.dataset import Matrix
 from analysis.storage.manifest import check_manifest
 from sims.record import FIELDS
-
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from tests.conftest import REPO, cli
 
 
 def record(run_id: str, rep: int = 0, **kw) -> dict:
@@ -187,10 +185,6 @@ def test_a_stale_lock_of_a_killed_snakemake_is_removed_a_live_one_is_kept(tmp_pa
     (sm / heal.OWNER).write_text(json.dumps({"pid": os.getpid(), "started": heal._start_time(os.getpid()),
                                              "host": os.uname().nodename}))
     assert not heal.clear_stale_lock(sm, lines.append) and (sm / "locks").exists()
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "hetval"), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def one_line_refusal(out: subprocess.CompletedProcess, *needles: str) -> None:

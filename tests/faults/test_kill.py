@@ -18,8 +18,7 @@ def trials(request, tmp_path_factory) -> tuple[dict[str, killing.Trial], dict[st
     one stage), so two share this machine's two cores. Contention only lengthens a stage's life, and each is
     killed in the first half of its life as timed alone, so every kill still lands."""
     work = tmp_path_factory.mktemp("micro-base")
-    killing.build_base(work)
-    life = killing.lifetimes(work, tmp_path_factory.mktemp("micro-lifetimes") / "work")
+    life = killing.build_base(work)
     stages = sorted({item.callspec.params["stage"] for item in request.session.items
                      if item.originalname == TEST and item.module is request.module})
     order = sorted(killing.STAGES)
