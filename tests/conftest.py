@@ -239,9 +239,8 @@ CLUSTER_STUDY = REPO / "tests" / "workflow" / "test_cluster_study.py"
 def cluster_study(request, tmp_path_factory, env):
     """The cluster study (tests/workflow/test_cluster_study.py) through the emulated SLURM cluster, started when
     the session starts and run while the other tests go on: half its time is Snakemake's SLURM executor waiting
-    between status checks. The tests whose timing matters (the kill tests, the end-to-end studies) and the
-    modules that use the cluster themselves run after the others and wait for it (:func:`pytest_runtest_setup`,
-    :func:`slurm`). None when that module is not selected or SLURM cannot run here (the study's fixture then
+    between status checks. The kill tests, the end-to-end studies and the modules that use the cluster
+    themselves run after the others and wait for it (:func:`_order`, :func:`pytest_runtest_setup`, :func:`slurm`). None when that module is not selected or SLURM cannot run here (the study's fixture then
     says why)."""
     from tests import slurm_cluster
 
@@ -272,31 +271,75 @@ def slurm(tmp_path_factory, cluster_study):
     return _CLUSTER.base or _CLUSTER.up(tmp_path_factory.mktemp("slurm"))
 
 
-#: modules whose timing matters: they run after the others, once the cluster study is done with the machine
-_TIMED = ("tests/faults/test_kill.py", "tests/workflow/test_workflow.py", "tests/workflow/test_browser.py",
-          "tests/test_plugin.py")
+#: the kill tests (tests/faults/test_kill.py): their trials run in the background while group 1 goes on
+KILL_TESTS = "tests/faults/test_kill.py"
+#: modules whose measurements are checked: they run last, alone
+_QUIET = ("tests/workflow/test_workflow.py", "tests/workflow/test_browser.py")
 #: the cluster study running in the background, once started (:func:`cluster_study`)
 _BACKGROUND: list[Background] = []
+#: the kill trials: how to start them (:func:`kill_trials`), and the trials once started
+_KILL: dict[str, Any] = {}
 
 
 def _order(item) -> tuple[int, int]:
-    """(0: may share the machine with the cluster study, 1: :data:`_TIMED`, 2: uses SLURM; and within 0, the FDM
-    tests last, when the background compile of their kernels has had the most time)."""
+    """The order the suite runs in, by what may share the machine with what:
+
+    0. the tests that may run beside the cluster study in the background (the FDM tests last, once the background
+       compile of their kernels has had the most time);
+    1. once it is done, the tests that may run beside the kill trials in the background: those that use SLURM,
+       and the plugin's study (none of them checks a measurement);
+    2. the kill tests, which wait for their trials;
+    3. the end-to-end tiny study, whose measurements are checked: alone."""
     path = Path(str(item.path))
-    if path == CLUSTER_STUDY or path.name == "test_dask_clusters.py" or "slurm" in getattr(item, "fixturenames", ()):
+    rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else ""
+    if rel in _QUIET:
+        return 3, 0
+    if rel == KILL_TESTS:
         return 2, 0
-    if path.is_relative_to(REPO) and path.relative_to(REPO).as_posix() in _TIMED:
+    if (path == CLUSTER_STUDY or path.name in ("test_dask_clusters.py", "test_plugin.py")
+            or "slurm" in getattr(item, "fixturenames", ())):
         return 1, 0
     return 0, int(path.is_relative_to(REPO / "tests" / "fdm"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def kill_trials(request, tmp_path_factory):
+    """How to start the trials of the kill tests selected, if any (tests/faults/killing.py): started when group 1
+    begins (:func:`pytest_runtest_setup`), beside tests that check no measurement - contention only lengthens a
+    stage's life, and each kill lands in the first half of it."""
+    stages = sorted({i.callspec.params["stage"] for i in request.session.items
+                     if Path(str(i.path)) == REPO / KILL_TESTS and hasattr(i, "callspec")})
+    if stages:
+        from tests.faults import killing
+
+        _KILL["start"] = lambda: killing.run_trials(tmp_path_factory, stages)
+    yield
+    job = _KILL.get("job")
+    _KILL.clear()
+    if job is not None:
+        job.wait(1800)
+
+
+def kill_results() -> Any:
+    """The kill trials' results (``(trial by stage, each stage's life)``), once done; started here if no test of
+    group 1 started them."""
+    if "job" not in _KILL:
+        _KILL["job"] = Background(_KILL["start"])
+    return _KILL["job"].result()
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """Run the timed modules, then those that use the SLURM cluster, after the others (see :func:`cluster_study`);
-    pytest's order otherwise."""
+    """The order of :func:`_order`; pytest's order within each group."""
     items[:] = [item for _, item in sorted(enumerate(items), key=lambda pair: (_order(pair[1]), pair[0]))]
 
 
 def pytest_runtest_setup(item) -> None:
-    """A timed test starts once the cluster study in the background is done."""
-    if _BACKGROUND and _order(item)[0] >= 1:
+    """From group 1 on, a test starts once the cluster study in the background is done; group 1 starts the kill
+    trials in the background, and the last group waits for them."""
+    group = _order(item)[0]
+    if _BACKGROUND and group >= 1:
         _BACKGROUND[0].wait()
+    if group >= 1 and "start" in _KILL and "job" not in _KILL:
+        _KILL["job"] = Background(_KILL["start"])
+    if group >= 3 and "job" in _KILL:
+        _KILL["job"].wait()

@@ -96,7 +96,7 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
     trace = tmp_path / "meter.csv"
     _trace(trace, 20.0, 30.0, span_s=400.0, step=0.002)
     out = tmp_path / "pair.yaml"
-    s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2, "llc_mib": 32,
+    s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2, "llc_mib": 4,
          "gemm_sizes": [128],
          "energy": {"meter": "trace", "trace": {"path": str(trace), "channels": {"clamp-cpu0": "host",
                                                                                   "clamp-cpu1": "accel"}}}}
@@ -135,7 +135,7 @@ def test_characterize_without_a_meter_then_attach_a_later_trace(mpiexec, env, tm
     from sims.platform_file import overlay_path
     from sims.platform_file import read_platform as load_platform
     out = tmp_path / "pair.yaml"
-    s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2, "llc_mib": 32,
+    s = {"platform": "pair", "description": "test", "layout": LAYOUT, "warmup": 1, "repetitions": 5, "llc_factor": 2, "llc_mib": 4,
          "gemm_sizes": [128],
          "energy": {"meter": "none", "update_period_s": 0.002}}
     proc = run_mpi(mpiexec, 2, ["-m", "sims.bench", "--spec", json.dumps(s), "--out", str(out)], env)
