@@ -72,6 +72,21 @@ def cli(*args: str, cwd: Path | str = REPO) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["hetval", *args], rc, out.getvalue(), err.getvalue())
 
 
+@pytest.fixture(scope="session")
+def default_validated(tmp_path_factory) -> Path:
+    """The default study's real runs (:func:`default_dataset`) validated once per session, with the papers'
+    published machines, on one worker and 50 resamples: ``root/validation`` holds every table. Read-only."""
+    from analysis.planning.config import uncertainty_settings
+    from analysis.resources import PUBLISHED_MACHINES
+    from analysis.scoring import validate
+
+    root = default_dataset(tmp_path_factory.mktemp("default-validated"))
+    validate.validate(root / "runs", root, root / "validation", platform_files=[root / "platform.yaml"],
+                      published_dir=PUBLISHED_MACHINES, log=lambda *_: None,
+                      dask_settings=validate.DaskSettings(workers=1), uncertainty=uncertainty_settings(resamples=50))
+    return root
+
+
 #: The background compile of the FDM kernels (:func:`pytest_collection_finish`), if one was started.
 _COMPILE: dict[str, subprocess.Popen] = {}
 
@@ -106,6 +121,14 @@ def wait_for_precompile(timeout: float = 900) -> None:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def precompiled_runs() -> Path | None:
+    """The directory where the background compile ran the invariance configurations on one rank (one thread and
+    two), once it has ended well; None if there was none or it failed."""
+    wait_for_precompile()
+    proc = _COMPILE.get("proc")
+    return _COMPILE["dir"] if proc is not None and proc.returncode == 0 else None  # type: ignore[return-value]
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:

@@ -180,19 +180,11 @@ def test_gemm_kernel_computes_the_product_and_counts_2n3():
     assert v["acc"].dtype == np.float64 and isinstance(v["x"], np.float64)
 
 
-def test_no_la_run_of_the_default_study_beats_its_bound(tmp_path, env):
+def test_no_la_run_of_the_default_study_beats_its_bound(default_validated):
     """The default study's real runs and platform (tests/data, measured together): with the GEMM ceiling and the
     compulsory traffic no LA run beats its bound, not even its slowest repetition; SA is bounded by t_f as before."""
-    import subprocess
-
-    from tests.conftest import BIN, default_dataset
-
-    root = default_dataset(tmp_path)
-    done = subprocess.run([str(BIN / "hetval"), "validate", "--runs", str(root / "runs"), "--platform-file",
-                           str(root / "platform.yaml"), "--out", str(root / "out"), "--published", "",
-                           "--resamples", "0", "--workers", "1"], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    runs = pd.read_parquet(root / "out" / "runs.parquet")
+    root = default_validated
+    runs = pd.read_parquet(root / "validation" / "runs.parquet")
     la = runs[(runs["case"] == "la") & (runs["model"] == "PerDome/PeaPaw")]
     assert len(la) == 4 and (la["tightness"] * la["time_median_s"] / la["time_max_s"] <= 1.0).all()
     assert {"gemm float32"} <= set(la["ceiling_host"]) | set(la["ceiling_accel"])
@@ -200,7 +192,7 @@ def test_no_la_run_of_the_default_study_beats_its_bound(tmp_path, env):
     assert len(sa) == 32 and set(sa["ceiling_host"]) | set(sa["ceiling_accel"]) <= {"vector float32", "none (no flops)"}
     assert (sa["traffic"] == sa["bytes"]).all()
     # Panwar's projection scores every workload that ran alone on each processor (SA's two sizes, LA's one)
-    projection = pd.read_parquet(root / "out" / "projection.parquet")
+    projection = pd.read_parquet(root / "validation" / "projection.parquet")
     assert sorted(zip(projection["case"], projection["size"], strict=True)) == [
         ("la", 68157440), ("sa", 1048576), ("sa", 6400000)]
     assert projection["relative_error"].between(0, 1).all() and (projection["selection_penalty"] >= 0).all()

@@ -8,23 +8,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.planning.config import uncertainty_settings
-from analysis.scoring import validate
 from analysis.scoring.metrics import TIGHTNESS
 from analysis.storage import dataset
-from tests.conftest import default_dataset
 
 
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    root = default_dataset(tmp_path_factory.mktemp("outputs"))
-    from analysis.resources import PUBLISHED_MACHINES
-
-    validate.validate(root / "runs", root, root / "validation", platform_files=[root / "platform.yaml"],
-                      published_dir=PUBLISHED_MACHINES,
-                      log=lambda *_: None, dask_settings=validate.DaskSettings(workers=1),
-                      uncertainty=uncertainty_settings(resamples=50))
-    return root
+def outputs(default_validated):
+    return default_validated
 
 
 def tables(root):
