@@ -149,12 +149,13 @@ def _start(work: Path, how: str, rng: random.Random) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
-def _gone(pgid: int) -> bool:
+def _alive(pid: int, group: bool = False) -> bool:
+    """The process ``pid`` (with ``group``, any process of the group it leads) is still there."""
     try:
-        os.killpg(pgid, 0)
+        (os.killpg if group else os.kill)(pid, 0)
     except ProcessLookupError:
-        return True
-    return False
+        return False
+    return True
 
 
 def watch(proc: subprocess.Popen, timeout: float) -> dict[str, float]:
@@ -187,14 +188,6 @@ def watch(proc: subprocess.Popen, timeout: float) -> dict[str, float]:
         out.setdefault(stage, max(0.05, end - seen[stage][1] if stage in seen else end - started))
     out["snakemake"] = ((first_job or end) - started) + (end - seen["gather"][1] if "gather" in seen else 0.0)
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: float = 900,
@@ -231,7 +224,7 @@ def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: f
                 pass
     out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
     t.first_rc = proc.returncode
-    while not _gone(proc.pid) and time.monotonic() < deadline:  # orphans of a killed Snakemake finish first
+    while _alive(proc.pid, group=True) and time.monotonic() < deadline:  # orphans of a killed Snakemake finish first
         time.sleep(0.2)
     again = subprocess.run(command(work), env=env(), capture_output=True, text=True, cwd=REPO,
                            timeout=max(1.0, deadline - time.monotonic()))
