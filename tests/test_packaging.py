@@ -22,11 +22,12 @@ def installed(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                     str(root / "dist"), str(REPO)], check=True, capture_output=True, timeout=600)
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     wheel = next((root / "dist").glob("hetval-*.whl"))
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
-                   check=True, timeout=600, env=clean)
+    # this environment's pip, installing for the new one's interpreter (its scripts start that interpreter)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                    "--no-deps", "--force-reinstall", str(wheel)], check=True, timeout=600, env=clean)
     site = next((venv / "lib").glob("python3*/site-packages"))  # after the install: pip must not see the editable one
     (site / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return venv
