@@ -230,7 +230,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
 
     say(f"step 7 of 7: MPI ping-pong host <-> accel, {len(pingpong.SIZES)} sizes {pingpong.SIZES[0]} B .. "
         f"{pingpong.SIZES[-1]} B")
-    pp = pingpong.pingpong(comm, repetitions=reps)
+    pp = pingpong.measure(comm, repetitions=reps, say=say)
     gathered = comm.gather(mine, root=0)
     if rank != 0:
         return None

@@ -51,7 +51,8 @@ def measure(comm: Any, platform: str, repetitions: int = 7, allow_same_node: boo
     if comm.Get_rank() == 0:
         print(f"[hetval characterize] {platform}: MPI ping-pong between nodes {hosts[0]} and {hosts[1]}, "
               f"{len(pingpong.SIZES)} sizes {pingpong.SIZES[0]} B .. {pingpong.SIZES[-1]} B", flush=True)
-    samples = pingpong.pingpong(comm, repetitions=repetitions)
+    samples = pingpong.measure(comm, repetitions=repetitions,
+                               say=lambda text: print(f"[hetval characterize] {platform}: {text}", flush=True))
     if comm.Get_rank() != 0:
         return None
     f = pingpong.fit(samples)

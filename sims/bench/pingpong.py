@@ -43,6 +43,22 @@ def pingpong(comm: Any, sizes=SIZES, repetitions: int = 7, round_trips: int = 20
     return out if rank == 0 else None
 
 
+def measure(comm: Any, repetitions: int = 7, attempts: int = 3, say: Any = None) -> dict[int, list[float]] | None:
+    """:func:`pingpong` again, up to ``attempts`` times in all, while the one-way time does not grow with the
+    message size (a fitted ``t_net`` <= 0): on a busy machine a rank descheduled for a millisecond swamps a
+    2 MiB transfer and tilts the fit. Each repeat is said (``say``, on rank 0); rank 0 returns the last samples,
+    the others None."""
+    for attempt in range(1, attempts + 1):
+        samples = pingpong(comm, repetitions=repetitions)
+        slope = fit(samples)["t_net"] if samples is not None else None
+        if not comm.bcast(slope is not None and slope <= 0 and attempt < attempts, root=0):
+            return samples
+        if say is not None and comm.Get_rank() == 0:
+            say(f"ping-pong: the one-way time did not grow with the message size (t_net {slope:.3g} s/byte; "
+                f"the machine was busy?): measuring again, attempt {attempt + 1} of {attempts}")
+    return None  # not reached: the last attempt returns
+
+
 def fit(samples: dict[int, list[float]]) -> dict[str, Any]:
     """Least-squares fit of the median one-way time ``T(m) = L + m t_net`` over sizes ``m``.
 

@@ -125,3 +125,28 @@ def test_characterisationenergy_parameters_from_metered_sweep():
     assert params["e_f"]["value"] == pytest.approx(60e-12, rel=1e-3) and params["e_f"]["obtained"] == "fitted"
     assert params["p_s"]["value"] == pytest.approx(20.0, rel=1e-3) and params["p_s"]["unit"] == "W"
     assert energy_parameters(None) == {"e_f": None, "e_b": None, "p_s": None}  # no meter: null, never estimated
+
+
+class _OneRank:
+    """The calls :func:`pingpong.measure` makes of its communicator, on rank 0 of one."""
+
+    def Get_rank(self) -> int:  # noqa: N802 - mpi4py's name
+        return 0
+
+    def bcast(self, value, root=0):
+        return value
+
+
+def test_pingpong_measures_again_while_the_time_does_not_grow_with_size(monkeypatch):
+    """A busy machine can tilt the fit (t_net <= 0): measured again, said, and the first sound samples kept;
+    after the last attempt its samples are returned whatever they say."""
+    tilted = {m: [1e-3 - m * 1e-10] * 3 for m in pingpong.SIZES}
+    sound = {m: [2e-6 + m * 1e-10] * 3 for m in pingpong.SIZES}
+    runs = iter([tilted, sound])
+    monkeypatch.setattr(pingpong, "pingpong", lambda comm, repetitions: next(runs))
+    said = []
+    assert pingpong.measure(_OneRank(), attempts=3, say=said.append) is sound
+    assert len(said) == 1 and "attempt 2 of 3" in said[0]
+    monkeypatch.setattr(pingpong, "pingpong", lambda comm, repetitions: tilted)
+    said.clear()
+    assert pingpong.measure(_OneRank(), attempts=2, say=said.append) is tilted and len(said) == 1
