@@ -294,10 +294,10 @@ def slurm(tmp_path_factory, cluster_study):
     return _CLUSTER.base or _CLUSTER.up(tmp_path_factory.mktemp("slurm"))
 
 
-#: the kill tests (tests/faults/test_kill.py): their trials run in the background once the tiny study is built
+#: the kill tests (tests/faults/test_kill.py): their trials run in the background while group 1 goes on
 KILL_TESTS = "tests/faults/test_kill.py"
-#: the modules of the tiny study, whose build's measurements are checked (tests/workflow/conftest.py)
-_TINY = ("tests/workflow/test_browser.py", "tests/workflow/test_workflow.py")
+#: modules whose measurements are checked: they run last, alone
+_QUIET = ("tests/workflow/test_workflow.py", "tests/workflow/test_browser.py")
 #: the cluster study running in the background, once started (:func:`cluster_study`)
 _BACKGROUND: list[Background] = []
 #: the kill trials: how to start them (:func:`kill_trials`), and the trials once started
@@ -309,26 +309,26 @@ def _order(item) -> tuple[int, int]:
 
     0. the tests that may run beside the cluster study in the background (the FDM tests last, once the background
        compile of their kernels has had the most time);
-    1. once it is done, the tiny study's tests: its build alone (its measurements are checked), then the rest beside
-       the kill trials, which the build starts in the background (:func:`start_kill_trials`);
-    2. beside them too, the tests that use SLURM and the plugin's study (none of them checks a measurement);
-    3. the kill tests, which wait for their trials."""
+    1. once it is done, the tests that may run beside the kill trials in the background: those that use SLURM,
+       and the plugin's study (none of them checks a measurement);
+    2. the kill tests, which wait for their trials;
+    3. the end-to-end tiny study, whose measurements are checked: alone."""
     path = Path(str(item.path))
     rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else ""
-    if rel in _TINY:
-        return 1, 0
-    if rel == KILL_TESTS:
+    if rel in _QUIET:
         return 3, 0
+    if rel == KILL_TESTS:
+        return 2, 0
     if (path == CLUSTER_STUDY or path.name in ("test_dask_clusters.py", "test_plugin.py")
             or "slurm" in getattr(item, "fixturenames", ())):
-        return 2, 0
+        return 1, 0
     return 0, int(path.is_relative_to(REPO / "tests" / "fdm"))
 
 
 @pytest.fixture(scope="session", autouse=True)
 def kill_trials(request, tmp_path_factory):
-    """How to start the trials of the kill tests selected, if any (tests/faults/killing.py), once the machine may
-    be shared (:func:`start_kill_trials`): beside tests that check no measurement - contention only lengthens a
+    """How to start the trials of the kill tests selected, if any (tests/faults/killing.py): started when group 1
+    begins (:func:`pytest_runtest_setup`), beside tests that check no measurement - contention only lengthens a
     stage's life, and each kill lands in the first half of it."""
     stages = sorted({i.callspec.params["stage"] for i in request.session.items
                      if Path(str(i.path)) == REPO / KILL_TESTS and hasattr(i, "callspec")})
@@ -343,15 +343,11 @@ def kill_trials(request, tmp_path_factory):
         job.wait(1800)
 
 
-def start_kill_trials() -> None:
-    """Start the kill trials in the background, if kill tests are selected and they have not started."""
-    if "start" in _KILL and "job" not in _KILL:
-        _KILL["job"] = Background(_KILL["start"])
-
-
 def kill_results() -> Any:
-    """The kill trials' results (``(trial by stage, each stage's life)``), once done."""
-    start_kill_trials()
+    """The kill trials' results (``(trial by stage, each stage's life)``), once done; started here if no test of
+    group 1 started them."""
+    if "job" not in _KILL:
+        _KILL["job"] = Background(_KILL["start"])
     return _KILL["job"].result()
 
 
@@ -361,10 +357,12 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 
 def pytest_runtest_setup(item) -> None:
-    """From group 1 on, a test starts once the cluster study in the background is done; group 2 starts the kill
-    trials if the tiny study did not."""
+    """From group 1 on, a test starts once the cluster study in the background is done; group 1 starts the kill
+    trials in the background, and the last group waits for them."""
     group = _order(item)[0]
     if _BACKGROUND and group >= 1:
         _BACKGROUND[0].wait()
-    if group >= 2:
-        start_kill_trials()
+    if group >= 1 and "start" in _KILL and "job" not in _KILL:
+        _KILL["job"] = Background(_KILL["start"])
+    if group >= 3 and "job" in _KILL:
+        _KILL["job"].wait()

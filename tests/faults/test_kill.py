@@ -1,6 +1,6 @@
 """SIGKILL each stage of the workflow at a random point: one plain re-invocation heals everything
 (tests/faults/killing.py says what is checked; benchmarks/bench_faults.py repeats it many times). The trials
-run in the background beside tests that check no measurement (``start_kill_trials`` in tests/conftest.py)."""
+run in the background beside tests that check no measurement (``kill_trials`` in tests/conftest.py)."""
 
 from __future__ import annotations
 

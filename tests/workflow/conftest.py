@@ -1,5 +1,4 @@
-"""The tiny study, run once per session and alone (tests/conftest.py orders the suite): the end-to-end test goes on
-with it, the browser test opens its report."""
+"""The tiny study, run once per session: the end-to-end test goes on with it, the browser test opens its report."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import REPO, start_kill_trials
+from tests.conftest import REPO
 
 TINY = ("-c2", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml"))
 
@@ -25,5 +24,4 @@ def tiny_study(tmp_path_factory, env):
     report = work / "report-as-built"
     if first.returncode == 0:
         shutil.copytree(work / "results" / "tiny" / "report", report)
-    start_kill_trials()  # built, and its measurements written: the machine may be shared from here on
     return SimpleNamespace(work=work, first=first, jobs=jobs, report=report)
