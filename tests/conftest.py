@@ -263,7 +263,8 @@ def cluster_study(request, tmp_path_factory, env):
     """The cluster study (tests/workflow/test_cluster_study.py) through the emulated SLURM cluster, started when
     the session starts and run while the other tests go on: half its time is Snakemake's SLURM executor waiting
     between status checks. The kill tests, the end-to-end studies and the modules that use the cluster
-    themselves run after the others and wait for it (:func:`_order`, :func:`pytest_runtest_setup`, :func:`slurm`). None when that module is not selected or SLURM cannot run here (the study's fixture then
+    themselves run after the others and wait for it (:func:`_order`, :func:`pytest_runtest_setup`,
+    :func:`slurm`). None when that module is not selected or SLURM cannot run here (the study's fixture then
     says why)."""
     from tests import slurm_cluster
 
@@ -343,11 +344,16 @@ def kill_trials(request, tmp_path_factory):
         job.wait(1800)
 
 
+def start_kill_trials() -> None:
+    """Start the kill trials in the background, if kill tests are selected and the trials have not started."""
+    if "start" in _KILL and "job" not in _KILL:
+        _KILL["job"] = Background(_KILL["start"])
+
+
 def kill_results() -> Any:
     """The kill trials' results (``(trial by stage, each stage's life)``), once done; started here if no test of
     group 1 started them."""
-    if "job" not in _KILL:
-        _KILL["job"] = Background(_KILL["start"])
+    start_kill_trials()
     return _KILL["job"].result()
 
 
@@ -357,12 +363,10 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 
 def pytest_runtest_setup(item) -> None:
-    """From group 1 on, a test starts once the cluster study in the background is done; group 1 starts the kill
-    trials in the background, and the last group waits for them."""
+    """From group 1 on, a test starts once the cluster study in the background is done, and the kill trials are
+    started in the background (the kill tests, before the last group, wait for them)."""
     group = _order(item)[0]
     if _BACKGROUND and group >= 1:
         _BACKGROUND[0].wait()
-    if group >= 1 and "start" in _KILL and "job" not in _KILL:
-        _KILL["job"] = Background(_KILL["start"])
-    if group >= 3 and "job" in _KILL:
-        _KILL["job"].wait()
+    if group >= 1:
+        start_kill_trials()

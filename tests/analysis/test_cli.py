@@ -14,12 +14,8 @@ from tests.conftest import BIN, REPO, cli
 
 
 def script(*args: str, env: dict, cwd=REPO, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "hetval"), *args], capture_output=True, text=True, env=env, cwd=cwd,
+    return subprocess.run([str(BIN / "hetval"), *args], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout)
-
-
-def hetval(*args: str, env: dict, cwd=REPO) -> subprocess.CompletedProcess:
-    return cli(*args, cwd=cwd)
 
 
 def one_line_error(out: subprocess.CompletedProcess, *expected: str) -> None:
@@ -64,20 +60,20 @@ def dataset(tmp_path):
      ["hetval attach-trace:", "--trace /nonexistent.csv does not exist"]),
     (["attach-trace", "--trace", "t.csv"], ["hetval attach-trace:", "give --raw-dir, --platform-file or both"]),
 ])
-def test_missing_input_is_one_line_and_exit_2(env, tmp_path, args, expected):
-    one_line_error(hetval(*args, env=env, cwd=tmp_path), *expected)
+def test_missing_input_is_one_line_and_exit_2(tmp_path, args, expected):
+    one_line_error(cli(*args, cwd=tmp_path), *expected)
 
 
-def test_validate_needs_a_dataset_and_platforms(env, tmp_path, dataset):
+def test_validate_needs_a_dataset_and_platforms(tmp_path, dataset):
     (tmp_path / "empty").mkdir()
-    one_line_error(hetval("validate", "--runs", str(tmp_path / "empty"), env=env), "holds no dataset")
-    one_line_error(hetval("validate", "--runs", str(dataset / "runs"), "--platform-file", "/nonexistent.yaml",
-                          env=env), "--platform-file /nonexistent.yaml does not exist")
+    one_line_error(cli("validate", "--runs", str(tmp_path / "empty")), "holds no dataset")
+    one_line_error(cli("validate", "--runs", str(dataset / "runs"), "--platform-file", "/nonexistent.yaml"),
+                   "--platform-file /nonexistent.yaml does not exist")
 
 
-def test_report_needs_validation_tables(env, tmp_path):
+def test_report_needs_validation_tables(tmp_path):
     (tmp_path / "val").mkdir()
-    one_line_error(hetval("report", "--validation", str(tmp_path / "val"), env=env), "holds no validation tables")
+    one_line_error(cli("report", "--validation", str(tmp_path / "val")), "holds no validation tables")
 
 
 def test_unreachable_scheduler_is_one_line_within_the_timeout(env, dataset):
@@ -87,15 +83,15 @@ def test_unreachable_scheduler_is_one_line_within_the_timeout(env, dataset):
     one_line_error(out, "hetval validate:", "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 3 s")
 
 
-def test_track_and_compare_without_a_history_are_one_line(env, tmp_path):
+def test_track_and_compare_without_a_history_are_one_line(tmp_path):
     tiny = str(REPO / "config" / "studies" / "tiny.yaml")
-    one_line_error(hetval("track", "--history", str(tmp_path / "none"), "--configfile", tiny, env=env, cwd=tmp_path),
+    one_line_error(cli("track", "--history", str(tmp_path / "none"), "--configfile", tiny, cwd=tmp_path),
                    "hetval track:", "holds no snapshot")
-    one_line_error(hetval("compare", "latest", "previous", "--history", str(tmp_path / "none"), "--configfile", tiny,
-                          env=env, cwd=tmp_path), "hetval compare:", "holds no snapshot")
+    one_line_error(cli("compare", "latest", "previous", "--history", str(tmp_path / "none"), "--configfile", tiny,
+                       cwd=tmp_path), "hetval compare:", "holds no snapshot")
 
 
-def test_report_with_a_manifest_that_is_not_one_is_one_line(env, tmp_path):
+def test_report_with_a_manifest_that_is_not_one_is_one_line(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -103,14 +99,14 @@ def test_report_with_a_manifest_that_is_not_one_is_one_line(env, tmp_path):
     pq.write_table(pa.table({"x": [1]}), tmp_path / "val" / "runs.parquet")
     (tmp_path / "platforms").mkdir()
     (tmp_path / "bad.json").write_text("{not json")
-    one_line_error(hetval("report", "--validation", str(tmp_path / "val"), "--platform-dir", str(tmp_path / "platforms"),
-                          "--manifest", str(tmp_path / "bad.json"), env=env, cwd=tmp_path),
+    one_line_error(cli("report", "--validation", str(tmp_path / "val"), "--platform-dir", str(tmp_path / "platforms"),
+                       "--manifest", str(tmp_path / "bad.json"), cwd=tmp_path),
                    "hetval report:", "is not a gather manifest")
 
 
-def test_platform_options_are_spelt_alike_everywhere(env):
+def test_platform_options_are_spelt_alike_everywhere():
     for command in ("validate", "report", "attach-trace"):
-        text = " ".join(hetval(command, "--help", env=env).stdout.split())
+        text = " ".join(cli(command, "--help").stdout.split())
         assert "--platform-file FILE [FILE ...]" in text, command
     for command in ("validate", "report"):
-        assert "--platform-dir" in hetval(command, "--help", env=env).stdout
+        assert "--platform-dir" in cli(command, "--help").stdout

@@ -185,7 +185,7 @@ def watch(proc: subprocess.Popen, timeout: float) -> dict[str, float]:
         time.sleep(0.02)
     end = time.monotonic()
     for stage in patterns:  # a stage still alive when the invocation ended, or never seen
-        out.setdefault(stage, max(0.05, end - seen[stage][1] if stage in seen else end - started))
+        out.setdefault(stage, max(0.05, end - (seen[stage][1] if stage in seen else started)))
     out["snakemake"] = ((first_job or end) - started) + (end - seen["gather"][1] if "gather" in seen else 0.0)
     return out
 
