@@ -297,8 +297,8 @@ def slurm(tmp_path_factory, cluster_study):
 
 #: the kill tests (tests/faults/test_kill.py): their trials run in the background while group 1 goes on
 KILL_TESTS = "tests/faults/test_kill.py"
-#: modules whose measurements are checked: they run last, alone
-_QUIET = ("tests/workflow/test_workflow.py", "tests/workflow/test_browser.py")
+#: the session's tiny study (tests/workflow/conftest.py), whose measurements are checked: its tests run last, alone
+_QUIET = "tiny_study"
 #: the cluster study running in the background, once started (:func:`cluster_study`)
 _BACKGROUND: list[Background] = []
 #: the kill trials: how to start them (:func:`kill_trials`), and the trials once started
@@ -313,10 +313,10 @@ def _order(item) -> tuple[int, int]:
     1. once it is done, the tests that may run beside the kill trials in the background: those that use SLURM,
        and the plugin's study (none of them checks a measurement);
     2. the kill tests, which wait for their trials;
-    3. the end-to-end tiny study, whose measurements are checked: alone."""
+    3. the tests of the end-to-end tiny study, whose measurements are checked: alone."""
     path = Path(str(item.path))
     rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else ""
-    if rel in _QUIET:
+    if _QUIET in getattr(item, "fixturenames", ()):
         return 3, 0
     if rel == KILL_TESTS:
         return 2, 0

@@ -81,13 +81,15 @@ class DaskSettings:
     account: str | None = None
     connect_timeout: float = 30.0
 
-    def describe(self) -> str:
+    def describe(self, data_bytes: int | None = None) -> str:
         addr = scheduler_address(self.address)
         if addr:
             return f"the Dask scheduler at {addr}"
         if self.cluster == "slurm":
             return f"a SLURMCluster of {self.workers} worker job(s)"
-        return f"a local cluster of {self.workers} worker(s)"
+        if data_bytes is not None and data_bytes < THREADS_BELOW_BYTES:
+            return f"a local cluster of {self.workers} worker thread(s) in this process, the data being small"
+        return f"a local cluster of {self.workers} worker process(es)"
 
 
 class ClusterStartError(RuntimeError):
@@ -113,9 +115,16 @@ class _SubmitFailures(logging.Filter):
         return False
 
 
+#: Below this much Parquet a local cluster's workers are threads of this process: starting worker processes (each
+#: importing pandas, pyarrow and hetval) costs more CPU than reading and reducing the data (a study of a few
+#: hundred runs is well under a MiB).
+THREADS_BELOW_BYTES = 4 * 2**20
+
+
 @contextlib.contextmanager
-def dask_client(settings: DaskSettings) -> Iterator[Any]:
-    """A ``distributed.Client`` on the cluster ``settings`` chooses; the cluster is closed afterwards.
+def dask_client(settings: DaskSettings, data_bytes: int | None = None) -> Iterator[Any]:
+    """A ``distributed.Client`` on the cluster ``settings`` chooses; the cluster is closed afterwards. A local
+    cluster for ``data_bytes`` below :data:`THREADS_BELOW_BYTES` runs its workers as threads of this process.
 
     An unreachable scheduler raises ``OSError`` / ``TimeoutError`` within ``connect_timeout``; a SLURM cluster
     whose first worker does not start in time, or without dask-jobqueue, raises :class:`ClusterStartError`.
@@ -169,8 +178,9 @@ def dask_client(settings: DaskSettings) -> Iterator[Any]:
             for lg in loggers:
                 lg.removeFilter(quiet)
         return
-    with LocalCluster(n_workers=settings.workers, threads_per_worker=1, dashboard_address=None) as cluster, \
-            Client(cluster, timeout=settings.connect_timeout) as client:
+    processes = data_bytes is None or data_bytes >= THREADS_BELOW_BYTES
+    with LocalCluster(n_workers=settings.workers, threads_per_worker=1, processes=processes,
+                      dashboard_address=None) as cluster, Client(cluster, timeout=settings.connect_timeout) as client:
         yield client
 
 
@@ -331,9 +341,10 @@ def validate(
     files = partition_files(runs_dir, studies)
     for f in files:  # before any task: a file of another layout is one line, not a worker's traceback
         check_layout(f[2])
-    with dask_client(where) as client:
+    data_bytes = sum(f[2].stat().st_size for f in files)
+    with dask_client(where, data_bytes) as client:
         log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers; "
-            f"{where.describe()}); {len(files)} data file(s)")
+            f"{where.describe(data_bytes)}); {len(files)} data file(s), {data_bytes / 2**20:.1f} MiB")
         futures = {}
         for name in registered:
             mine = [f for f in files if f[1] == name]

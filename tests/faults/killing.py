@@ -35,7 +35,7 @@ PLATFORM = REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml"
 MICRO = """\
 study: micro
 runs: {warmup: 0, repetitions: 2}
-characterize: {warmup: 1, repetitions: 5, llc_factor: 2, llc_mib: 32, gemm_sizes: [128]}
+characterize: {warmup: 1, repetitions: 5, llc_factor: 2, llc_mib: 4, gemm_sizes: [128]}
 uncertainty: {resamples: 100}
 validate: {workers: 1, connect_timeout: 20}
 cases:

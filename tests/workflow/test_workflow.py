@@ -240,16 +240,24 @@ def test_tiny_study_end_to_end(env, tiny_study):
     assert (results / "other" / "report" / "index.html").exists()
 
     # Deleting one raw record redoes only that run (and what depends on it); never a duplicate row. In the same
-    # invocation, a truncated raw record is quarantined with its reason, counted, and redone the next time.
+    # invocation, a truncated raw record is quarantined with its reason, counted, and redone the next time; and
+    # one SA run forced (--forcerun) is measured anew, its earlier measurement kept.
     raw = sorted((results / "raw" / "tiny").glob("*.json"))
     raw[0].unlink()
     victim = raw[1]
     victim.write_text(victim.read_text()[:100])
-    dry = snakemake([*tiny, "-n"], env, tmp_path)
+    cases = json.loads((study / "matrix.json").read_text())["runs"]
+    again = next(p for p in raw[2:] if cases.get(p.stem) == "sa")
+    measurements = results / "raw" / "tiny" / ".measurements" / again.stem
+    before = set(measurements.glob("*.json"))
+    forcing = [*tiny, "--forcerun", str(again.relative_to(tmp_path))]
+    dry = snakemake([*forcing, "-n"], env, tmp_path)
     counts = job_counts(dry.stdout)
-    assert runs_redone(counts) == 1 and "characterize_platform" not in counts  # the deleted one: the other still reads as there
-    quarantined = snakemake(tiny, env, tmp_path)
+    # the deleted one and the forced one: the truncated one still reads as there
+    assert runs_redone(counts) == 2 and "characterize_platform" not in counts, dry.stdout[-3000:]
+    quarantined = snakemake(forcing, env, tmp_path)
     assert quarantined.returncode == 0, quarantined.stderr[-3000:]
+    assert runs_redone(job_counts(quarantined.stdout + quarantined.stderr)) == 2
     df = read_runs(results / "runs").to_pandas()  # the quarantined record's rows as gathered before
     assert len(df[df["study"] == "tiny"]) == 78 and not df.duplicated(["run_id", "rep"]).any()
     assert (results / "quarantine" / "tiny" / victim.name).exists()
@@ -258,23 +266,16 @@ def test_tiny_study_end_to_end(env, tiny_study):
     assert victim.name in (report / "index.html").read_text()
     manifest = json.loads((study / "gathered.json").read_text())
     assert len(manifest["quarantined"]) == 1
+    kept = set(measurements.glob("*.json"))
+    assert len(before) == 1 and before < kept and len(kept) == 2
     redone = snakemake([*tiny, "-n"], env, tmp_path)
     assert runs_redone(job_counts(redone.stdout)) == 1
 
-    # Tracking: every validation above appended a snapshot; a forced re-run measures anew, the earlier raw
-    # record kept (one SA run forced, and the quarantined run redone). Four snapshots are too few to show this machine's invocation-to-invocation noise and a
-    # step that has held (5 + 3), so track judges small steps nowhere yet and says so (judging such a short series
-    # flagged an unchanged FDM run as a regression when another job shared the cores); only a change by a factor of 2.5 or more with its
-    # intervals apart could be flagged, and these tiny runs are real measurements on a shared machine.
-    cases = json.loads((study / "matrix.json").read_text())["runs"]
-    again = next(p for p in raw[2:] if cases.get(p.stem) == "sa")
-    measurements = results / "raw" / "tiny" / ".measurements" / again.stem
-    before = set(measurements.glob("*.json"))
-    forced = snakemake([*tiny, "--forcerun", str(again.relative_to(tmp_path))], env, tmp_path)
-    assert forced.returncode == 0, forced.stderr[-3000:]
-    assert runs_redone(job_counts(forced.stdout + forced.stderr)) == 2, forced.stdout[-3000:]
-    kept = set(measurements.glob("*.json"))
-    assert len(before) == 1 and before < kept and len(kept) == 2
+    # Tracking: every validation above appended a snapshot. Two snapshots are too few to show this machine's
+    # invocation-to-invocation noise and a step that has held (5 + 3), so track judges small steps nowhere yet and
+    # says so (judging such a short series flagged an unchanged FDM run as a regression when another job shared the
+    # cores); only a change by a factor of 2.5 or more with its intervals apart could be flagged, and these tiny
+    # runs are real measurements on a shared machine.
     hetval = [str(BIN / "hetval")]
     tiny_config = ["--configfile", str(REPO / "config" / "studies" / "tiny.yaml")]
     track = subprocess.run([*hetval, "track", "--json", *tiny_config],
@@ -309,7 +310,7 @@ def test_tiny_study_end_to_end(env, tiny_study):
         if "REGRESSION" in line and f"began at snapshot {latest}" in line:
             assert "(machine unchanged)" not in line, line
     snapshots = history.read(tmp_path / "results" / "history", "tiny")["snapshot"].nunique()
-    assert snapshots >= 4
+    assert snapshots >= 3
     compare = subprocess.run([*hetval, "compare", "previous", "latest", "--configfile",
                               str(REPO / "config" / "studies" / "tiny.yaml")],
                              env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
