@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+# the tiny study's end-to-end checks run outside a test module (in the background): their asserts still explain
+pytest.register_assert_rewrite("tests.workflow.tiny")
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -297,8 +300,11 @@ def slurm(tmp_path_factory, cluster_study):
 
 #: the kill tests (tests/faults/test_kill.py): their trials run in the background while group 1 goes on
 KILL_TESTS = "tests/faults/test_kill.py"
-#: the session's tiny study (tests/workflow/conftest.py), whose measurements are checked: its tests run last, alone
+#: the fixture of the session's tiny study (tests/workflow/tiny.py), whose measurements are checked: it is built alone
 _QUIET = "tiny_study"
+#: the tiny study: how to build it and whether its end-to-end checks are selected (:func:`tiny_plan`), the built
+#: study, and those checks once started in the background
+_TINY: dict[str, Any] = {}
 #: the cluster study running in the background, once started (:func:`cluster_study`)
 _BACKGROUND: list[Background] = []
 #: the kill trials: how to start them (:func:`kill_trials`), and the trials once started
@@ -313,7 +319,11 @@ def _order(item) -> tuple[int, int]:
     1. once it is done, the tests that may run beside the kill trials in the background: those that use SLURM,
        and the plugin's study (none of them checks a measurement);
     2. the kill tests, which wait for their trials;
-    3. the tests of the end-to-end tiny study, whose measurements are checked: alone."""
+    3. the tests of the tiny study, which wait for its end-to-end checks.
+
+    Before group 1 starts (once the cluster study is done), the tiny study, whose measurements are checked, is
+    built alone (:func:`build_tiny`); its end-to-end checks, which re-invoke it and check no measurement, then run
+    in the background beside group 1 and the kill trials."""
     path = Path(str(item.path))
     rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else ""
     if _QUIET in getattr(item, "fixturenames", ()):
@@ -357,16 +367,57 @@ def kill_results() -> Any:
     return _KILL["job"].result()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def tiny_plan(request, tmp_path_factory, env):
+    """How to build the tiny study if a selected test needs it, and whether its end-to-end checks are selected."""
+    items = request.session.items
+    if any(_QUIET in getattr(i, "fixturenames", ()) for i in items):
+        _TINY["work"] = lambda: tmp_path_factory.mktemp("tiny")
+        _TINY["env"] = env
+        _TINY["checks_selected"] = any(i.name == "test_tiny_study_end_to_end" for i in items)
+    yield
+    job = _TINY.get("checks")
+    _TINY.clear()
+    if job is not None:
+        job.wait(1800)
+
+
+def build_tiny() -> None:
+    """Build the tiny study, if needed and not built yet (the caller makes sure nothing else runs), then start
+    its end-to-end checks in the background if they are selected."""
+    if "work" not in _TINY or "built" in _TINY:
+        return
+    from tests.workflow import tiny
+
+    _TINY["built"] = tiny.build(_TINY["work"](), _TINY["env"])
+    if _TINY["checks_selected"]:
+        _TINY["checks"] = Background(tiny.end_to_end, _TINY["built"], _TINY["env"])
+
+
+def tiny_built() -> Any:
+    """The built tiny study (built here if no hook has built it yet: a test that asks for it alone)."""
+    build_tiny()
+    return _TINY["built"]
+
+
+def tiny_end_to_end() -> None:
+    """Wait for the tiny study's end-to-end checks and raise what they raised."""
+    build_tiny()
+    _TINY["checks"].result()
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
     """The order of :func:`_order`; pytest's order within each group."""
     items[:] = [item for _, item in sorted(enumerate(items), key=lambda pair: (_order(pair[1]), pair[0]))]
 
 
 def pytest_runtest_setup(item) -> None:
-    """From group 1 on, a test starts once the cluster study in the background is done, and the kill trials are
-    started in the background (the kill tests, before the last group, wait for them)."""
+    """From group 1 on, a test starts once the cluster study in the background is done and the tiny study has
+    been built alone; its end-to-end checks and the kill trials then run in the background (the kill tests and the
+    tiny study's tests wait for them)."""
     group = _order(item)[0]
     if _BACKGROUND and group >= 1:
         _BACKGROUND[0].wait()
     if group >= 1:
+        build_tiny()
         start_kill_trials()

@@ -1,27 +1,15 @@
-"""The tiny study, run once per session: the end-to-end test goes on with it, the browser test opens its report."""
+"""The tiny study, run once per session (tests/workflow/tiny.py): the end-to-end test goes on with it, the browser
+test opens its report."""
 
 from __future__ import annotations
 
-import shutil
-from types import SimpleNamespace
-
 import pytest
-
-from tests.conftest import REPO
-
-TINY = ("-c2", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml"))
 
 
 @pytest.fixture(scope="session")
-def tiny_study(tmp_path_factory, env):
-    """The tiny study run to the end under a probe of every job's memory (``work``; ``first`` its Snakemake
-    process, ``jobs`` each job's peak and estimate), and its report as first built (``report``), kept apart
-    from what the end-to-end test does to the study afterwards."""
-    from benchmarks.bench_memory import probe
+def tiny_study():
+    """The built tiny study (``work``, ``first``, ``jobs``, ``report``): built alone by ``tests/conftest.py``
+    when the suite reaches the tests after the cluster study (or this one's, if none)."""
+    from tests.conftest import tiny_built
 
-    work = tmp_path_factory.mktemp("tiny")
-    first, jobs = probe(list(TINY), work, env=env, timeout=600)  # each job's process tree polled every 20 ms
-    report = work / "report-as-built"
-    if first.returncode == 0:
-        shutil.copytree(work / "results" / "tiny" / "report", report)
-    return SimpleNamespace(work=work, first=first, jobs=jobs, report=report)
+    return tiny_built()

@@ -19,7 +19,7 @@ from analysis.equations import fdm
 from analysis.planning.config import load_config, study_matrix
 from tests import slurm_cluster
 from tests.conftest import REPO, _need_slurm
-from tests.workflow.test_workflow import snakemake
+from tests.workflow.tiny import snakemake
 
 STUDY = REPO / "config" / "studies" / "cluster-ci.yaml"
 #: exactly the command the study file and the README give (snakemake finds the root Snakefile)

@@ -10,7 +10,7 @@ import pytest
 from analysis.planning.config import load_config, study_matrix
 from analysis.planning.jobs import Layout, batches
 from tests.conftest import REPO
-from tests.workflow.test_workflow import job_counts, snakemake
+from tests.workflow.tiny import job_counts, snakemake
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm")]
 

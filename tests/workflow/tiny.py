@@ -1,0 +1,281 @@
+"""The tiny study end to end: built once per session, alone (:func:`build`, started by ``tests/conftest.py`` when the
+tests that need it are reached), then checked and driven on through re-invocations, a second study, faults and
+tracking (:func:`end_to_end`) while other tests that check no measurement run beside it; the Snakemake helpers
+the workflow tests share."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import yaml
+
+from analysis.scoring.scorecard import BOUND_HI
+from analysis.storage.dataset import read_runs
+from analysis.storage.schema import FILE_SCHEMA, RUN_SCHEMA
+from analysis.tracking import history
+from tests.conftest import BIN, REPO
+
+TINY = ("-c2", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml"))
+
+
+def snakemake(args: list[str], env: dict[str, str], workdir: Path, timeout: float = 600,
+              snakefile: Path | None = REPO / "workflow" / "Snakefile") -> subprocess.CompletedProcess:
+    """Snakemake on ``workdir`` from the repository root (``snakefile`` None: the one it finds by itself)."""
+    return subprocess.run(
+        [str(BIN / "snakemake"), *(["-s", str(snakefile)] if snakefile else []), "-d", str(workdir), *args],
+        env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+    )
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a (dry) run as {rule: count}."""
+    counts: dict[str, int] = {}
+    lines = output.splitlines()
+    start = lines.index("Job stats:") + 3
+    for line in lines[start:]:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def runs_redone(counts: dict[str, int]) -> int:
+    """Runs a (dry) run makes: measured (simulate_run) or ingested (ingest_run)."""
+    return counts.get("simulate_run", 0) + counts.get("ingest_run", 0)
+
+
+def build(work: Path, env: dict[str, str]) -> SimpleNamespace:
+    """The tiny study run to the end in ``work`` under a probe of every job's memory (``first`` its Snakemake
+    process, ``jobs`` each job's peak and estimate), and its report as first built (``report``), kept apart
+    from what :func:`end_to_end` does to the study afterwards."""
+    from benchmarks.bench_memory import probe
+
+    first, jobs = probe(list(TINY), work, env=env, timeout=600)  # each job's process tree polled every 20 ms
+    report = work / "report-as-built"
+    if first.returncode == 0:
+        shutil.copytree(work / "results" / "tiny" / "report", report)
+    return SimpleNamespace(work=work, first=first, jobs=jobs, report=report)
+
+
+def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
+    """What the built study holds, then what re-invocations, another study, faults and tracking do to it
+    (assertions: raises on the first that fails). Nothing here measures against a bound: the study's own
+    measurements were checked as built."""
+    tmp_path = tiny_study.work
+    tiny = list(TINY)
+    first, jobs = tiny_study.first, tiny_study.jobs
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    # every job's memory estimate (the mem_mb it declares) covers the peak its whole process tree reached
+    jobs = [j for j in jobs if j["rule"]]
+    assert {j["rule"] for j in jobs} >= {"characterize_platform", "simulate_run", "ingest_run", "gather_runs",
+                                         "validate_models", "report_validation"}
+    over = [j for j in jobs if j["estimate_mb"] is None or j["peak_mb"] > j["estimate_mb"]]
+    assert not over, over
+    assert "[hetval run] tiny sa p-DP on cpu-pair-numpy-numba: ok" in first.stdout
+    assert "[hetval run] tiny la CP on cpu-pair-numpy-numba: ok" in first.stdout
+    assert "[hetval run] tiny peach DP(0.5) on cpu-pair-numpy-numba: ok" in first.stdout
+    # the summary printed at the end counts every case
+    assert "34 runs ok (sa 8, la 4, peach 6, fdm 4, published 12); 0 failed; 0 quarantined" in first.stdout
+    assert "Energy could not be measured on this machine" in first.stdout
+
+    results = tmp_path / "results"
+    parts = sorted((results / "runs" / "study=tiny" / "case=sa").glob("part-*.parquet"))
+    assert parts and all(pq.read_schema(p).remove_metadata().equals(FILE_SCHEMA) for p in parts)
+    table = read_runs(results / "runs")
+    assert table.schema.equals(RUN_SCHEMA)
+    # SA: 8 runs, LA: 4, PEACH: 2 workloads x 3 alphas, x 3 reps; FDM: 2 scales x 2 designs x 3 reps;
+    # PEACH Table VIII: 12 published runs
+    assert table.num_rows == (8 + 4 + 6) * 3 + 4 * 3 + 12
+    assert set(table["status"].to_pylist()) == {"ok"}
+    study = results / "tiny"
+    fdm = pq.read_table(study / "validation" / "fdm_runs.parquet").to_pandas()
+    # one row per run and model: the analytical model and the one calibrated by the characterisation's FDM kernels
+    assert sorted(fdm["model"].unique()) == ["FDM", "FDM-calibrated"]
+    assert len(fdm) == 8 and sorted(fdm["ranks"]) == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert fdm["time_predicted_s"].notna().all() and (fdm["tightness"] > 0).all()
+    calibrated = fdm[fdm["model"] == "FDM-calibrated"]
+    assert calibrated["velocity_pred_s"].notna().all() and calibrated["worst_phase"].notna().all()
+    plat = yaml.safe_load(next((study / "platforms").glob("*.yaml")).read_text())
+    calib = plat["fdm_calibration"]["numba"]["modes"]
+    assert set(calib) == {"alone", "shared"} and set(calib["alone"]["half_steps"]) == {"2"}
+    assert calib["alone"]["half_steps"]["2"]["velocity"]["samples"] and "numba" in calib["alone"]["marshal"]["2"]
+    assert (tmp_path / "results" / "fdm" / "tiny").is_dir()
+    published = pq.read_table(study / "validation" / "published_runs.parquet").to_pandas()
+    assert len(published) == 12 and published["rate_error"].notna().all()
+    assert set(table.filter(pc.equal(table["energy_source"], "published"))["case"].to_pylist()) == {"published"}
+    peach_runs = pq.read_table(study / "validation" / "peach_runs.parquet").to_pandas()
+    assert len(peach_runs) == 6 and peach_runs["time_predicted_s"].notna().all()
+    assert peach_runs["eta_measured"].isna().all()  # no meter: no measured efficiency either
+    peach_fid = pq.read_table(study / "validation" / "peach_fidelity.parquet").to_pandas()
+    assert sorted(peach_fid["workload"]) == ["MatrixMultiply", "MatrixTranspose"]
+    assert set(peach_fid["quantity"]) == {"time"}
+    claims = pq.read_table(study / "validation" / "published.parquet").to_pandas()
+    assert len(claims) == 253 and claims["reproduced"].sum() == 231  # the papers' own numbers, recomputed
+    measured = table.filter(pc.not_equal(table["energy_source"], "published"))
+    assert set(measured["energy_source"].to_pylist()) == {"none"}
+    assert all(v is None for v in measured["energy_j"].to_pylist())  # no meter here: null, never estimated
+
+    runs = pq.read_table(study / "validation" / "runs.parquet").to_pandas()
+    for col in ("run_id", "variant", "perf_measured", "perf_predicted", "tightness", "time_median_s", "time_iqr_s"):
+        assert runs[col].notna().all(), col
+    # the products run against the GEMM ceiling with their compulsory traffic: no LA run beats its bound by more
+    # than its own spread (even its slowest repetition would have to beat it), measured here, now
+    la = runs[(runs["case"] == "la") & (runs["model"] == "PerDome/PeaPaw")]
+    compute = {label.split(";")[0] for label in la["ceiling_accel"]}
+    assert len(la) == 4 and compute <= {"gemm float64", "gemm float32", "none (no flops)"}
+    # the transposes' traffic is bounded at the transpose's own (strided) bandwidth, measured by characterisation
+    assert la["ceiling_accel"].str.contains("transpose float32 bandwidth").any()
+    assert not la["ceiling_accel"].str.contains("not measured").any()
+    # at the transposes' own sizes the bound of a processor that only transposes (CP's host) is that kernel's
+    # own fastest characterisation sample, measured a minute before on a machine whose speed drifts: these tiny,
+    # cache-resident runs may beat it, but not beyond the spread the ceilings were measured with (their fastest
+    # sample against their median) or the band the scorecard itself trusts a bound within (BOUND_HI)
+    procs = yaml.safe_load((study / "platforms" / "cpu-pair-numpy-numba.yaml").read_text())["processors"]
+    # measured at the sizes the study's transposes run at (LA's 512, PEACH's 1024), in both precisions
+    assert all(sorted(q["by_size"]) == [512, 1024] for p in procs.values() for q in p["ceilings"]["transpose"].values())
+    spread = max(max(q["samples"]) / statistics.median(q["samples"]) for p in procs.values()
+                 for cls in ("gemm", "transpose") for q in p["ceilings"][cls].values())
+    slowest = la["tightness"] * la["time_median_s"] / la["time_max_s"]
+    assert (slowest <= max(spread, BOUND_HI)).all(), (spread, la[["variant", "tightness", "time_median_s",
+                                                                  "time_max_s"]])
+    fidelity = pq.read_table(study / "validation" / "fidelity.parquet").to_pandas()
+    assert set(fidelity["axis"]) == {"wp", "alpha"}
+    assert set(fidelity["case"]) == {"sa", "la"} and set(fidelity["quantity"]) == {"time"}
+    for col in ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error"):
+        assert col in fidelity
+    report = study / "report"
+    html = (report / "index.html").read_text()
+    pngs = sorted(p.name for p in (report / "figures").glob("*.png"))
+    assert any(p.startswith("roofline-") for p in pngs) and any(p.startswith("alpha-") for p in pngs)
+    assert any(p.startswith("fdm-scaling-") for p in pngs) and any(p.startswith("fdm-phases-") for p in pngs)
+    assert any(p.startswith("peach-") for p in pngs) and "Energy could not be measured on this machine" in html
+    assert "Published studies" in html and "perdome-2015: 8 of 10 reproduced" in html
+    assert all(p in html for p in pngs)
+    platform = study / "platforms" / "cpu-pair-numpy-numba.yaml"
+    assert platform.exists()
+    # Snakemake's own report holds hetval's page, summary and every figure, with their captions.
+    built = snakemake([*tiny, "--report", str(tmp_path / "snakemake-report.html")], env, tmp_path)
+    assert built.returncode == 0, built.stderr[-3000:]
+    sm_report = (tmp_path / "snakemake-report.html").read_text()
+    assert all(p in sm_report for p in pngs) and "index.html" in sm_report
+
+    # A second invocation does nothing.
+    again = snakemake(tiny, env, tmp_path)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    # Nor does one from a copy of the checkout somewhere else: no absolute path of the checkout in any rule.
+    moved = tmp_path / "moved-checkout"
+    shutil.copytree(REPO, moved, ignore=shutil.ignore_patterns(".venv", ".git", "results", ".snakemake", "logs",
+                                                                "__pycache__", "*.egg-info"))
+    elsewhere = subprocess.run([str(BIN / "snakemake"), "-s", str(moved / "workflow" / "Snakefile"), "-d",
+                                str(tmp_path), "-n", *tiny], env=env, capture_output=True, text=True, timeout=600,
+                               cwd=moved)
+    assert elsewhere.returncode == 0 and "Nothing to be done" in elsewhere.stdout + elsewhere.stderr, (
+        elsewhere.stdout[-2000:] + elsewhere.stderr[-2000:])
+
+    # Another study in the same directory leaves this study's outputs byte-identical and runs only its own cases.
+    def digests() -> dict[str, str]:
+        return {str(p.relative_to(study)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(study.rglob("*")) if p.is_file()}
+
+    before = digests()
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({"study": "other", "runs": {"warmup": 0, "repetitions": 1},
+                                     "characterize": {"warmup": 0, "repetitions": 5, "llc_factor": 2, "llc_mib": 32, "gemm_sizes": [128]},
+                                     "cases": {"fdm": {"steps": 2, "marshaling": ["device-pack"],
+                                                       "boundary": {"kind": "cpml", "width": 2},
+                                                       "scales": [{"ranks": 1, "shape": [12, 12, 12]}]}}}))
+    # its platform characterised already (the tiny study's file): this part is about the studies' outputs
+    (results / "other" / "platforms").mkdir(parents=True)
+    shutil.copy(platform, results / "other" / "platforms" / platform.name)
+    second = snakemake(["-c2", "--configfile", str(other)], env, tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert job_counts(second.stdout + second.stderr)["simulate_run"] == 1  # the FDM run only: no SA, LA, PEACH or published runs
+    assert digests() == before
+    assert (results / "other" / "report" / "index.html").exists()
+
+    # Deleting one raw record redoes only that run (and what depends on it); never a duplicate row. In the same
+    # invocation, a truncated raw record is quarantined with its reason, counted, and redone the next time; and
+    # one SA run forced (--forcerun) is measured anew, its earlier measurement kept.
+    raw = sorted((results / "raw" / "tiny").glob("*.json"))
+    raw[0].unlink()
+    victim = raw[1]
+    victim.write_text(victim.read_text()[:100])
+    cases = json.loads((study / "matrix.json").read_text())["runs"]
+    again = next(p for p in raw[2:] if cases.get(p.stem) == "sa")
+    measurements = results / "raw" / "tiny" / ".measurements" / again.stem
+    before = set(measurements.glob("*.json"))
+    forcing = [*tiny, "--forcerun", str(again.relative_to(tmp_path))]
+    dry = snakemake([*forcing, "-n"], env, tmp_path)
+    counts = job_counts(dry.stdout)
+    # the deleted one and the forced one: the truncated one still reads as there
+    assert runs_redone(counts) == 2 and "characterize_platform" not in counts, dry.stdout[-3000:]
+    quarantined = snakemake(forcing, env, tmp_path)
+    assert quarantined.returncode == 0, quarantined.stderr[-3000:]
+    assert runs_redone(job_counts(quarantined.stdout + quarantined.stderr)) == 2
+    df = read_runs(results / "runs").to_pandas()  # the quarantined record's rows as gathered before
+    assert len(df[df["study"] == "tiny"]) == 78 and not df.duplicated(["run_id", "rep"]).any()
+    assert (results / "quarantine" / "tiny" / victim.name).exists()
+    assert "not valid JSON" in (results / "quarantine" / "tiny" / f"{victim.name}.reason.txt").read_text()
+    assert "1 quarantined" in quarantined.stdout
+    assert victim.name in (report / "index.html").read_text()
+    manifest = json.loads((study / "gathered.json").read_text())
+    assert len(manifest["quarantined"]) == 1
+    kept = set(measurements.glob("*.json"))
+    assert len(before) == 1 and before < kept and len(kept) == 2
+    redone = snakemake([*tiny, "-n"], env, tmp_path)
+    assert runs_redone(job_counts(redone.stdout)) == 1
+
+    # Tracking: every validation above appended a snapshot. Two snapshots are too few to show this machine's
+    # invocation-to-invocation noise and a step that has held (5 + 3), so track judges small steps nowhere yet and
+    # says so (judging such a short series flagged an unchanged FDM run as a regression when another job shared the
+    # cores); only a change by a factor of 2.5 or more with its intervals apart could be flagged, and these tiny
+    # runs are real measurements on a shared machine.
+    hetval = [str(BIN / "hetval")]
+    tiny_config = ["--configfile", str(REPO / "config" / "studies" / "tiny.yaml")]
+    track = subprocess.run([*hetval, "track", "--json", *tiny_config],
+                           env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert track.returncode in (0, 1), track.stdout + track.stderr
+    short = re.search(r"(\d+) series judged, (\d+) with fewer than 8 snapshots judged for large changes only",
+                      track.stderr)
+    assert short and int(short.group(1)) == 0 and int(short.group(2)) > 0, track.stderr
+    assert all(json.loads(line)["test"] == "large" for line in track.stdout.splitlines()), track.stdout
+    assert "History: model accuracy over time" in (report / "index.html").read_text()
+    # A broken characterisation: the accel's t_f 20x too small (as a broken benchmark would report it), judged
+    # by the default rule on this short history: a 20x change is far outside any noise, flagged the next night.
+    doc = yaml.safe_load(platform.read_text())
+    tf = doc["processors"]["accel"]["t_f"]
+    tf["value"] /= 20.0
+    tf["samples"] = [s * 20.0 for s in tf["samples"]]
+    platform.write_text(yaml.safe_dump(doc, sort_keys=False))
+    validate = subprocess.run(
+        [*hetval, "validate", "--runs", "results/runs", "--study", "tiny", "--platform-file", str(platform),
+         "--out", "results/tiny/validation", "--history", "results/history"],
+        env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert validate.returncode == 0, validate.stdout[-3000:] + validate.stderr[-3000:]
+    latest = history.read(tmp_path / "results" / "history", "tiny").sort_values("time")["snapshot"].iloc[-1]
+    track = subprocess.run([*hetval, "track", *tiny_config],
+                           env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert track.returncode == 1, track.stdout + track.stderr
+    assert "DRIFT: cpu-pair-numpy-numba accel t_f" in track.stdout and "machine drift(s)" in track.stdout
+    # At the tiny sizes the accel's side of every model is bandwidth-bound, so no model figure moves beyond its
+    # noise because of it: the finding is the machine parameter itself, kept apart from the models, and a model
+    # figure that moved at this snapshot is reported beside the drift, never as "machine unchanged".
+    for line in track.stdout.splitlines():
+        if "REGRESSION" in line and f"began at snapshot {latest}" in line:
+            assert "(machine unchanged)" not in line, line
+    snapshots = history.read(tmp_path / "results" / "history", "tiny")["snapshot"].nunique()
+    assert snapshots >= 3
+    compare = subprocess.run([*hetval, "compare", "previous", "latest", "--configfile",
+                              str(REPO / "config" / "studies" / "tiny.yaml")],
+                             env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert compare.returncode == 0 and "t_f" in compare.stdout
