@@ -316,8 +316,8 @@ def _order(item) -> tuple[int, int]:
 
     0. the tests that may run beside the cluster study in the background (the FDM tests last, once the background
        compile of their kernels has had the most time);
-    1. once it is done, the tests that may run beside the kill trials in the background: those that use SLURM,
-       and the plugin's study (none of them checks a measurement);
+    1. once it is done, the tests that may run beside the kill trials in the background: the plugin's study first
+       (one core at a time), then those that use SLURM (none of them checks a measurement);
     2. the kill tests, which wait for their trials;
     3. the tests of the tiny study, which wait for its end-to-end checks.
 
@@ -330,9 +330,11 @@ def _order(item) -> tuple[int, int]:
         return 3, 0
     if rel == KILL_TESTS:
         return 2, 0
-    if (path == CLUSTER_STUDY or path.name in ("test_dask_clusters.py", "test_plugin.py")
-            or "slurm" in getattr(item, "fixturenames", ())):
+    if path.name == "test_plugin.py":  # a chain of one-core processes: early, beside the background work
         return 1, 0
+    if (path == CLUSTER_STUDY or path.name == "test_dask_clusters.py"
+            or "slurm" in getattr(item, "fixturenames", ())):
+        return 1, 1
     return 0, int(path.is_relative_to(REPO / "tests" / "fdm"))
 
 

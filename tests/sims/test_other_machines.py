@@ -1,9 +1,10 @@
-"""Machines other than this one: a larger cache, a hard memory ceiling, one core; and a job the kernel kills.
+"""Machines other than this one: a larger cache, a hard memory ceiling and one core at once; and a job the kernel
+kills.
 
 Characterisation runs as if the last-level cache were 480 MiB, as another machine of this kind reports
 (``characterize.llc_mib``, recorded as an override), under a memory ceiling (a memory cgroup as root, else an
-rlimit): the cache rule alone would ask for more than the ceiling holds, so the budget caps the arrays, the
-platform file says so, and the job completes inside it. A run killed by the kernel for lack of memory leaves a
+rlimit), with both ranks in a cpuset of one CPU: the cache rule alone would ask for more than the ceiling holds,
+so the budget caps the arrays, the platform file says so, and the job completes inside it. A run killed by the kernel for lack of memory leaves a
 failed record that says so.
 """
 
@@ -71,11 +72,13 @@ def test_memory_limit_reads_cgroups(tmp_path):
 
 
 @pytest.mark.mpi
-def test_characterize_a_large_cache_under_a_memory_ceiling(mpiexec, env, tmp_path):
+def test_characterize_a_large_cache_under_a_memory_ceiling_on_one_core(mpiexec, env, tmp_path):
+    """Both ranks in a cpuset of one CPU (the platform's cores are positions in it, so both land on that CPU), under
+    a ceiling their cache rule alone would exceed."""
     llc_mib = 480  # another machine of this kind reports it: 12 x LLC would want 5.6 GiB of triad arrays
     out = tmp_path / "pair.yaml"
     with memory_ceiling(CEILING) as ceiling:
-        proc = characterize(ceiling.words, mpiexec, env, spec(llc_mib), out)
+        proc = characterize([*ceiling.words, "taskset", "-c", "0"], mpiexec, env, spec(llc_mib), out)
     kind = ceiling.kind
     assert proc.returncode == 0, f"{kind}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
     doc = yaml.safe_load(out.read_text())
@@ -87,19 +90,8 @@ def test_characterize_a_large_cache_under_a_memory_ceiling(mpiexec, env, tmp_pat
             assert sizing["limit_bytes"] == CEILING and "cgroup" in sizing["limit_source"]
         assert 2 * sizing["peak_bytes_per_rank"] <= CEILING * 0.25 + 1
         assert "capped by the memory budget" in doc["processors"][role]["t_b"]["method"]
+        assert doc["processors"][role]["t_b"]["value"] > 0
     assert "CAPPED by the memory budget" in proc.stdout and "below 4 x LLC" in proc.stdout
-
-
-@pytest.mark.mpi
-def test_characterize_on_one_core(mpiexec, env, tmp_path):
-    """Both ranks in a cpuset of one CPU: the platform's cores are positions in it, so both land on that CPU."""
-    out = tmp_path / "pair.yaml"
-    s = spec(4)  # small arrays whatever this machine's cache: this test is about where the ranks run
-    s["llc_factor"] = 2
-    proc = characterize(["taskset", "-c", "0"], mpiexec, env, s, out)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    doc = yaml.safe_load(out.read_text())
-    assert all(doc["processors"][r]["t_b"]["value"] > 0 for r in ("host", "accel"))
 
 
 def test_a_run_killed_for_memory_leaves_a_record_that_says_so(env, tmp_path):
