@@ -69,8 +69,8 @@ def build(work: Path, env: dict[str, str]) -> SimpleNamespace:
 
 def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     """What the built study holds, then what re-invocations, another study, faults and tracking do to it
-    (assertions: raises on the first that fails). Nothing here measures against a bound: the study's own
-    measurements were checked as built."""
+    (assertions: raises on the first that fails). The measurements it checks against their bounds were taken
+    while the study was built, alone; nothing it runs afterwards is checked against a bound."""
     tmp_path = tiny_study.work
     tiny = list(TINY)
     first, jobs = tiny_study.first, tiny_study.jobs
