@@ -1,7 +1,8 @@
 """The validation job on real Dask clusters: an external scheduler with two workers on loopback, a worker
 killed mid-validation, and a SLURMCluster on the test SLURM. Each must write the same tables, row for row
 and value for value, as a LocalCluster run on the same data (73 real runs of the default study, 5 repetitions
-each, measured on this kind of machine: tests/data/default-records.json.gz)."""
+each, measured on this kind of machine: tests/data/default-records.json.gz). The tests that mostly wait out a
+timeout come first, while the suite's background work keeps the cores busy."""
 
 from __future__ import annotations
 
@@ -103,6 +104,69 @@ def cluster(runs, env):
     c.close()
 
 
+def test_slurm_cluster_without_a_worker_in_time_is_one_line(runs, env):
+    """A SLURMCluster whose workers never start (no sbatch that works) fails in one line within the timeout."""
+    pytest.importorskip("dask_jobqueue", reason="the [slurm] extra is not installed")
+    fake = runs / "fakebin"
+    fake.mkdir(exist_ok=True)
+    for tool in ("sbatch", "squeue", "scancel"):
+        (fake / tool).write_text("#!/bin/sh\necho 'sbatch: error: Batch job submission failed' >&2\nexit 1\n")
+        (fake / tool).chmod(0o755)
+    started = time.monotonic()
+    proc = validate(runs, "never", {**env, "PATH": f"{fake}{os.pathsep}{env['PATH']}"}, "--cluster", "slurm",
+                    "--connect-timeout", "5", popen=True)
+    lines = []
+    for line in proc.stdout:  # the error is the last thing it says; then it exits at once
+        lines.append(line.rstrip())
+        said = time.monotonic()
+    assert proc.wait(timeout=60) == 2, lines
+    exited = time.monotonic()
+    assert "Traceback" not in "\n".join(lines) and lines[-1].startswith("hetval validate:"), lines
+    assert said - started < 60
+    # no wait at exit for jobs that never started (distributed's exit hook would retry closing them for 10 s)
+    assert exited - said < 5, exited - said
+
+
+def test_a_scheduler_that_accepts_and_never_answers_is_one_line_within_the_timeout(runs, env):
+    """A listener that takes the TCP connection and then says nothing (a wrong port, a hung scheduler)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    try:
+        started = time.monotonic()
+        out = validate(runs, "silent", env, "--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout", "3",
+                       timeout=60)
+        took = time.monotonic() - started
+    finally:
+        listener.close()
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "did not answer within 3 s" in out.stderr
+    assert took < 30
+
+
+def test_gather_fails_in_one_line_when_the_cluster_loses_every_worker(runs, env):
+    """Results that can never come: the only worker is killed while its task runs."""
+    from analysis.scoring.tasks import WorkersLost, gather_watched
+
+    c = DaskCluster(runs, env, workers=1)
+    try:
+        (address,) = c.client.scheduler_info()["workers"]
+        pid = c.client.run(os.getpid, workers=[address])[address]
+        future = c.client.submit(time.sleep, 600, pure=False)
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+        started = time.monotonic()
+        with pytest.raises(WorkersLost, match="no worker for 3 s"):
+            gather_watched(c.client, [future], patience=3, poll=0.5)
+        assert time.monotonic() - started < 30
+    finally:
+        c.close()
+
+
 def test_external_scheduler_writes_the_same_tables_as_a_local_cluster(runs, env, local, cluster):
     out = validate(runs, "external", env, "--scheduler", cluster.address)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -176,66 +240,3 @@ def test_a_slurm_workers_node_lost_mid_validation(runs, env, local, slurm):
     print(f"worker node lost mid-validation ({killed} processes killed): "
           + ("same tables at once" if proc.returncode == 0 else f"failed in one line ({output.strip().splitlines()[-1]}), "
              "healed by the next invocation"))
-
-
-def test_slurm_cluster_without_a_worker_in_time_is_one_line(runs, env):
-    """A SLURMCluster whose workers never start (no sbatch that works) fails in one line within the timeout."""
-    pytest.importorskip("dask_jobqueue", reason="the [slurm] extra is not installed")
-    fake = runs / "fakebin"
-    fake.mkdir(exist_ok=True)
-    for tool in ("sbatch", "squeue", "scancel"):
-        (fake / tool).write_text("#!/bin/sh\necho 'sbatch: error: Batch job submission failed' >&2\nexit 1\n")
-        (fake / tool).chmod(0o755)
-    started = time.monotonic()
-    proc = validate(runs, "never", {**env, "PATH": f"{fake}{os.pathsep}{env['PATH']}"}, "--cluster", "slurm",
-                    "--connect-timeout", "5", popen=True)
-    lines = []
-    for line in proc.stdout:  # the error is the last thing it says; then it exits at once
-        lines.append(line.rstrip())
-        said = time.monotonic()
-    assert proc.wait(timeout=60) == 2, lines
-    exited = time.monotonic()
-    assert "Traceback" not in "\n".join(lines) and lines[-1].startswith("hetval validate:"), lines
-    assert said - started < 60
-    # no wait at exit for jobs that never started (distributed's exit hook would retry closing them for 10 s)
-    assert exited - said < 5, exited - said
-
-
-def test_a_scheduler_that_accepts_and_never_answers_is_one_line_within_the_timeout(runs, env):
-    """A listener that takes the TCP connection and then says nothing (a wrong port, a hung scheduler)."""
-    import socket
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    port = listener.getsockname()[1]
-    try:
-        started = time.monotonic()
-        out = validate(runs, "silent", env, "--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout", "3",
-                       timeout=60)
-        took = time.monotonic() - started
-    finally:
-        listener.close()
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
-    assert "did not answer within 3 s" in out.stderr
-    assert took < 30
-
-
-def test_gather_fails_in_one_line_when_the_cluster_loses_every_worker(runs, env):
-    """Results that can never come: the only worker is killed while its task runs."""
-    from analysis.scoring.tasks import WorkersLost, gather_watched
-
-    c = DaskCluster(runs, env, workers=1)
-    try:
-        (address,) = c.client.scheduler_info()["workers"]
-        pid = c.client.run(os.getpid, workers=[address])[address]
-        future = c.client.submit(time.sleep, 600, pure=False)
-        time.sleep(0.5)
-        os.kill(pid, signal.SIGKILL)
-        started = time.monotonic()
-        with pytest.raises(WorkersLost, match="no worker for 3 s"):
-            gather_watched(c.client, [future], patience=3, poll=0.5)
-        assert time.monotonic() - started < 30
-    finally:
-        c.close()
