@@ -350,8 +350,13 @@ def kill_trials(request, tmp_path_factory):
 
         _KILL["start"] = lambda: killing.run_trials(tmp_path_factory, stages)
     yield
-    job = _KILL.get("job")
-    _KILL.clear()
+    _wait_and_forget(_KILL, "job")
+
+
+def _wait_and_forget(store: dict[str, Any], key: str) -> None:
+    """At the session's end: wait for the background job ``store[key]``, if one was started, then clear ``store``."""
+    job = store.get(key)
+    store.clear()
     if job is not None:
         job.wait(1800)
 
@@ -378,20 +383,22 @@ def tiny_plan(request, tmp_path_factory, env):
         _TINY["env"] = env
         _TINY["checks_selected"] = any(i.name == "test_tiny_study_end_to_end" for i in items)
     yield
-    job = _TINY.get("checks")
-    _TINY.clear()
-    if job is not None:
-        job.wait(1800)
+    _wait_and_forget(_TINY, "checks")
 
 
 def build_tiny() -> None:
     """Build the tiny study, if needed and not built yet (the caller makes sure nothing else runs), then start
-    its end-to-end checks in the background if they are selected."""
+    its end-to-end checks in the background if they are selected. A build that raises is raised by the tiny
+    study's own tests, not by whichever test's setup happened to build it."""
     if "work" not in _TINY or "built" in _TINY:
         return
     from tests.workflow import tiny
 
-    _TINY["built"] = tiny.build(_TINY["work"](), _TINY["env"])
+    try:
+        _TINY["built"] = tiny.build(_TINY["work"](), _TINY["env"])
+    except Exception as exc:  # noqa: BLE001 - raised by tiny_built
+        _TINY["built"] = exc
+        return
     if _TINY["checks_selected"]:
         _TINY["checks"] = Background(tiny.end_to_end, _TINY["built"], _TINY["env"])
 
@@ -399,12 +406,14 @@ def build_tiny() -> None:
 def tiny_built() -> Any:
     """The built tiny study (built here if no hook has built it yet: a test that asks for it alone)."""
     build_tiny()
+    if isinstance(_TINY["built"], Exception):
+        raise _TINY["built"]
     return _TINY["built"]
 
 
 def tiny_end_to_end() -> None:
     """Wait for the tiny study's end-to-end checks and raise what they raised."""
-    build_tiny()
+    tiny_built()
     _TINY["checks"].result()
 
 
