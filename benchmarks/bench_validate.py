@@ -171,7 +171,7 @@ def main() -> int:
                 listing = work / "files.txt"
                 listing.write_text("\n".join(str(f) for f in files))
                 gather_s, _, _ = timed([str(BIN / "python"), "-c", (
-                    "import sys; from analysis import dataset; "
+                    "import sys; from analysis.storage import dataset; "
                     "files = open(sys.argv[1]).read().split(); "
                     "r = dataset.gather(files, 'runs', 'quarantine', 'retry', log=lambda *_: None); print(r.runs)"),
                     str(listing)], work, {**env, "PYTHONPATH": str(ROOT)})

@@ -151,15 +151,15 @@ def test_dask_job_end_to_end(tmp_path):
     assert any("Dask scheduler" in line for line in lines)
 
 
-@pytest.mark.parametrize("data_bytes", [1024, validate.THREADS_BELOW_BYTES])
-def test_a_local_cluster_runs_threads_for_small_data_and_processes_for_large(data_bytes):
+@pytest.mark.parametrize("records", [78, validate.THREADS_BELOW_RECORDS])
+def test_a_local_cluster_runs_threads_for_small_data_and_processes_for_large(records):
     import os
 
     settings = validate.DaskSettings(workers=1, connect_timeout=60)
-    with validate.dask_client(settings, data_bytes) as client:
+    with validate.dask_client(settings, records) as client:
         pids = set(client.run(os.getpid).values())
-    assert (pids == {os.getpid()}) == (data_bytes < validate.THREADS_BELOW_BYTES)
-    assert ("thread" in settings.describe(data_bytes)) == (data_bytes < validate.THREADS_BELOW_BYTES)
+    assert (pids == {os.getpid()}) == (records < validate.THREADS_BELOW_RECORDS)
+    assert ("thread" in settings.describe(records)) == (records < validate.THREADS_BELOW_RECORDS)
 
 
 def test_dask_job_uses_a_given_scheduler(tmp_path):
