@@ -25,6 +25,10 @@ from analysis.tracking import history
 from tests.conftest import BIN, REPO
 
 TINY = ("-c2", "--configfile", str(REPO / "config" / "studies" / "tiny.yaml"))
+#: How much faster than at its characterisation a minute before this machine may run a kernel: a tiny-study LA
+#: transpose's slowest repetition beat its kernel's fastest characterisation sample by 13 % once in this suite,
+#: and fresh default studies' LA repetitions have beaten their bounds by up to 28 %
+DRIFT = 1.3
 
 
 def snakemake(args: list[str], env: dict[str, str], workdir: Path, timeout: float = 600,
@@ -139,15 +143,16 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     # at the transposes' own sizes the bound of a processor that only transposes (CP's host) is that kernel's
     # own fastest characterisation sample, measured a minute before on a machine whose speed drifts: these tiny,
     # cache-resident runs may beat it, but not beyond the spread the ceilings were measured with (their fastest
-    # sample against their median) or the band the scorecard itself trusts a bound within (BOUND_HI)
+    # sample against their median), the band the scorecard itself trusts a bound within (BOUND_HI), or the drift
+    # between a characterisation and the runs after it (DRIFT); a bound wrong by a factor of 2 still fails
     procs = yaml.safe_load((study / "platforms" / "cpu-pair-numpy-numba.yaml").read_text())["processors"]
     # measured at the sizes the study's transposes run at (LA's 512, PEACH's 1024), in both precisions
     assert all(sorted(q["by_size"]) == [512, 1024] for p in procs.values() for q in p["ceilings"]["transpose"].values())
     spread = max(max(q["samples"]) / statistics.median(q["samples"]) for p in procs.values()
                  for cls in ("gemm", "transpose") for q in p["ceilings"][cls].values())
     slowest = la["tightness"] * la["time_median_s"] / la["time_max_s"]
-    assert (slowest <= max(spread, BOUND_HI)).all(), (spread, la[["variant", "tightness", "time_median_s",
-                                                                  "time_max_s"]])
+    assert (slowest <= max(spread, BOUND_HI, DRIFT)).all(), (spread, la[["variant", "tightness", "time_median_s",
+                                                                         "time_max_s"]])
     fidelity = pq.read_table(study / "validation" / "fidelity.parquet").to_pandas()
     assert set(fidelity["axis"]) == {"wp", "alpha"}
     assert set(fidelity["case"]) == {"sa", "la"} and set(fidelity["quantity"]) == {"time"}
