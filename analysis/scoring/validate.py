@@ -339,11 +339,13 @@ def validate(
     # every case on the empty schema first: the result types, and a missing platform column fails here
     empty = {name: case_frame(name, meta, platforms) for name in registered}
     files = partition_files(runs_dir, studies)
-    for f in files:  # before any task: a file of another layout is one line, not a worker's traceback
-        check_layout(f[2])
     import pyarrow.parquet as pq
 
-    records = sum(pq.read_metadata(f[2]).num_rows for f in files)  # from the files' footers
+    records = 0
+    for f in files:  # before any task: a file of another layout is one line, not a worker's traceback
+        footer = pq.ParquetFile(f[2])  # each footer read once: its layout and its record count
+        check_layout(f[2], footer.schema_arrow)
+        records += footer.metadata.num_rows
     with dask_client(where, records) as client:
         log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers; "
             f"{where.describe(records)}); {len(files)} data file(s), {records} record(s)")
