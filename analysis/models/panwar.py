@@ -77,37 +77,63 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
     """The thesis' scoring (§3.4.2) per workload (study, case, platform, size) that ran alone on each processor:
     measured and projected times per processor, the pick, the device-selection penalty and the relative
     error. ``distinguishable`` says whether the two processors' repetitions differ beyond noise (one-sided
-    Mann-Whitney at ``noise_alpha``, either way): where they do not, a wrong pick costs nothing measurable."""
-    from analysis.scoring.uncertainty import mann_whitney_greater
+    Mann-Whitney at ``noise_alpha``, either way): where they do not, a wrong pick costs nothing measurable.
 
-    rows = []
+    Computed as arrays over every workload at once (a million-run validation has 10^5 of them): the
+    medians by group, the tests batched by sample sizes (:func:`analysis.scoring.uncertainty.mann_whitney_rows`)."""
+    from analysis.scoring.uncertainty import mann_whitney_rows
+
     mine = runs[runs["model"] == MODEL] if len(runs) and "model" in runs else runs.iloc[:0]
-    for (study, case, platform, size), g in mine.groupby(["study", "case", "platform", "size"], sort=True):
-        measured, projected, reps = {}, {}, {}
-        for role in ROLES:
-            alone = g[alone_on(g, role)]
-            if not len(alone):
-                break
-            measured[role] = float(np.median(alone["time_median_s"]))
-            projected[role] = float(np.median(alone["time_predicted_s"]))
-            reps[role] = np.concatenate([np.asarray(r, dtype="float64") for r in alone["time_reps_s"]])
-        if len(measured) < len(ROLES):
-            continue
-        a = np.array([measured[r] for r in ROLES])
-        p = np.array([projected[r] for r in ROLES])
-        best, pick = ROLES[int(np.argmin(a))], ROLES[int(np.argmin(p))]
-        slow, fast = (reps["host"], reps["accel"]) if best == "accel" else (reps["accel"], reps["host"])
-        p_value = mann_whitney_greater(slow, fast) if len(slow) >= 2 and len(fast) >= 2 else math.nan
-        rows.append({"study": study, "case": case, "platform": platform, "size": size, "model": MODEL,
-                     "time_host_measured_s": a[0], "time_accel_measured_s": a[1],
-                     "time_host_projected_s": p[0], "time_accel_projected_s": p[1],
-                     "best_measured": best, "picked": pick,
-                     "distinguishable": bool(np.isfinite(p_value) and p_value < noise_alpha),
-                     "selection_penalty": panwar.selection_penalty(a, p),
-                     "relative_error": panwar.relative_error(a, p)})
-    return pd.DataFrame(rows, columns=PROJECTION_COLUMNS)
+    if not len(mine):
+        return pd.DataFrame(columns=PROJECTION_COLUMNS)
+    sides = []
+    for role in ROLES:
+        alone = mine[alone_on(mine, role)]
+        keys = [alone[k] for k in WORKLOAD]
+        side = alone.groupby(keys, sort=True).agg(measured=("time_median_s", "median"),
+                                                  projected=("time_predicted_s", "median"))
+        reps = alone["time_reps_s"].map(_finite)
+        side["reps"] = reps.groupby(keys, sort=True).agg(lambda r: np.concatenate(r.tolist()))
+        sides.append(side.add_suffix(f"_{role}"))
+    both = sides[0].join(sides[1], how="inner").reset_index()
+    if not len(both):
+        return pd.DataFrame(columns=PROJECTION_COLUMNS)
+    a = both[[f"measured_{r}" for r in ROLES]].to_numpy(dtype="float64")
+    p = both[[f"projected_{r}" for r in ROLES]].to_numpy(dtype="float64")
+    best, pick = np.argmin(a, axis=1), np.argmin(p, axis=1)
+    rows = np.arange(len(both))
+    # the slower processor's repetitions tested against the faster one's
+    slow = [both[f"reps_{ROLES[1 - b]}"].iat[i] for i, b in enumerate(best)]
+    fast = [both[f"reps_{ROLES[b]}"].iat[i] for i, b in enumerate(best)]
+    p_value = np.full(len(both), np.nan)
+    shapes = np.array([(len(s), len(f)) for s, f in zip(slow, fast, strict=True)]).reshape(-1, 2)
+    for n, m in {tuple(x) for x in shapes.tolist() if min(x) >= 2}:
+        sel = np.flatnonzero((shapes[:, 0] == n) & (shapes[:, 1] == m))
+        p_value[sel] = mann_whitney_rows(np.stack([slow[i] for i in sel]), np.stack([fast[i] for i in sel]))
+    valid = np.all(np.isfinite(a) & np.isfinite(p) & (a > 0) & (p > 0), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        penalty = np.abs(a[rows, pick] - a[rows, best]) / a[rows, best]
+        unit_a = a / np.linalg.norm(a, axis=1, keepdims=True)
+        unit_p = p / np.linalg.norm(p, axis=1, keepdims=True)
+        error = np.linalg.norm(unit_a - unit_p, axis=1) / math.sqrt(2.0)
+    out = both[WORKLOAD].copy()
+    out["model"] = MODEL
+    out["time_host_measured_s"], out["time_accel_measured_s"] = a[:, 0], a[:, 1]
+    out["time_host_projected_s"], out["time_accel_projected_s"] = p[:, 0], p[:, 1]
+    out["best_measured"] = np.array(ROLES, dtype=object)[best]
+    out["picked"] = np.array(ROLES, dtype=object)[pick]
+    out["distinguishable"] = np.isfinite(p_value) & (p_value < noise_alpha)
+    out["selection_penalty"] = np.where(valid, penalty, np.nan)
+    out["relative_error"] = np.where(valid, error, np.nan)
+    return out[PROJECTION_COLUMNS]
 
 
+def _finite(values: object) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(values if values is not None else [], dtype="float64")).ravel()
+    return arr[np.isfinite(arr)]
+
+
+WORKLOAD = ["study", "case", "platform", "size"]
 PROJECTION_COLUMNS = ["study", "case", "platform", "size", "model", "time_host_measured_s", "time_accel_measured_s",
                       "time_host_projected_s", "time_accel_projected_s", "best_measured", "picked",
                       "distinguishable", "selection_penalty", "relative_error"]

@@ -8,7 +8,8 @@ One row per (model, case, platform, workload class), built from the validation t
   by its rank count (1; 2-4; 5-16; 17-64; more).
 * **Bounds.** The runs' tightness (measured / predicted performance): its median and a percentile
   bootstrap interval of the median over the runs (``scipy.stats.bootstrap``, the study's ``uncertainty``
-  settings).
+  settings; for rows of more than about 1.7x10^4 runs at 1000 resamples, the same bootstrap drawing only the order statistics a
+  resample's median is made of, :func:`bootstrap_medians`).
 * **Ranking.** Over the class's groups of alternatives: how many were scored and how many the
   measurements can tell apart (``distinguishable``); over those, the median Kendall tau with an interval
   (the bootstrap of the median over groups with three or more groups; with fewer, the lowest and highest
@@ -44,6 +45,9 @@ BOUND_LO, BOUND_HI = 0.5, 1.1
 #: A trusted ranking: the tau interval's lower end above TAU_LO and the top-1 interval's lower end at least TOP1_LO.
 TAU_LO, TOP1_LO = 0.0, 0.5
 VERDICTS = ("both", "trust for bounds", "trust for ranking", "neither", "not enough data")
+#: Above this many resampled values (runs x resamples) a median's interval draws only its order statistics
+#: (:func:`bootstrap_medians`) instead of calling ``scipy.stats.bootstrap``.
+SCIPY_BOOTSTRAP_ELEMENTS = 2**24
 #: FDM scale bands: (upper rank count, label).
 SCALE_BANDS = ((1, "1 rank"), (4, "2-4 ranks"), (16, "5-16 ranks"), (64, "17-64 ranks"), (math.inf, "over 64 ranks"))
 
@@ -88,11 +92,43 @@ def _median_interval(values: np.ndarray, settings: Settings) -> tuple[float, flo
         return mid, mid, mid
     if len(v) < MIN_RUNS:
         return mid, math.nan, math.nan
+    if len(v) * settings.resamples > SCIPY_BOOTSTRAP_ELEMENTS:
+        alpha = (1.0 - settings.level) / 2.0
+        lo, hi = np.percentile(bootstrap_medians(v, settings.resamples, settings.seed), [100 * alpha, 100 * (1 - alpha)])
+        return mid, float(lo), float(hi)
     from scipy import stats  # here, not at import: the workflow imports this module to plan every job
 
     res = stats.bootstrap((v,), np.median, confidence_level=settings.level, n_resamples=settings.resamples,
                           method="percentile", random_state=settings.seed)
     return mid, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def bootstrap_medians(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The medians of ``resamples`` bootstrap resamples of ``values``, drawing only the order statistics a
+    resample's median is made of, never the resample (the percentile interval is taken of these).
+
+    A resample of n values draws n positions of the sorted values uniformly with replacement; its median is
+    the value at the k-th smallest drawn position (odd n, k = (n+1)/2) or the mean of the values at the
+    k-th and (k+1)-th (even n, k = n/2). The j-th smallest drawn position is ``floor(n U_(j))`` with
+    ``U_(j)`` the j-th order statistic of n uniforms: ``U_(k) ~ Beta(k, n-k+1)``, and given it,
+    ``U_(k+1) = U_(k) + (1 - U_(k)) B`` with ``B ~ Beta(1, n-k)`` (the least of the n-k uniforms above it).
+    So each resample costs two draws instead of n: the same bootstrap distribution as
+    ``scipy.stats.bootstrap`` (other random numbers, so intervals differ by the Monte Carlo error of
+    ``resamples`` draws). Used above :data:`SCIPY_BOOTSTRAP_ELEMENTS`, where SciPy's resamples-by-n draws
+    cannot hold the million-run validation (a scorecard row of 4x10^5 runs is 4x10^8 draws, gigabytes and
+    tens of seconds per row; ``benchmarks/bench_validate.py``)."""
+    xs = np.sort(np.asarray(values, dtype=np.float64))
+    n = len(xs)
+    rng = np.random.default_rng(seed)
+    k = (n + 1) // 2
+    u_k = rng.beta(k, n - k + 1, size=resamples)
+    lower = xs[np.minimum((n * u_k).astype(np.int64), n - 1)]
+    if n % 2:
+        medians = lower
+    else:
+        u_next = u_k + (1.0 - u_k) * rng.beta(1, n - k, size=resamples)
+        medians = 0.5 * (lower + xs[np.minimum((n * u_next).astype(np.int64), n - 1)])
+    return medians
 
 
 def _ranking(groups: pd.DataFrame, settings: Settings) -> dict[str, Any]:

@@ -121,3 +121,32 @@ def test_two_machines_scorecards_side_by_side(tmp_path, capsys):
     assert len(json.loads(capsys.readouterr().out)) == 4
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "nothing")]) == 2
     assert "neither a scorecard.parquet nor a validation directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("n", [7, 8])
+def test_the_order_statistic_bootstrap_draws_the_resampled_median_distribution(n):
+    """Two draws per resample give the medians that resampling all n values gives (odd and even n, ties)."""
+    from scipy import stats
+
+    from analysis.scoring import scorecard as sc
+
+    values = np.array([1.0, 2.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0][:n])
+    rng = np.random.default_rng(1)
+    brute = np.median(rng.choice(values, size=(20_000, n)), axis=1)
+    assert stats.ks_2samp(brute, sc.bootstrap_medians(values, 20_000, 2)).pvalue > 1e-3
+
+
+def test_a_large_row_s_interval_matches_scipy_s_bootstrap_within_its_monte_carlo_error():
+    from scipy import stats
+
+    from analysis.scoring.scorecard import SCIPY_BOOTSTRAP_ELEMENTS, _median_interval
+
+    v = np.random.default_rng(4).lognormal(0.0, 0.3, 20_001)
+    settings = uncertainty_settings(resamples=1000, seed=5)
+    assert len(v) * settings.resamples > SCIPY_BOOTSTRAP_ELEMENTS  # the order-statistic path
+    mid, lo, hi = _median_interval(v, settings)
+    ref = stats.bootstrap((v[:, None],), np.median, axis=0, n_resamples=1000, method="percentile",
+                          random_state=6, batch=50).confidence_interval
+    width = float(ref.high[0] - ref.low[0])
+    assert mid == np.median(v)
+    assert abs(lo - ref.low[0]) < 0.2 * width and abs(hi - ref.high[0]) < 0.2 * width
