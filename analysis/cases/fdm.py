@@ -239,14 +239,22 @@ def drift_floor(runs: pd.DataFrame) -> tuple[float, int]:
     one = runs[runs["model"].astype(str) == str(runs["model"].iloc[0])] if "model" in runs else runs
     keys = [*SCALE_KEYS, "decomposition", "backend", *(k for k in ("nodes", "threads_per_rank") if k in one)]
     path = code_paths(one)
+    code = one.assign(_path=path).groupby([*keys, "_path"], sort=False, dropna=False).ngroup().to_numpy()
+    t = one["time_median_s"].to_numpy(dtype="float64")
+    ok = np.isfinite(t) & (t > 0) & (code >= 0)
+    code, t = code[ok], t[ok]
+    order = np.lexsort((t, code))  # each group's times together, sorted
+    code, t = code[order], t[order]
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(t) else np.zeros(0, dtype=np.int64)
+    sizes = np.diff(np.r_[starts, len(t)])
     diffs: list[np.ndarray] = []
-    for _, g in one.assign(_path=path).groupby([*keys, "_path"], sort=False, dropna=False):
-        t = np.sort(g["time_median_s"].to_numpy(dtype="float64"))
-        t = t[np.isfinite(t) & (t > 0)]
-        if len(t) > DRIFT_MAX_RUNS:  # a huge campaign: evenly spaced order statistics keep the pairs bounded
-            t = t[np.linspace(0, len(t) - 1, DRIFT_MAX_RUNS).round().astype(int)]
-        i, j = np.triu_indices(len(t), 1)
-        diffs.append(t[j] / t[i] - 1.0)  # sorted: |a - b| / min(a, b)
+    for size in np.unique(sizes[sizes >= 2]).tolist():  # the groups of one size at once, as a matrix
+        first = starts[sizes == size]
+        times = t[first[:, None] + np.arange(size)]
+        if size > DRIFT_MAX_RUNS:  # a huge campaign: evenly spaced order statistics keep the pairs bounded
+            times = times[:, np.linspace(0, size - 1, DRIFT_MAX_RUNS).round().astype(int)]
+        i, j = np.triu_indices(times.shape[1], 1)
+        diffs.append((times[:, j] / times[:, i] - 1.0).ravel())  # sorted: |a - b| / min(a, b)
     pairs = np.concatenate(diffs) if diffs else np.zeros(0)
     if not len(pairs):
         return 0.0, 0

@@ -37,12 +37,19 @@ MODEL = "PEACH (end-point calibrated)"
 def curves(reduced: pd.DataFrame) -> pd.DataFrame:
     """Reduced PEACH runs (one row per run) with the curve keys and the work ``W`` unpacked from ``params``."""
     out = reduced.copy()
-    p = out["params"].map(params_doc)
-    out["workload"] = p.map(lambda d: d.get("workload")).astype("string")
-    out["frequency"] = p.map(lambda d: json.dumps(d.get("frequency"), sort_keys=True) if d.get("frequency")
-                             else "default").astype("string")
-    out["work_unit"] = p.map(lambda d: d.get("work_unit")).astype("string")
-    out["work"] = p.map(lambda d: float(sum((d.get("work") or {}).values())) if d.get("work") else np.nan)
+    codes, texts = pd.factorize(out["params"], use_na_sentinel=False)  # each distinct params parsed once
+    docs = [params_doc(text) for text in texts]
+
+    def column(of: Any) -> list[Any]:
+        values = [of(d) for d in docs]
+        return [values[c] for c in codes]
+
+    out["workload"] = pd.array(column(lambda d: d.get("workload")), dtype="string")
+    out["frequency"] = pd.array(column(lambda d: json.dumps(d.get("frequency"), sort_keys=True)
+                                       if d.get("frequency") else "default"), dtype="string")
+    out["work_unit"] = pd.array(column(lambda d: d.get("work_unit")), dtype="string")
+    out["work"] = np.array(column(lambda d: float(sum((d.get("work") or {}).values())) if d.get("work") else np.nan),
+                           dtype="float64")
     return out
 
 

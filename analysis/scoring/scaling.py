@@ -55,9 +55,9 @@ def series_rows(key: dict[str, Any], parameter: str, points: pd.DataFrame,
     order = np.argsort(points["scale"].to_numpy(dtype="float64"), kind="stable")
     points = points.iloc[order]
     predicted = {m: np.asarray(v, dtype="float64")[order] for m, v in predicted.items()}
-    p = np.concatenate([np.full(len(_reps(r)), s, dtype="float64") for s, r in
-                        zip(points["scale"], points["time_reps_s"], strict=True)]) if len(points) else np.zeros(0)
-    y = np.concatenate([_reps(r) for r in points["time_reps_s"]]) if len(points) else np.zeros(0)
+    reps = [np.asarray(_reps(r), dtype="float64") for r in points["time_reps_s"]]
+    p = np.repeat(points["scale"].to_numpy(dtype="float64"), [len(r) for r in reps]) if reps else np.zeros(0)
+    y = np.concatenate(reps) if reps else np.zeros(0)
     scales = [int(s) for s in points["scale"]]
     row: dict[str, Any] = {**key, "parameter": parameter, "n_scales": len(scales),
                            "scales": ", ".join(map(str, scales))}
