@@ -366,6 +366,7 @@ def validate(
         done = {name: _combine(gather_watched(client, futs, where.connect_timeout, progress=progress(name)),
                                empty[name])
                 for name, futs in futures.items()}
+        futures.clear()  # the workers drop their copies of the results: the client holds them now
         log(f"[hetval validate] read, reduced and predicted {sum(d['records'] for d in done.values())} records "
             f"in {time.perf_counter() - started:.1f} s; scoring the cases")
         started = time.perf_counter()
