@@ -241,11 +241,11 @@ def drift_floor(runs: pd.DataFrame) -> tuple[float, int]:
     path = code_paths(one)
     code = one.assign(_path=path).groupby([*keys, "_path"], sort=False, dropna=False).ngroup().to_numpy()
     t = one["time_median_s"].to_numpy(dtype="float64")
-    ok = np.isfinite(t) & (t > 0) & (code >= 0)
+    ok = np.isfinite(t) & (t > 0)
     code, t = code[ok], t[ok]
     order = np.lexsort((t, code))  # each group's times together, sorted
     code, t = code[order], t[order]
-    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(t) else np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])  # empty: one start, a group of 0
     sizes = np.diff(np.r_[starts, len(t)])
     diffs: list[np.ndarray] = []
     for size in np.unique(sizes[sizes >= 2]).tolist():  # the groups of one size at once, as a matrix

@@ -23,6 +23,7 @@ of the kernel on a device, its inputs already there.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -45,31 +46,39 @@ def project(flops: ArrayLike, t_f: ArrayLike, global_bytes: ArrayLike, t_b: Arra
                                                                      t_local)))
 
 
-def selection_penalty(actual: ArrayLike, projected: ArrayLike) -> float:
+def selection_penalty(actual: ArrayLike, projected: ArrayLike) -> Any:
     """``|T(B) - T(A)| / T(A)`` (§3.4.2): A the device measured fastest, B the one the projection picks (a
-    fraction; the thesis prints it x 100). NaN unless both vectors are finite and positive."""
-    a, p = _pair(actual, projected)
-    if a is None:
-        return math.nan
-    best, pick = a[int(np.argmin(a))], a[int(np.argmin(p))]
-    return abs(pick - best) / best
+    fraction; the thesis prints it x 100). NaN unless both vectors are finite and positive. One workload's
+    vectors give a float; ``(W, devices)`` arrays give one value per workload."""
+    a, p, valid, one = _pairs(actual, projected)
+    rows = np.arange(len(a))
+    best, pick = np.argmin(a, axis=1), np.argmin(p, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(valid, np.abs(a[rows, pick] - a[rows, best]) / a[rows, best], np.nan)
+    return float(out[0]) if one else out
 
 
-def relative_error(actual: ArrayLike, projected: ArrayLike) -> float:
+def relative_error(actual: ArrayLike, projected: ArrayLike) -> Any:
     """``||T'_actual - T'_projected|| / sqrt(2)`` (§3.4.2) with ``T'`` the time vector over devices scaled to unit
     length: 0 when the projection has the devices' relative times right, at most 1 (a fraction; the thesis
-    prints it x 100). NaN unless both vectors are finite and positive."""
-    a, p = _pair(actual, projected)
-    if a is None:
-        return math.nan
-    return float(np.linalg.norm(a / np.linalg.norm(a) - p / np.linalg.norm(p)) / math.sqrt(2.0))
+    prints it x 100). NaN unless both vectors are finite and positive. One workload's vectors give a float;
+    ``(W, devices)`` arrays give one value per workload."""
+    a, p, valid, one = _pairs(actual, projected)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit_a = a / np.linalg.norm(a, axis=1, keepdims=True)
+        unit_p = p / np.linalg.norm(p, axis=1, keepdims=True)
+        out = np.where(valid, np.linalg.norm(unit_a - unit_p, axis=1) / math.sqrt(2.0), np.nan)
+    return float(out[0]) if one else out
 
 
-def _pair(actual: ArrayLike, projected: ArrayLike) -> tuple[np.ndarray | None, np.ndarray | None]:
-    a = np.asarray(actual, dtype=np.float64).ravel()
-    p = np.asarray(projected, dtype=np.float64).ravel()
-    if a.shape != p.shape or len(a) < 2 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(p))):
-        return None, None
-    if np.any(a <= 0) or np.any(p <= 0):
-        return None, None
-    return a, p
+def _pairs(actual: ArrayLike, projected: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Both as ``(W, devices)`` arrays, which rows are valid (finite, positive, two devices or more), and whether
+    one workload's vectors were given."""
+    a = np.asarray(actual, dtype=np.float64)
+    p = np.asarray(projected, dtype=np.float64)
+    one = a.ndim <= 1
+    a, p = np.atleast_2d(a.ravel() if one else a), np.atleast_2d(p.ravel() if one else p)
+    if a.shape != p.shape or a.shape[1] < 2:
+        return np.ones((len(a), 2)), np.ones((len(a), 2)), np.zeros(len(a), dtype=bool), one
+    valid = np.all(np.isfinite(a) & np.isfinite(p) & (a > 0) & (p > 0), axis=1)
+    return a, p, valid, one

@@ -17,8 +17,6 @@ picks, the device-selection penalty and the relative error (``projection.parquet
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
@@ -81,7 +79,7 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
 
     Computed as arrays over every workload at once (a million-run validation has 10^5 of them): the
     medians by group, the tests batched by sample sizes (:func:`analysis.scoring.uncertainty.mann_whitney_rows`)."""
-    from analysis.scoring.uncertainty import mann_whitney_rows
+    from analysis.scoring.uncertainty import finite_values, mann_whitney_rows
 
     mine = runs[runs["model"] == MODEL] if len(runs) and "model" in runs else runs.iloc[:0]
     if not len(mine):
@@ -92,7 +90,7 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
         keys = [alone[k] for k in WORKLOAD]
         side = alone.groupby(keys, sort=True).agg(measured=("time_median_s", "median"),
                                                   projected=("time_predicted_s", "median"))
-        reps = alone["time_reps_s"].map(_finite)
+        reps = alone["time_reps_s"].map(finite_values)
         side["reps"] = reps.groupby(keys, sort=True).agg(lambda r: np.concatenate(r.tolist()))
         sides.append(side.add_suffix(f"_{role}"))
     both = sides[0].join(sides[1], how="inner").reset_index()
@@ -101,21 +99,15 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
     a = both[[f"measured_{r}" for r in ROLES]].to_numpy(dtype="float64")
     p = both[[f"projected_{r}" for r in ROLES]].to_numpy(dtype="float64")
     best, pick = np.argmin(a, axis=1), np.argmin(p, axis=1)
-    rows = np.arange(len(both))
     # the slower processor's repetitions tested against the faster one's
-    slow = [both[f"reps_{ROLES[1 - b]}"].iat[i] for i, b in enumerate(best)]
-    fast = [both[f"reps_{ROLES[b]}"].iat[i] for i, b in enumerate(best)]
+    reps = {r: both[f"reps_{r}"].tolist() for r in ROLES}
+    slow = [reps[ROLES[1 - b]][i] for i, b in enumerate(best.tolist())]
+    fast = [reps[ROLES[b]][i] for i, b in enumerate(best.tolist())]
     p_value = np.full(len(both), np.nan)
     shapes = np.array([(len(s), len(f)) for s, f in zip(slow, fast, strict=True)]).reshape(-1, 2)
     for n, m in {tuple(x) for x in shapes.tolist() if min(x) >= 2}:
         sel = np.flatnonzero((shapes[:, 0] == n) & (shapes[:, 1] == m))
         p_value[sel] = mann_whitney_rows(np.stack([slow[i] for i in sel]), np.stack([fast[i] for i in sel]))
-    valid = np.all(np.isfinite(a) & np.isfinite(p) & (a > 0) & (p > 0), axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        penalty = np.abs(a[rows, pick] - a[rows, best]) / a[rows, best]
-        unit_a = a / np.linalg.norm(a, axis=1, keepdims=True)
-        unit_p = p / np.linalg.norm(p, axis=1, keepdims=True)
-        error = np.linalg.norm(unit_a - unit_p, axis=1) / math.sqrt(2.0)
     out = both[WORKLOAD].copy()
     out["model"] = MODEL
     out["time_host_measured_s"], out["time_accel_measured_s"] = a[:, 0], a[:, 1]
@@ -123,14 +115,9 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
     out["best_measured"] = np.array(ROLES, dtype=object)[best]
     out["picked"] = np.array(ROLES, dtype=object)[pick]
     out["distinguishable"] = np.isfinite(p_value) & (p_value < noise_alpha)
-    out["selection_penalty"] = np.where(valid, penalty, np.nan)
-    out["relative_error"] = np.where(valid, error, np.nan)
+    out["selection_penalty"] = panwar.selection_penalty(a, p)
+    out["relative_error"] = panwar.relative_error(a, p)
     return out[PROJECTION_COLUMNS]
-
-
-def _finite(values: object) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(values if values is not None else [], dtype="float64")).ravel()
-    return arr[np.isfinite(arr)]
 
 
 WORKLOAD = ["study", "case", "platform", "size"]

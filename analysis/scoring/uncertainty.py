@@ -80,7 +80,7 @@ class Settings:
                 "noise_alpha": self.noise_alpha}
 
 
-def _clean(values: Any) -> NDArray[np.float64]:
+def finite_values(values: Any) -> NDArray[np.float64]:
     """Finite repetitions as a float array (None, a scalar or a list all accepted)."""
     if values is None:
         return np.empty(0)
@@ -106,7 +106,7 @@ def mann_whitney_greater(x: Any, y: Any) -> float:
     >>> round(mann_whitney_greater([4, 5, 6], [1, 2, 3]), 4)   # the smallest p with 3 vs 3
     0.05
     """
-    a, b = _clean(x), _clean(y)
+    a, b = finite_values(x), finite_values(y)
     n, m = len(a), len(b)
     if n == 0 or m == 0:
         return math.nan
@@ -170,7 +170,7 @@ def pad_sorted(samples: Sequence[Any]) -> tuple[NDArray[np.float64], NDArray[np.
         starts = np.r_[0, np.cumsum(counts)[:-1]] if rows else np.empty(0, dtype=np.int_)
         out[row, np.arange(len(flat)) - starts[row]] = flat
         return np.sort(out, axis=1), counts
-    clean = [_clean(x) for x in samples]
+    clean = [finite_values(x) for x in samples]
     counts = np.fromiter((len(c) for c in clean), dtype=np.int_, count=rows)
     width = int(counts.max()) if len(counts) else 0
     out = np.full((rows, max(width, 1)), np.nan)
