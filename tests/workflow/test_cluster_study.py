@@ -34,17 +34,26 @@ def run_study(slurm: Path, env: dict[str, str], work: Path) -> dict:
     other tests meanwhile (``cluster_study`` in tests/conftest.py)."""
     lost: dict = {}
 
+    def busy() -> bool:  # a job step and its ranks on n2, beyond the daemon's own processes
+        return len(slurm_cluster.node_processes(slurm, "n2")) > 3
+
     def lose_n2() -> None:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and "done" not in lost:
             jobs = slurm_cluster.jobs_on("n2")
-            if jobs and len(slurm_cluster.node_processes(slurm, "n2")) > 3:  # a job step and its ranks there
+            if jobs and busy():
                 time.sleep(1.0)  # let it start measuring
+                if not busy():  # that job ended meanwhile: wait for the next one
+                    continue
                 lost["jobs"] = jobs
                 lost["killed"] = slurm_cluster.kill_node(slurm, "n2")
+                lost.setdefault("losses", 0)
+                lost["losses"] += 1
                 time.sleep(5)  # down for a while, then back, as an admin brings a node back: jobs that need
                 slurm_cluster.restart_node(slurm, "n2")  # two nodes wait for it, the others went to n1
-                return
+                if lost["killed"] > 3:
+                    return
+                # the job ended between the count and the kill: the node was lost idle; lose it again under a job
             time.sleep(0.5)
 
     killer = threading.Thread(target=lose_n2, daemon=True)
