@@ -132,11 +132,20 @@ def mann_whitney_greater(x: Any, y: Any) -> float:
 # bootstrap as resampling each alternative afresh, at the cost of one gather instead of ``resamples x n``
 # draws and a median. A group's intervals depend only on its own repetitions and the seed, never on what
 # else was validated; groups of the same shape share resampling patterns (common random numbers), so two
-# models scored on the same group are scored on the same resamples.
+# models scored on the same group are scored on the same resamples. The same sharing lets groups of one shape
+# be scored on their *distinct* resamples only, each weighted by how many it stands for (a median of 5 takes
+# at most 5 values, so two alternatives of 5 repetitions have at most 25 distinct resamples among 1000):
+# :func:`_intervals` takes that path where it saves work, with exactly the same order statistics.
 # --------------------------------------------------------------------------------------------------------------
 
 #: Bootstrap work per chunk of groups (groups x resamples x pairs of alternatives), bounding peak memory.
 CHUNK_ELEMENTS = 4_000_000
+#: Groups of one shape (numbers of repetitions) from which their distinct resamples are scored once each.
+SUPPORT_MIN_GROUPS = 16
+#: From this much work (groups x resamples x (pairs + alternatives)) on, every resample is scored by the
+#: compiled kernel of :mod:`analysis.scoring.bootstrap_jit` (the same values; NumPy spends about 3 s on this
+#: much, the kernel's compilation, once per installation, about as long).
+JIT_MIN_ELEMENTS = 50_000_000
 
 
 def _pair_index(k: int) -> tuple[NDArray[np.int_], NDArray[np.int_]]:
@@ -236,6 +245,12 @@ def batch_ranking(M: NDArray[np.float64], p: NDArray[np.float64]) -> dict[str, N
     return {k: v[0] for k, v in out.items()} if single else out
 
 
+def unit_predictions(p: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``(k, G, 1)``: each group's ``k`` predictions (``p`` is ``(G, k)``) scaled to unit length."""
+    pk = p.T[:, :, None]
+    return pk / np.sqrt((pk * pk).sum(axis=0))
+
+
 def ranking_by_alternative(Mk: NDArray[np.float64], p: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """:func:`batch_ranking` with the alternatives first: ``Mk`` is ``(k, G, B)``, ``p`` ``(G, k)``.
 
@@ -263,7 +278,7 @@ def ranking_by_alternative(Mk: NDArray[np.float64], p: NDArray[np.float64]) -> d
         top1 = np.count_nonzero((Mk == mmin) & pick, axis=0) / n_pick
         penalty = np.where(pick, Mk / mmin, 0.0).sum(axis=0) / n_pick - 1.0
         norm_m = np.sqrt(np.einsum("kgb,kgb->gb", Mk, Mk))
-        unit_p = pk / np.sqrt((pk * pk).sum(axis=0))
+        unit_p = unit_predictions(p)
         diff = Mk / norm_m - unit_p
         profile = np.sqrt(np.einsum("kgb,kgb->gb", diff, diff)) / math.sqrt(2.0)
     return {"kendall_tau": tau, "pairwise_agreement": pairwise, "top1_agreement": top1,
@@ -350,6 +365,135 @@ def bootstrap_rows(XS: NDArray[np.float64], n: NDArray[np.int_], fallback: NDArr
     return M
 
 
+@lru_cache(maxsize=512)
+def _resample_support(seed: int, resamples: int, sizes: tuple[int, ...]) -> tuple[NDArray[np.int_], ...]:
+    """The distinct resamples of a group whose alternatives have ``sizes`` repetitions, and how many of the
+    ``resamples`` each stands for: ``(lo, hi, counts)``, ``lo``/``hi`` ``(U, k)`` positions of each
+    alternative's two middle values (-1 where it has fewer than two repetitions and keeps its median).
+
+    A resample's medians, hence every metric of it, depend only on these positions; with few repetitions
+    they repeat (an odd count's median is one of its n values, so two alternatives of 5 have at most 25
+    distinct resamples among 1000)."""
+    cols = []
+    for slot, size in enumerate(sizes):
+        lo, hi = (_median_positions(seed, resamples, size, slot) if size >= 2
+                  else (np.full(resamples, -1), np.full(resamples, -1)))
+        cols += [lo, hi]
+    distinct, counts = np.unique(np.stack(cols, axis=1), axis=0, return_counts=True)
+    out = (np.ascontiguousarray(distinct[:, 0::2]), np.ascontiguousarray(distinct[:, 1::2]), counts)
+    for arr in out:
+        arr.setflags(write=False)
+    return out
+
+
+def weighted_interval_rows(values: NDArray[np.float64], counts: NDArray[np.int_],
+                           level: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`interval_rows` of rows in which column ``u`` stands for ``counts[u]`` equal values: the same
+    order statistics and interpolation as on the rows written out in full, from a sort of the distinct values."""
+    V = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(V)
+    count = (finite * counts).sum(axis=1)
+    S = np.where(finite, V, np.inf)
+    order = np.argsort(S, axis=1)
+    S = np.take_along_axis(S, order, axis=1)
+    cum = np.cumsum(counts[order], axis=1)
+    rows = np.arange(len(V))
+    out = []
+    for q in (0.5 * (1.0 - level), 0.5 * (1.0 + level)):
+        pos = q * np.maximum(count - 1, 0)
+        f = np.floor(pos).astype(np.int_)
+        c = np.minimum(f + 1, np.maximum(count - 1, 0))
+        at_f = S[rows, (cum > f[:, None]).argmax(axis=1)]  # the value at sorted position f
+        at_c = S[rows, (cum > c[:, None]).argmax(axis=1)]
+        val = _lerp(at_f, at_c, pos - f)
+        out.append(np.where(count > 0, val, np.nan))
+    return out[0], out[1]
+
+
+def _metric_planes(M: NDArray[np.float64], rows: NDArray[np.int_], m: NDArray[np.float64], p: NDArray[np.float64],
+                   t: NDArray[np.float64] | None) -> dict[str, NDArray[np.float64]]:
+    """Every interval metric of each resample ``(k, G, R)`` of medians ``M`` of the groups ``rows``."""
+    values = ranking_by_alternative(M, p[rows])
+    if t is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values["tightness_median"] = np.median(t[rows].T[:, :, None] * (m[rows].T[:, :, None] / M), axis=0)
+    return values
+
+
+def _intervals(out: dict[str, Any], boot: NDArray[np.int_], m: NDArray[np.float64], p: NDArray[np.float64],
+               t: NDArray[np.float64] | None, XS: NDArray[np.float64], n: NDArray[np.int_],
+               settings: Settings) -> None:
+    """The intervals of the ``boot`` groups, written into ``out``.
+
+    Groups whose alternatives have the same numbers of repetitions share their resampling positions, so
+    their distinct resamples (:func:`_resample_support`) are scored once each and weighted by how many
+    resamples they stand for; where there are nearly as many distinct resamples as resamples, every
+    resample is scored. Both give exactly the percentile bootstrap described in the notes above."""
+    k = m.shape[1]
+    B = settings.resamples
+    width = max(k * (k - 1) // 2, 1) + k
+    signatures, which = np.unique(n[boot], axis=0, return_inverse=True)
+    which = which.ravel()
+    everything = []
+    for s_i, sizes in enumerate(signatures.tolist()):
+        group = boot[which == s_i]
+        if len(group) < SUPPORT_MIN_GROUPS:  # too few to repay finding the distinct resamples
+            everything.append(group)
+            continue
+        lo, hi, counts = _resample_support(settings.seed, B, tuple(sizes))
+        if 4 * len(counts) > B:
+            everything.append(group)
+            continue
+        step = max(1, CHUNK_ELEMENTS // (len(counts) * width))
+        for start in range(0, len(group), step):
+            rows = group[start:start + step]
+            M = np.empty((k, len(rows), len(counts)))
+            for slot, size in enumerate(sizes):
+                if size < 2:
+                    M[slot] = m[rows, slot][:, None]
+                else:
+                    X = XS[rows, slot]
+                    M[slot] = 0.5 * (X[:, lo[:, slot]] + X[:, hi[:, slot]])
+            for metric, v in _metric_planes(M, rows, m, p, t).items():
+                out[f"{metric}_lo"][rows], out[f"{metric}_hi"][rows] = weighted_interval_rows(v, counts, settings.level)
+    if not everything:
+        return
+    rest = np.sort(np.concatenate(everything))
+    if len(rest) * B * width >= JIT_MIN_ELEMENTS:
+        _compiled_intervals(out, rest, m, p, t, XS, n, settings)
+    else:
+        step = max(1, CHUNK_ELEMENTS // (B * width))
+        for start in range(0, len(rest), step):
+            rows = rest[start:start + step]
+            M = bootstrap_rows(XS[rows], n[rows], m[rows], settings)
+            for metric, v in _metric_planes(M, rows, m, p, t).items():
+                out[f"{metric}_lo"][rows], out[f"{metric}_hi"][rows] = interval_rows(v, settings.level)
+
+
+def _compiled_intervals(out: dict[str, Any], rows: NDArray[np.int_], m: NDArray[np.float64], p: NDArray[np.float64],
+                        t: NDArray[np.float64] | None, XS: NDArray[np.float64], n: NDArray[np.int_],
+                        settings: Settings) -> None:
+    """Every resample of the groups ``rows`` scored by :func:`analysis.scoring.bootstrap_jit.interval_kernel`,
+    the intervals written into ``out``."""
+    from analysis.scoring import bootstrap_jit
+
+    k, B = m.shape[1], settings.resamples
+    lo_pos = np.zeros((k, int(n[rows].max()) + 1, B), dtype=np.int64)
+    hi_pos = np.zeros_like(lo_pos)
+    for slot in range(k):
+        for size in np.unique(n[rows, slot]).tolist():
+            if size >= 2:
+                lo_pos[slot, size], hi_pos[slot, size] = _median_positions(settings.seed, B, size, slot)
+    dense = np.ascontiguousarray
+    res = bootstrap_jit.interval_kernel(
+        dense(XS[rows], dtype=np.float64), dense(n[rows], dtype=np.int64), dense(m[rows], dtype=np.float64),
+        dense(p[rows], dtype=np.float64), dense(unit_predictions(p[rows])[:, :, 0].T, dtype=np.float64),
+        dense((m if t is None else t)[rows], dtype=np.float64), t is not None,
+        lo_pos, hi_pos, float(settings.level))
+    for j, metric in enumerate(bootstrap_jit.METRICS[:6 if t is not None else 5]):
+        out[f"{metric}_lo"][rows], out[f"{metric}_hi"][rows] = res[j, 0], res[j, 1]
+
+
 def uncertainty_rows(m: NDArray[np.float64], p: NDArray[np.float64], t: NDArray[np.float64] | None,
                      XS: NDArray[np.float64], n: NDArray[np.int_], names: Sequence[Sequence[str]],
                      settings: Settings) -> dict[str, Any]:
@@ -365,17 +509,7 @@ def uncertainty_rows(m: NDArray[np.float64], p: NDArray[np.float64], t: NDArray[
         out[f"{metric}_lo"] = np.full(G, np.nan)
         out[f"{metric}_hi"] = np.full(G, np.nan)
     boot = np.flatnonzero((n >= 2).any(axis=1)) if settings.resamples > 0 else np.empty(0, dtype=np.int_)
-    pairs = max(k * (k - 1) // 2, 1)
-    step = max(1, CHUNK_ELEMENTS // max(settings.resamples * (pairs + k), 1))
-    for start in range(0, len(boot), step):
-        rows = boot[start:start + step]
-        M = bootstrap_rows(XS[rows], n[rows], m[rows], settings)
-        values = ranking_by_alternative(M, p[rows])
-        if t is not None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                values["tightness_median"] = np.median(t[rows].T[:, :, None] * (m[rows].T[:, :, None] / M), axis=0)
-        for metric, v in values.items():
-            out[f"{metric}_lo"][rows], out[f"{metric}_hi"][rows] = interval_rows(v, settings.level)
+    _intervals(out, boot, m, p, t, XS, n, settings)
     best = m == m.min(axis=1, keepdims=True)
     judged = np.flatnonzero((n >= 1).all(axis=1))
     if len(judged):

@@ -286,3 +286,88 @@ def test_energy_sources_per_run_none_single_and_mixed():
     src = pd.Series(["rapl", "rapl", "rapl", "nvml", None, None], dtype="string")
     out = energy_sources(run, src)
     assert out.to_dict() == {"a": "rapl", "b": "mixed: nvml, rapl", "c": "none"}
+
+
+def test_weighted_intervals_equal_the_intervals_of_the_rows_written_out():
+    from analysis.scoring.uncertainty import weighted_interval_rows
+
+    rng = np.random.default_rng(11)
+    V = np.round(rng.normal(size=(60, 9)), 1)  # ties between distinct columns too
+    V[rng.random(V.shape) < 0.15] = np.nan
+    V[rng.random(V.shape) < 0.05] = np.inf
+    V[3] = np.nan
+    counts = rng.integers(1, 40, size=9)
+    for level in (0.95, 0.5):
+        lo, hi = weighted_interval_rows(V, counts, level)
+        want_lo, want_hi = interval_rows(np.repeat(V, counts, axis=1), level)
+        np.testing.assert_array_equal(lo, want_lo)
+        np.testing.assert_array_equal(hi, want_hi)
+
+
+def test_groups_of_one_shape_scored_by_distinct_resamples_equal_every_resample_scored(monkeypatch):
+    """Groups sharing their repetition counts are scored on their distinct resamples, weighted; the columns
+    must be exactly those of scoring all resamples (the path taken by groups of rarer shapes)."""
+    from analysis.scoring import uncertainty as unc
+
+    rng = np.random.default_rng(12)
+    settings = uncertainty_settings(resamples=300, seed=4)
+    for k, sizes in ((2, (5, 5)), (2, (4, 1)), (3, (5, 3, 2)), (2, (0, 5))):
+        G = 80
+        X = np.round(rng.lognormal(0.0, 0.2, size=(G, k, max(sizes))), 2)  # ties inside a group
+        n = np.tile(np.array(sizes), (G, 1))
+        XS = np.full_like(X, np.nan)
+        for a, size in enumerate(sizes):
+            XS[:, a, :size] = np.sort(X[:, a, :size], axis=1)
+        m = unc.sorted_medians(XS.reshape(G * k, -1), n.reshape(-1)).reshape(G, k)
+        p = np.round(rng.lognormal(0.0, 0.2, size=(G, k)), 1)
+        p[0, 0] = np.nan  # a group without a prediction for one alternative
+        t = p / m
+        names = [[f"a{i}" for i in range(k)]] * G
+        distinct = unc.uncertainty_rows(m, p, t, XS, n, names, settings)
+        assert len(unc._resample_support(settings.seed, settings.resamples, sizes)[2]) * 4 <= settings.resamples
+        monkeypatch.setattr(unc, "SUPPORT_MIN_GROUPS", G + 1)  # every resample scored
+        every = unc.uncertainty_rows(m, p, t, XS, n, names, settings)
+        monkeypatch.undo()
+        for c in unc.UNCERTAINTY_COLUMNS:
+            if isinstance(every[c], list):
+                assert distinct[c] == every[c], (sizes, c)
+            else:
+                np.testing.assert_array_equal(distinct[c], every[c], err_msg=f"{sizes} {c}")
+
+
+@pytest.mark.parametrize("k", [2, 5, 8, 11])
+def test_compiled_intervals_equal_the_numpy_planes(monkeypatch, k):
+    """The compiled kernel (large chunks) and the NumPy planes (small ones) give the same intervals to the
+    last bit: NaN and zero predictions, ties, alternatives with 0 or 1 repetitions, both interval paths (a
+    narrow level keeps a few order statistics; a wide one sorts)."""
+    from analysis.scoring import uncertainty as unc
+
+    rng = np.random.default_rng(20 + k)
+    G, w = 60, 6
+    n = rng.integers(0, w + 1, size=(G, k))
+    n[:, 0] = np.maximum(n[:, 0], 2)  # every group resampled
+    X = np.round(rng.lognormal(0.0, 0.3, size=(G, k, w)), 2)
+    XS = np.full_like(X, np.nan)
+    for g in range(G):
+        for a in range(k):
+            XS[g, a, :n[g, a]] = np.sort(X[g, a, :n[g, a]])
+    m = unc.sorted_medians(XS.reshape(G * k, -1), n.reshape(-1)).reshape(G, k)
+    p = np.round(rng.lognormal(0.0, 0.3, size=(G, k)), 1)
+    p[rng.random((G, k)) < 0.05] = np.nan
+    p[rng.random((G, k)) < 0.05] = 0.0
+    t = rng.random((G, k))
+    t[rng.random((G, k)) < 0.05] = np.nan
+    names = [[f"a{i}" for i in range(k)]] * G
+    monkeypatch.setattr(unc, "SUPPORT_MIN_GROUPS", G + 1)
+    for level in (0.95, 0.2):
+        for tight in (t, None):
+            settings = unc.Settings(resamples=150, seed=3, level=level, noise_alpha=0.05)
+            monkeypatch.setattr(unc, "JIT_MIN_ELEMENTS", 10**12)
+            planes = unc.uncertainty_rows(m, p, tight, XS, n, names, settings)
+            monkeypatch.setattr(unc, "JIT_MIN_ELEMENTS", 0)
+            compiled = unc.uncertainty_rows(m, p, tight, XS, n, names, settings)
+            for c in unc.UNCERTAINTY_COLUMNS:
+                if isinstance(planes[c], list):
+                    assert compiled[c] == planes[c], c
+                else:
+                    np.testing.assert_array_equal(compiled[c], planes[c], err_msg=f"{level} {c}")

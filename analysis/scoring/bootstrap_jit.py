@@ -1,0 +1,194 @@
+"""The bootstrap intervals of many-alternative groups in one compiled pass per group.
+
+The NumPy path of :func:`analysis.scoring.uncertainty.uncertainty_rows` builds whole planes: the resampled
+medians ``(alternatives, groups, resamples)``, one plane per *pair* of alternatives, then every metric's
+plane, then a partition of each metric's resamples. A group of 11 alternatives has 55 pairs, and at a
+million runs those planes cost 130 core-seconds of a validation whose target is 120 s of wall time
+(``benchmarks/bench_validate.py``). This kernel walks each group once: a resample's medians and its six
+metrics in scalars, and of each metric's resamples only the few order statistics the interval's two ends
+are interpolated from (kept in two short sorted buffers instead of a partition of all of them).
+
+It computes what the NumPy path computes, operation for operation (the same sums in the same order,
+NumPy's percentile interpolation, the NaN and tie rules), so the two agree to the last bit; the tests hold
+them to that on hostile inputs. It is used for chunks of at least
+:data:`analysis.scoring.uncertainty.JIT_MIN_ELEMENTS` pair-resamples, where its compilation (once per
+installation: the machine code is cached beside this file) is repaid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+#: Order of the metrics in the kernel's output (:data:`analysis.scoring.uncertainty.INTERVAL_METRICS`).
+METRICS = ("kendall_tau", "pairwise_agreement", "top1_agreement", "selection_penalty", "profile_error",
+           "tightness_median")
+#: Above this many order statistics kept per end, the interval sorts all of a metric's resamples instead.
+BUFFER_LIMIT = 64
+
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+
+@numba.njit(**_JIT)
+def _lerp(a: float, b: float, t: float) -> float:
+    d = b - a
+    return b - d * (1.0 - t) if t >= 0.5 else a + d * t
+
+
+@numba.njit(**_JIT)
+def _interval(values: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[np.float64], q_lo: float,
+              q_hi: float) -> tuple[float, float]:
+    """The percentile interval of the finite ``values`` (as ``interval_rows``): the order statistics at the
+    two ends from the smallest and the largest few values, kept sorted as ``values`` is read once."""
+    count = 0
+    for v in values:
+        if math.isfinite(v):
+            count += 1
+    if count == 0:
+        return np.nan, np.nan
+    top = count - 1
+    pos_lo, pos_hi = q_lo * top, q_hi * top
+    f_lo, f_hi = int(math.floor(pos_lo)), int(math.floor(pos_hi))
+    c_lo, c_hi = min(f_lo + 1, top), min(f_hi + 1, top)
+    n_low, n_high = c_lo + 1, count - f_hi  # the n_low smallest and the n_high largest values
+    if n_low + n_high > BUFFER_LIMIT:
+        s = np.sort(values[np.isfinite(values)])
+        return (_lerp(s[f_lo], s[c_lo], pos_lo - f_lo), _lerp(s[f_hi], s[c_hi], pos_hi - f_hi))
+    kept_low = 0
+    kept_high = 0
+    for v in values:
+        if not math.isfinite(v):
+            continue
+        if kept_low < n_low or v < low[kept_low - 1]:  # insert into the ascending smallest values
+            i = kept_low if kept_low < n_low else n_low - 1
+            while i > 0 and low[i - 1] > v:
+                low[i] = low[i - 1]
+                i -= 1
+            low[i] = v
+            if kept_low < n_low:
+                kept_low += 1
+        if kept_high < n_high or v > high[kept_high - 1]:  # insert into the descending largest values
+            i = kept_high if kept_high < n_high else n_high - 1
+            while i > 0 and high[i - 1] < v:
+                high[i] = high[i - 1]
+                i -= 1
+            high[i] = v
+            if kept_high < n_high:
+                kept_high += 1
+    # ascending position j from the top is high[top - j]
+    return (_lerp(low[f_lo], low[c_lo], pos_lo - f_lo), _lerp(high[top - f_hi], high[top - c_hi], pos_hi - f_hi))
+
+
+@numba.njit(**_JIT)
+def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np.float64],
+                    p: NDArray[np.float64], unit_p: NDArray[np.float64], t: NDArray[np.float64], has_t: bool,
+                    lo_pos: NDArray[np.int64], hi_pos: NDArray[np.int64], level: float) -> NDArray[np.float64]:
+    """``(6, 2, G)``: each metric's interval (lo, hi) for ``G`` groups of ``k`` alternatives.
+
+    ``XS``/``n`` are the sorted padded repetitions ``(G, k, w)`` and their counts; ``m``/``p``/``t`` the
+    medians, predictions and tightness ``(G, k)``, ``unit_p`` the predictions scaled to unit length (as the
+    NumPy path sums them: NumPy's pairwise summation from 8 alternatives on); ``lo_pos``/``hi_pos`` ``(k, sizes, B)`` the positions of
+    each resample's two middle values for an alternative in a slot with that many repetitions
+    (``_median_positions``). An alternative with fewer than two repetitions keeps its median.
+    """
+    G, k = m.shape
+    B = lo_pos.shape[2]
+    out = np.full((6, 2, G), np.nan)
+    M = np.empty(k)
+    vals = np.empty((6, B))
+    low = np.empty(BUFFER_LIMIT)
+    high = np.empty(BUFFER_LIMIT)
+    sp = np.empty((k, k), dtype=np.int64)
+    tk = np.empty(k)
+    q_lo, q_hi = 0.5 * (1.0 - level), 0.5 * (1.0 + level)
+    root2 = math.sqrt(2.0)
+    for g in range(G):
+        # the prediction's side, the same in every resample
+        pmin = p[g, 0]
+        for a in range(k):
+            if math.isnan(p[g, a]) or p[g, a] < pmin:
+                pmin = p[g, a]
+            if math.isnan(pmin):
+                break
+        untied_p = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                d = p[g, a] - p[g, b]
+                sp[a, b] = 1 if d > 0 else (-1 if d < 0 else 0)  # NaN: 0, as NumPy's cast of sign(NaN)
+                if sp[a, b] != 0:
+                    untied_p += 1
+        n_pick = 0
+        for a in range(k):
+            if p[g, a] == pmin:
+                n_pick += 1
+        for r in range(B):
+            for a in range(k):
+                size = n[g, a]
+                if size < 2:
+                    M[a] = m[g, a]
+                else:
+                    M[a] = 0.5 * (XS[g, a, lo_pos[a, size, r]] + XS[g, a, hi_pos[a, size, r]])
+            # over the pairs, with sm, s in {-1, 0, 1}: untied = sum sm^2, agree = sum sm s, and of the untied
+            # pairs, those the prediction also orders (both = sum sm^2 s^2) split into same = (both + agree) / 2
+            # and opposite; the rest are undecided (without branches: the signs of random data mispredict)
+            untied_m = 0
+            agree = 0
+            both = 0
+            for a in range(k):
+                Ma = M[a]
+                for b in range(a + 1, k):
+                    sm = np.int64(Ma > M[b]) - np.int64(Ma < M[b])
+                    s = sp[a, b]
+                    untied_m += sm * sm
+                    agree += sm * s
+                    both += sm * sm * s * s
+            same = (both + agree) // 2
+            undecided = untied_m - both
+            vals[0, r] = agree / math.sqrt(float(untied_m * untied_p)) if untied_m > 0 and untied_p > 0 else np.nan
+            vals[1, r] = (same + 0.5 * undecided) / untied_m if untied_m > 0 else np.nan
+            mmin = M[0]
+            for a in range(k):
+                if math.isnan(M[a]) or M[a] < mmin:
+                    mmin = M[a]
+                if math.isnan(mmin):
+                    break
+            hits = 0
+            pen = 0.0
+            norm = 0.0
+            for a in range(k):
+                if p[g, a] == pmin:
+                    if M[a] == mmin:
+                        hits += 1
+                    pen += M[a] / mmin
+                norm += M[a] * M[a]
+            vals[2, r] = hits / n_pick
+            vals[3, r] = pen / n_pick - 1.0
+            norm_m = math.sqrt(norm)
+            err = 0.0
+            for a in range(k):
+                d = M[a] / norm_m - unit_p[g, a]
+                err += d * d
+            vals[4, r] = math.sqrt(err) / root2
+            if has_t:
+                nan_seen = False
+                for a in range(k):
+                    tk[a] = t[g, a] * (m[g, a] / M[a])
+                    nan_seen = nan_seen or math.isnan(tk[a])
+                if nan_seen:  # NumPy's median of values with a NaN
+                    vals[5, r] = np.nan
+                else:
+                    for a in range(1, k):  # insertion sort: a handful of values
+                        v = tk[a]
+                        i = a
+                        while i > 0 and tk[i - 1] > v:
+                            tk[i] = tk[i - 1]
+                            i -= 1
+                        tk[i] = v
+                    half = k // 2
+                    vals[5, r] = tk[half] if k % 2 else (tk[half - 1] + tk[half]) / 2.0
+        for j in range(6 if has_t else 5):
+            out[j, 0, g], out[j, 1, g] = _interval(vals[j], low, high, q_lo, q_hi)
+    return out
