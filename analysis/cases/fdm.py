@@ -30,7 +30,7 @@ from analysis.scoring import scaling
 from analysis.scoring.runs import (
     FIDELITY_TAIL,
     fidelity_types,
-    params_doc,
+    params_docs,
     reps_lists,
     score_batch,
     tightness_intervals,
@@ -290,7 +290,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
         **{f"{p}_median_s": pd.to_numeric(g[f"time_{p}_s"].median()).astype("float64") for p in FDM_PHASES},
         time_reps_s=reps_lists(ordered["run_id"], ordered["time_s"]),
     ).reset_index()
-    docs = [params_doc(p) for p in out["params"]]
+    docs = params_docs(out["params"])
     out["backend"] = [d.get("backend", DEFAULT_BACKEND) if d else None for d in docs]
     out["nodes"] = pd.array([int(d.get("nodes") or 1) for d in docs], dtype="int64")
     out["threads_per_rank"] = pd.array([int(d.get("threads_per_rank") or 1) for d in docs], dtype="int64")

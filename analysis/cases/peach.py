@@ -117,13 +117,16 @@ def _score_quantity(rows: pd.DataFrame, gid: np.ndarray, quantity: str, params: 
                                                       "alpha_continuous", "error_median", "error_max",
                                                       "R_C", "R_G", "P0", "Pd_C", "Pd_G")}
     objective = "performance" if quantity == "time" else "energy"
+    optimum: dict[tuple[float, ...], float] = {}  # curves of one calibration share their optimum
     for i, c in enumerate(curves.tolist()):
         lo, hi = bounds[i], bounds[i + 1]
         q = params[c]
         extra["alpha_best_measured"].append(float(alphas[lo + int(np.argmin(m[lo:hi]))]))
         extra["alpha_best_predicted"].append(float(alphas[lo + int(np.argmin(p[lo:hi]))]))
-        extra["alpha_continuous"].append(float(peach.best_alpha(
-            objective, q["R_C"], q["R_G"], *((q["P0"], q["Pd_C"], q["Pd_G"]) if quantity == "energy" else ()))[0]))
+        inputs = (q["R_C"], q["R_G"], *((q["P0"], q["Pd_C"], q["Pd_G"]) if quantity == "energy" else ()))
+        if inputs not in optimum:
+            optimum[inputs] = float(peach.best_alpha(objective, *inputs)[0])
+        extra["alpha_continuous"].append(optimum[inputs])
         inner = e[lo:hi][interior[lo:hi]]
         inner = inner[~np.isnan(inner)]
         extra["error_median"].append(float(np.median(inner)) if len(inner) else np.nan)

@@ -11,7 +11,7 @@ from analysis.equations import perop
 from analysis.models.peapaw import predict_sa
 from analysis.registry import Model
 from analysis.scoring import metrics
-from analysis.scoring.runs import params_doc
+from analysis.scoring.runs import params_docs
 from analysis.storage.platforms import TAU_COLS
 from sims.sa.counts import PHASE_COUNTS, PHASE_OPERATIONS
 
@@ -32,7 +32,7 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     have = runs.dropna(subset=TAU_COLS) if set(TAU_COLS) <= set(runs.columns) else runs.iloc[:0]
     out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
     have = have.loc[out.index] if len(have) else have  # the rows predict_sa kept, in its order
-    descs = [params_doc(p) for p in have["params"]] if len(have) else []
+    descs = params_docs(have["params"]) if len(have) else []
     parts, fit_r2 = {}, {}
     for role in ("host", "accel"):
         n = np.array([float((d.get("elements") or {}).get(role, 0) or 0) for d in descs], dtype=np.float64)

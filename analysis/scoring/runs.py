@@ -120,8 +120,9 @@ def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], t
         cuts = [*starts[::per].tolist(), R]
         chunks = [(starts[(starts >= a) & (starts < b)] - a, m[a:b], p[a:b], t[a:b], XS[a:b], n[a:b],
                    codes[a:b], labels, s) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-        # the chunks' data go to the workers as data, not inside the task graph
-        futures = [client.submit(_score_chunk, data, pure=False) for data in client.scatter(chunks)]
+        # the chunks' data go to the workers as data, not inside the task graph; they run before any task
+        # submitted at the default priority (the validation's reading of the cases still to score)
+        futures = [client.submit(_score_chunk, data, pure=False, priority=1) for data in client.scatter(chunks)]
         parts = tasks.gather_watched(client, futures, patience)
         for part, a in zip(parts, cuts[:-1], strict=True):
             part["first"] += a
@@ -293,6 +294,14 @@ def params_doc(text: Any) -> dict[str, Any]:
         except ValueError:
             return {}
     return text if isinstance(text, dict) else {}
+
+
+def params_docs(texts: Any) -> list[dict[str, Any]]:
+    """:func:`params_doc` of each of ``texts`` (a column of runs), each distinct text parsed once: a study's runs
+    share a few ``params`` between many runs. Equal texts share one dict: read them, never change them."""
+    codes, distinct = pd.factorize(pd.Series(texts, dtype=object), use_na_sentinel=False)
+    docs = [params_doc(text) for text in distinct]
+    return [docs[c] for c in codes]
 
 
 def _intensity(flops: pd.Series, nbytes: pd.Series) -> np.ndarray:

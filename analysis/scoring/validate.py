@@ -267,7 +267,7 @@ def _window(records: pd.DataFrame) -> dict[str, Any]:
     if not len(records):
         return {"first": None, "last": None, "hosts": []}
     started = pd.to_datetime(records["started_at"], utc=True)
-    return {"first": started.min(), "last": started.max(), "hosts": sorted(set(records["hostname"].dropna().astype(str)))}
+    return {"first": started.min(), "last": started.max(), "hosts": sorted({str(h) for h in records["hostname"].dropna().unique()})}
 
 
 def _merge_windows(windows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -350,48 +350,49 @@ def validate(
         log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers; "
             f"{where.describe(records)}); {len(files)} data file(s), {records} record(s)")
         futures = {}
-        for name in registered:
+        for i, name in enumerate(registered):
             mine = [f for f in files if f[1] == name]
-            # the platform frames (a few rows) travel with each task: nothing to lose when a worker dies
-            futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), platforms, pure=False,
+            # the platform frames (a few rows) travel with each task: nothing to lose when a worker dies; the
+            # cases' files are read in the order the cases are scored (the first case's first)
+            futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), platforms, pure=False, priority=-i,
                                            key=f"validate-{name}-{f[0]}-{Path(f[2]).stem}") for f in mine]
         started = time.perf_counter()
 
         def progress(name: str) -> Any:
             def say(finished: int, total: int) -> None:
                 log(f"[hetval validate] {name}: {finished} of {total} data file(s) read, reduced and predicted, "
-                    f"{time.perf_counter() - started:.0f} s elapsed; scoring comes next")
+                    f"{time.perf_counter() - started:.0f} s elapsed; its scoring comes next")
             return say
 
-        done = {name: _combine(gather_watched(client, futs, where.connect_timeout, progress=progress(name)),
-                               empty[name])
-                for name, futs in futures.items()}
-        futures.clear()  # the workers drop their copies of the results: the client holds them now
-        log(f"[hetval validate] read, reduced and predicted {sum(d['records'] for d in done.values())} records "
-            f"in {time.perf_counter() - started:.1f} s; scoring the cases")
-        started = time.perf_counter()
         settings = uncertainty if uncertainty is not None else uncertainty_settings()
         context = Context(platforms, settings)
         tables: dict[str, list[pd.DataFrame]] = {}
         counts: dict[str, int] = {}
+        done: dict[str, dict[str, Any]] = {}
+        # each case is scored as soon as its own files are in, while the workers read the next cases' files
+        # (the client's scoring and the workers' reading overlap); its scoring tasks go ahead of those reads
         for i, (name, case) in enumerate(registered.items()):
-            log(f"[hetval validate] scoring case {i + 1} of {len(registered)} ({name}), "
-                f"{time.perf_counter() - started:.1f} s into scoring")
-            result = done[name]
-            joined = result["frame"]
+            result = _combine(gather_watched(client, futures.pop(name), where.connect_timeout,
+                                             progress=progress(name)), empty[name])
+            log(f"[hetval validate] scoring case {i + 1} of {len(registered)} ({name}: {result['records']} "
+                f"records read, reduced and predicted), {time.perf_counter() - started:.1f} s in")
+            joined = result.pop("frame")
             if joined is not None:
                 context.joined[name] = joined
-            predictions = {m.name: (result["models"][m.name] if m.rowwise else m.predict(joined))
-                           for m in models_for(name)}
+            models = result.pop("models")
+            predictions = {m.name: (models[m.name] if m.rowwise else m.predict(joined)) for m in models_for(name)}
             counts[name] = int(result["joined"])
             if result["reduced"] != result["joined"]:
                 log(f"[hetval validate] warning: {result['reduced'] - result['joined']} ok {name} runs have no "
                     "characterised platform to predict them with")
             with scoring_on(client, patience=where.connect_timeout):  # a large case scores as tasks on the cluster too
                 scored = case.score(predictions, context)
+            del joined, models, predictions
+            context.joined.pop(name, None)  # a case's runs are its own: the client holds no case's frame longer
             for table, frame in scored.items():
                 tables.setdefault(table, []).append(frame)
-        log(f"[hetval validate] scored {', '.join(f'{n} {c}' for n, c in counts.items() if c)} runs "
+            done[name] = result
+        log(f"[hetval validate] read and scored {', '.join(f'{n} {c}' for n, c in counts.items() if c)} runs "
             f"in {time.perf_counter() - started:.1f} s")
     for table in validation_tables():
         parts = [f for f in tables.get(table, []) if len(f.columns)]
