@@ -22,10 +22,12 @@ alternative's repetitions. Two things follow from them:
   group's ranking is "not distinguishable" and its strict ranking scores are
   scores of noise.
 
-Everything here is pure NumPy, vectorised over resamples and over groups:
+Everything here is NumPy, vectorised over resamples and over groups:
 groups of the same number of alternatives are scored together in bounded
 chunks (:func:`uncertainty_rows`, :func:`run_intervals`), so scoring a
-million runs costs array operations, not a million Python calls. The
+million runs costs array operations, not a million Python calls; large
+batches of many-alternative groups go to the compiled kernel of
+:mod:`analysis.scoring.bootstrap_jit`, which gives the same values. The
 one-sided test of one pair is SciPy's (:func:`mann_whitney_greater`); the batched one
 (:func:`mann_whitney_rows`) is held to it by the tests. :func:`group_uncertainty` is the batch for one
 group.
