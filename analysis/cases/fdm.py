@@ -267,8 +267,10 @@ LINK_NAMES = {(False, False): "none", (True, False): "intra-node", (False, True)
 
 
 @lru_cache(maxsize=4096)
+@lru_cache(maxsize=1 << 14)
 def _links(grid: str, decomposition: str, nodes: int) -> tuple[int, int]:
-    """A run's halo messages per exchange within a node and between nodes (:func:`halo_links`)."""
+    """A run's halo messages per exchange within a node and between nodes (:func:`halo_links`); cached, as a
+    study repeats each layout in many runs."""
     return halo_links(json.loads(grid)["shape"], json.loads(decomposition), int(nodes))
 
 
@@ -294,7 +296,8 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     out["backend"] = [d.get("backend", DEFAULT_BACKEND) if d else None for d in docs]
     out["nodes"] = pd.array([int(d.get("nodes") or 1) for d in docs], dtype="int64")
     out["threads_per_rank"] = pd.array([int(d.get("threads_per_rank") or 1) for d in docs], dtype="int64")
-    links = [_links(g, dec, n) for g, dec, n in zip(out["grid"], out["decomposition"], out["nodes"], strict=True)]
+    links = [_links(g, dec, int(n)) for g, dec, n in zip(out["grid"].tolist(), out["decomposition"].tolist(),
+                                                         out["nodes"].tolist(), strict=True)]
     out["messages_intra_node"] = pd.array([a for a, _ in links], dtype="int64")
     out["messages_inter_node"] = pd.array([b for _, b in links], dtype="int64")
     out["links"] = pd.array([LINK_NAMES[(a > 0, b > 0)] for a, b in links], dtype="string")

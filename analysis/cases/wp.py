@@ -122,8 +122,11 @@ class WPCase(Case):
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         out = reduce_repetitions(records)
         labels: dict[tuple[Any, Any], str] = {}
+        docs: dict[Any, dict[str, Any]] = {}
         for params, size in set(zip(out["params"].tolist(), out["size"].tolist(), strict=True)):
-            labels[(params, size)] = self.size_label(params_doc(params), size)
+            if params not in docs:
+                docs[params] = params_doc(params)
+            labels[(params, size)] = self.size_label(docs[params], size)
         out.insert(out.columns.get_loc("size") + 1, "size_label", pd.array(
             [labels[k] for k in zip(out["params"].tolist(), out["size"].tolist(), strict=True)], dtype="string"))
         return out

@@ -314,6 +314,8 @@ def _intensity(flops: pd.Series, nbytes: pd.Series) -> np.ndarray:
 def failed_runs(df: pd.DataFrame) -> pd.DataFrame:
     """Runs whose newest record is ``failed`` or ``skipped`` (all records of a run in this frame), with the reason."""
     cols = ["run_id", "study", "case", "variant", "platform", "status", "error", "started_at"]
+    bad = df["status"].isin(["failed", "skipped"]).to_numpy(dtype=bool)
+    df = df[df["run_id"].isin(df.loc[bad, "run_id"].unique())]  # only runs with such a record can end on one
     newest = df.sort_values("started_at", kind="stable").groupby("run_id", sort=True).tail(1)
     out = newest[newest["status"].isin(["failed", "skipped"])][cols].reset_index(drop=True)
     return out.astype({c: "string" for c in cols if c != "started_at"})

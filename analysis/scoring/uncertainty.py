@@ -27,7 +27,13 @@ groups of the same number of alternatives are scored together in bounded
 chunks (:func:`uncertainty_rows`, :func:`run_intervals`), so scoring a
 million runs costs array operations, not a million Python calls; large
 batches of many-alternative groups go to the compiled kernel of
-:mod:`analysis.scoring.bootstrap_jit`, which gives the same values. The
+:mod:`analysis.scoring.bootstrap_jit`, which gives the same values.
+
+Why this module is long: the intervals have one definition (the percentile
+bootstrap above) and three exact ways to compute it at scale - every resample
+as planes, the distinct resamples of groups of one shape weighted, the compiled
+kernel - which must stay beside that definition and each other, as the tests
+hold them equal to the last bit. The
 one-sided test of one pair is SciPy's (:func:`mann_whitney_greater`); the batched one
 (:func:`mann_whitney_rows`) is held to it by the tests. :func:`group_uncertainty` is the batch for one
 group.
