@@ -267,7 +267,6 @@ LINK_NAMES = {(False, False): "none", (True, False): "intra-node", (False, True)
 
 
 @lru_cache(maxsize=4096)
-@lru_cache(maxsize=1 << 14)
 def _links(grid: str, decomposition: str, nodes: int) -> tuple[int, int]:
     """A run's halo messages per exchange within a node and between nodes (:func:`halo_links`); cached, as a
     study repeats each layout in many runs."""

@@ -2,9 +2,9 @@
 
 The NumPy path of :func:`analysis.scoring.uncertainty.uncertainty_rows` builds whole planes: the resampled
 medians ``(alternatives, groups, resamples)``, one plane per *pair* of alternatives, then every metric's
-plane, then a partition of each metric's resamples. A group of 11 alternatives has 55 pairs, and at a
-million runs those planes cost 130 core-seconds of a validation whose target is 120 s of wall time
-(``benchmarks/bench_validate.py``). This kernel walks each group once: a resample's medians and its six
+plane, then a partition of each metric's resamples: about ten passes over memory per group and resample,
+and a group of 11 alternatives has 55 pairs. At a million runs these planes were the largest share of the
+validation's work (``benchmarks/bench_validate.py``). This kernel walks each group once: a resample's medians and its six
 metrics in scalars, and of each metric's resamples only the few order statistics the interval's two ends
 are interpolated from (kept in two short sorted buffers instead of a partition of all of them).
 
@@ -89,10 +89,11 @@ def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np
     """``(6, 2, G)``: each metric's interval (lo, hi) for ``G`` groups of ``k`` alternatives.
 
     ``XS``/``n`` are the sorted padded repetitions ``(G, k, w)`` and their counts; ``m``/``p``/``t`` the
-    medians, predictions and tightness ``(G, k)``, ``unit_p`` the predictions scaled to unit length (as the
-    NumPy path sums them: NumPy's pairwise summation from 8 alternatives on); ``lo_pos``/``hi_pos`` ``(k, sizes, B)`` the positions of
-    each resample's two middle values for an alternative in a slot with that many repetitions
-    (``_median_positions``). An alternative with fewer than two repetitions keeps its median.
+    medians, predictions and tightness ``(G, k)``; ``unit_p`` the predictions scaled to unit length, from
+    the NumPy path's own expression (NumPy sums 8 or more values pairwise, not in order); ``lo_pos`` and
+    ``hi_pos`` ``(k, sizes, B)`` the positions of each resample's two middle values for an alternative in a
+    slot with that many repetitions (``_median_positions``). An alternative with fewer than two repetitions
+    keeps its median.
     """
     G, k = m.shape
     B = lo_pos.shape[2]

@@ -151,8 +151,8 @@ CHUNK_ELEMENTS = 4_000_000
 #: Groups of one shape (numbers of repetitions) from which their distinct resamples are scored once each.
 SUPPORT_MIN_GROUPS = 16
 #: From this much work (groups x resamples x (pairs + alternatives)) on, every resample is scored by the
-#: compiled kernel of :mod:`analysis.scoring.bootstrap_jit` (the same values; NumPy spends about 3 s on this
-#: much, the kernel's compilation, once per installation, about as long).
+#: compiled kernel of :mod:`analysis.scoring.bootstrap_jit` (the same values): about where NumPy's time on
+#: it matches the kernel's compilation, paid once per installation.
 JIT_MIN_ELEMENTS = 50_000_000
 
 
