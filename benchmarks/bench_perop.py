@@ -1,14 +1,15 @@
-"""Per-operation fits: their R² and how far three characterisations in a row agree, with fixed and sized passes.
+"""Per-operation fits: their R² and how far three characterisations in a row agree, on both CPU backends.
 
 Runs characterisation's per-operation step (:mod:`sims.bench.ops`: every operation and precision at every
-operation count, a warm-up call and ``--reps`` measured calls each, least squares ``T = tau * ops + c``) on
-one core, ``--rounds`` times in a row, three ways per round: the block passed over a fixed
-:data:`sims.bench.ops.PASSES` times with every repetition of one fit after another (the earlier design);
-passes sized so that one operation per element takes at least :data:`sims.bench.ops.MIN_REGION_S`
-(:func:`sims.bench.ops.passes_for`); and sized passes with the repetitions interleaved across operations
-(:func:`sims.bench.ops.schedule`) - what characterisation does. Prints per operation and precision each round's R² and ``tau``, the spread of
-``tau`` over the rounds (largest / smallest), and PASS/FAIL against the targets: R² >= 0.95 in every round
-and the rounds within 20 % of each other. ::
+chain length, passes sized by :func:`sims.bench.ops.passes_for`, repetitions interleaved across operations as
+:func:`sims.bench.ops.schedule` orders them, a warm-up call before each first repetition, least squares
+``T = tau * ops + c``) on one core, ``--rounds`` times in a row, for the numba and the numpy backend. Prints per
+backend, operation and precision each round's R² and ``tau``, the spread of ``tau`` over the rounds (largest /
+smallest) and PASS/FAIL against the targets: R² >= 0.95 in every round and the rounds within 20 % of each other.
+
+Then, per backend and round, what the per-operation model makes of the SA PowAdd kernel from that round's
+``tau_mul`` and ``tau_add`` (float32: 2016 multiplications and 32 adds per element), against the kernel's
+measured time in the same round: the ratio predicted / measured (median of ``--reps`` calls). ::
 
     python benchmarks/bench_perop.py [--rounds 3] [--reps 5] [--write]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -28,31 +30,44 @@ sys.path.insert(0, str(ROOT))
 
 R2_TARGET = 0.95
 SPREAD_TARGET = 1.2
+SA_ELEMENTS = 1 << 20
 
 
-def one_round(states, reps: int, sized: bool, interleaved: bool) -> dict[str, dict]:
-    """Every (op, dtype)'s fit from one pass over the per-operation step, in characterisation's order
-    (:func:`sims.bench.ops.schedule`) or, ``interleaved`` False, every repetition of one fit after another."""
+def one_round(states, reps: int) -> dict[str, dict]:
+    """Every (op, dtype)'s fit from one pass over the per-operation step, in characterisation's order."""
     from sims.bench import ops
 
-    passes = {(op, dt): ops.passes_for(states[dt], op) if sized else ops.PASSES for op in ops.OPS for dt in ops.DTYPES}
-    order = ops.schedule(reps) if interleaved else sorted(ops.schedule(reps), key=lambda c: (
-        ops.OPS.index(c[1]), ops.DTYPES.index(c[2]), ops.N_OPS.index(c[3]), c[0]))
+    passes = {(op, dt): ops.passes_for(states[dt], op) for op in ops.OPS for dt in ops.DTYPES}
     rows = []
-    for rep, op, dt, n_ops in order:
+    for rep, op, dt, n_ops in ops.schedule(reps):
         if rep == 0:  # a warm-up call before each count's first repetition, as characterisation makes
-            ops.run(states[dt], op, n_ops, "numba", passes[op, dt])
+            ops.run(states[dt], op, n_ops, passes[op, dt])
         t0 = time.perf_counter()
-        ops.run(states[dt], op, n_ops, "numba", passes[op, dt])
-        rows.append({"op": op, "dtype": dt, "n_ops": n_ops, "ops": ops.BLOCK * passes[op, dt] * n_ops,
-                     "time_s": time.perf_counter() - t0, "passes": passes[op, dt]})
+        done = ops.run(states[dt], op, n_ops, passes[op, dt])
+        rows.append({"op": op, "dtype": dt, "n_ops": n_ops, "ops": done, "time_s": time.perf_counter() - t0,
+                     "passes": passes[op, dt]})
     out = {}
     for op in ops.OPS:
         for dt in ops.DTYPES:
             sel = [r for r in rows if r["op"] == op and r["dtype"] == dt]
-            out[f"{op}/{dt}"] = {**ops.fit(sel), "passes": sel[0]["passes"],
-                                 "seconds": sum(r["time_s"] for r in sel)}
+            out[f"{op}/{dt}"] = {**ops.fit(sel), "passes": sel[0]["passes"], "seconds": sum(r["time_s"] for r in sel)}
     return out
+
+
+def powadd_seconds(backend_name: str, reps: int) -> float:
+    """Median time of one SA PowAdd over :data:`SA_ELEMENTS` float32 elements on ``backend_name``."""
+    from sims.backends import get_backend
+    from sims.sa import kernels
+
+    backend = get_backend(backend_name)
+    arrays = kernels.allocate(backend, SA_ELEMENTS, ["powadd"], seed=3)
+    kernels.powadd(backend, arrays)  # warm-up (and compilation)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        kernels.powadd(backend, arrays)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def main() -> int:
@@ -60,6 +75,7 @@ def main() -> int:
 
     from sims.bench import ops
     from sims.bench.plan import cache_size
+    from sims.sa.counts import PHASE_OPERATIONS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -67,20 +83,24 @@ def main() -> int:
     args = ap.parse_args()
     llc, _ = cache_size(None)
     table = int(llc)  # elements, as characterisation's triad: 4 x the LLC in float32
-    states = {dt: ops.setup(dt, table, seed=11) for dt in ops.DTYPES}
-    print(f"per-operation step: block {ops.BLOCK} elements, n_ops {list(ops.N_OPS)}, {args.reps} repetitions, random "
-          f"table {table * 8 / 2**20:.0f} MiB (float64); {args.rounds} rounds, each with fixed passes ({ops.PASSES}) "
-          f"and with passes sized to >= {ops.MIN_REGION_S * 1e3:g} ms per one-operation call")
-    ways = {"fixed passes, one fit after another": (False, False), "sized passes, one fit after another": (True, False),
-            "sized passes, repetitions interleaved": (True, True)}
-    results: dict[str, list[dict]] = {how: [] for how in ways}
-    for k in range(args.rounds):
-        for how, (sized, interleaved) in ways.items():
-            results[how].append(one_round(states, args.reps, sized, interleaved))
-            took = sum(f["seconds"] for f in results[how][-1].values())
-            print(f"round {k + 1}, {how}: {took:.1f} s measured", flush=True)
-    for how, rounds in results.items():
-        print(f"\n{how}: R² per round, tau (ns per element-operation) per round, spread of tau (max / min)\n")
+    print(f"per-operation step: blocks {ops.BLOCKS} elements, chains of n_ops {list(ops.N_OPS)}, {args.reps} "
+          f"repetitions, random table {table * 8 / 2**20:.0f} MiB (float64); {args.rounds} rounds per backend; "
+          f"SA PowAdd over {SA_ELEMENTS} elements")
+    counts = PHASE_OPERATIONS["powadd"]
+    fails_all = 0
+    for backend in ops.BACKENDS:
+        states = ops.states(table, seed=11, backend=backend)
+        rounds, sa = [], []
+        for k in range(args.rounds):
+            rounds.append(one_round(states, args.reps))
+            measured = powadd_seconds(backend, args.reps)
+            f = rounds[-1]
+            predicted = SA_ELEMENTS * (counts["mul"] * f["mul/float32"]["tau"] + counts["add"] * f["add/float32"]["tau"])
+            sa.append((predicted, measured))
+            took = sum(v["seconds"] for v in f.values())
+            print(f"{backend}, round {k + 1}: {took:.1f} s measured; SA PowAdd predicted {predicted:.4f} s, "
+                  f"measured {measured:.4f} s, ratio {predicted / measured:.2f}", flush=True)
+        print(f"\n{backend}: R² per round, tau (ns per element-operation) per round, spread of tau (max / min)\n")
         print("| op/dtype | passes | R² | tau (ns) | spread | |")
         print("|---|---|---|---|---|---|")
         fails = 0
@@ -93,8 +113,11 @@ def main() -> int:
             passes = sorted({r[key]["passes"] for r in rounds})
             print(f"| {key} | {'/'.join(map(str, passes))} | {' '.join(f'{x:.3f}' for x in r2)} | "
                   f"{' '.join(f'{x:.4g}' for x in tau)} | {spread:.2f} | {'PASS' if ok else 'FAIL'} |")
-        print(f"\n{how}: {len(rounds[0]) - fails} of {len(rounds[0])} operation/precision pairs with R² >= "
-              f"{R2_TARGET} in every round and tau within {SPREAD_TARGET - 1:.0%} over the rounds")
+        ratios = [p / m for p, m in sa]
+        print(f"\n{backend}: {len(rounds[0]) - fails} of {len(rounds[0])} operation/precision pairs with R² >= "
+              f"{R2_TARGET} in every round and tau within {SPREAD_TARGET - 1:.0%} over the rounds; SA PowAdd "
+              f"predicted / measured per round: {' '.join(f'{r:.2f}' for r in ratios)}\n")
+        fails_all += fails
     return 0
 
 

@@ -174,24 +174,23 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     sweep_state.clear()
     from sims.bench import ops
 
-    op_state = {dt: ops.setup(dt, n_triad, seed=11 + rank) for dt in ops.DTYPES}
-    op_backend = "numba" if backend.name == "numba" else "numpy"
+    op_state = ops.states(n_triad, seed=11 + rank, backend="numba" if backend.name == "numba" else "numpy")
 
     for target in ROLES:
         rows = []
         sized = role == target and backend.name != "cupy"
         say(f"step 4 of 7: per-operation benchmarks on {target}: {', '.join(ops.OPS)} x {', '.join(ops.DTYPES)}, "
             f"{len(ops.N_OPS)} operation counts, {reps} repetitions interleaved")
-        passes = {(op, dt): ops.passes_for(op_state[dt], op, op_backend) if sized else ops.PASSES
+        passes = {(op, dt): ops.passes_for(op_state[dt], op) if sized else ops.PASSES
                   for op in ops.OPS for dt in ops.DTYPES}
         for rep, op, dt, n_ops in ops.schedule(reps):
             def work(op=op, dt=dt, n_ops=n_ops, sized=sized, passes=passes[op, dt]) -> None:
                 if sized:
-                    ops.run(op_state[dt], op, n_ops, op_backend, passes)
+                    ops.run(op_state[dt], op, n_ops, passes)
 
             m = measure(comm, work, backend.synchronize, 1 if rep == 0 else 0, 1, factor)
             if role == target:
-                elements = ops.BLOCK * passes[op, dt]
+                elements = op_state[dt]["buf"].shape[0] * passes[op, dt]
                 rows += [{"op": op, "dtype": dt, "n_ops": n_ops, "elements": elements, "ops": elements * n_ops,
                           "bytes": ops.bytes_of(op_state[dt], op, n_ops, passes[op, dt]), "time_s": r.own_s}
                          for r in m.repetitions]
@@ -388,11 +387,13 @@ def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
         return {"note": f"per-operation benchmarks are not implemented for the {backend} backend", "fits": {},
                 "samples": []}
     return {
-        "method": (f"{ops.BLOCK}-element in-cache block x passes sized so that one operation per element takes "
-                   f">= {ops.MIN_REGION_S * 1e3:g} ms ({ops.PASSES} to {ops.MAX_PASSES}), n_ops = {list(ops.N_OPS)} "
-                   "operations per element and pass, repetitions interleaved across operations (the first after a "
-                   "warm-up call); random = gathers from an array beyond the LLC; least squares T = tau * ops + c "
-                   "over each count's median per op/dtype"),
+        "method": (f"{ops.BLOCKS[backend if backend == 'numba' else 'numpy']}-element in-cache block x passes "
+                   f"sized so that the shortest chain's call takes >= {ops.MIN_REGION_S * 1e3:g} ms ({ops.PASSES} to "
+                   f"{ops.MAX_PASSES}), chains of n_ops = {list(ops.N_OPS)} operations per element and pass "
+                   "(numba: in registers, one load and one store per element; numpy: one in-place ufunc call per "
+                   "operation), repetitions interleaved across operations (the first after a warm-up call); "
+                   "random = gathers from an array beyond the LLC; least squares T = tau * ops + c over each "
+                   "count's median per op/dtype"),
         "fits": ops.summarize(rows),
         "samples": rows,
     }

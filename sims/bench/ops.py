@@ -1,14 +1,30 @@
 """Parametrised per-operation microbenchmarks (Kannan et al.): time against the number of operations.
 
 For each operation (``add``, ``mul``, ``fma``, ``divide``, ``random``) and data
-type (float32, float64) the kernel applies ``n_ops`` operations to every
-element of an in-cache block, passed over enough times that one operation per
-element takes at least :data:`MIN_REGION_S` on the machine at hand
-(:func:`passes_for`), so that the measured time grows linearly with
-the operation count and the slope is the operation's cost ``tau_op`` (s per
-element-operation, as a compiled loop achieves it: vectorised where the
-compiler vectorises). ``random`` is the random-access load: ``n_ops`` gathers
-per element from an array several times the last-level cache.
+type (float32, float64) a call applies ``n_ops`` operations to every element of
+an in-cache block, passed over enough times that the shortest chain takes at
+least :data:`MIN_REGION_S` on the machine at hand (:func:`passes_for`). The
+measured time grows linearly with the operation count; its slope is the
+operation's cost ``tau_op`` (s per element-operation).
+
+The arithmetic operations follow the slides' example micro-benchmark: an
+element is loaded once, the operation is applied ``n_ops`` times to a value in
+a register, and the result is stored once (``reg2 = reg2 + reg1`` repeated).
+
+* numba: one compiled kernel per (operation, count) with the count a constant,
+  so the chain is unrolled and the element loop SIMD-vectorised, as the SA
+  kernel's 63-multiply chain is. Counts start at 8 (:data:`N_OPS`): below that,
+  the core overlaps a short chain with its neighbours' loads and stores and a
+  chain costs about what its load and store cost, which would bend the line.
+* numpy: NumPy's registers are arrays: a chain is ``n_ops`` in-place ufunc
+  calls ``buf = buf op operand`` with the operand an array of the block's
+  length, as ``reg1`` is a register, and each call's overhead is part of the
+  per-element cost. The block is as long as one ufunc call of the SA NumPy
+  kernel (:data:`NUMPY_BLOCK`), not an L1 block the calls' overhead would
+  dominate.
+
+``random`` is the random-access load: ``n_ops`` gathers per element from a
+table several times the last-level cache, added into the element.
 
 Characterisation records the rows ``op, dtype, n_ops, elements, ops, bytes,
 time_s`` (one per repetition, in the order of :func:`schedule`);
@@ -19,6 +35,7 @@ residuals.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from typing import Any
@@ -27,44 +44,61 @@ import numpy as np
 
 from sims.backends.jit import jit
 from sims.fit import linear_fit
+from sims.sa.counts import POWADD_TERMS
+from sims.sa.kernels import NUMPY_POWADD_BLOCK
 
 OPS = ("add", "mul", "fma", "divide", "random")
 DTYPES = ("float32", "float64")
-N_OPS = (1, 2, 4, 8, 16)
-BLOCK = 4096  # elements of the in-cache block
-PASSES = 256  # times the block is processed per measured call, at least (see passes_for)
-#: The shortest measured region (one operation per element) that :func:`passes_for` sizes the passes to: a
-#: vectorised add over 256 passes of the block takes ~50 us here, where timer resolution, frequency changes and
-#: interrupts are a large part of the time and the fit's R² fell to 0.87
+N_OPS = (8, 16, 32, 64)
+BACKENDS = ("numba", "numpy")
+#: elements of the numba block (16 KiB of float32: L1)
+NUMBA_BLOCK = 4096
+#: elements of the numpy block: one in-place ufunc call of the SA NumPy PowAdd spans its (terms, block) buffer
+NUMPY_BLOCK = NUMPY_POWADD_BLOCK * POWADD_TERMS
+BLOCKS = {"numba": NUMBA_BLOCK, "numpy": NUMPY_BLOCK}
+#: the gathers of operation ``j`` read ``idx[j * GATHER_STRIDE + i]``, the same on every backend
+GATHER_STRIDE = max(BLOCKS.values())
+PASSES = 1  # the fewest passes over the block per measured call
+#: The shortest measured region (the smallest count's call) that :func:`passes_for` sizes the passes to: much
+#: shorter, timer resolution, frequency changes and interrupts are a large part of the time and the fit's R² falls
 MIN_REGION_S = 1e-3
-MAX_PASSES = 64 * PASSES
+MAX_PASSES = 1 << 16
 OP_CODES = {name: n for n, name in enumerate(OPS)}
 
 
-@jit(cache=True, error_model="numpy")  # numpy semantics for x/0: no check that would stop vectorisation
-def _ops_nb(buf, table, idx, code, n_ops, passes, c, d):  # pragma: no cover - compiled
+@functools.cache
+def _chain_kernel(code: int, n_ops: int):
+    """The compiled chain of ``n_ops`` operations ``code`` per element: both are constants of the kernel (its
+    closure), so LLVM unrolls the chain, drops the other operations' branches and vectorises over elements.
+    Numba's cache keys a closure's compiled code on the values it closes over."""
+
+    @jit(cache=True, error_model="numpy")  # numpy semantics for x/0: no check that would stop vectorisation
+    def chain(buf, passes, c, d):  # pragma: no cover - compiled
+        for _ in range(passes):
+            for i in range(buf.shape[0]):
+                x = buf[i]
+                for _k in range(n_ops):
+                    if code == 0:
+                        x = x + c
+                    elif code == 1:
+                        x = x * c
+                    elif code == 2:
+                        x = x * c + d
+                    else:
+                        x = d / x
+                buf[i] = x
+
+    return chain
+
+
+@jit(cache=True)
+def _gather_nb(buf, table, idx, n_ops, passes, stride):  # pragma: no cover - compiled
     m = buf.shape[0]
     for _ in range(passes):
-        if code == 0:
-            for _j in range(n_ops):
-                for i in range(m):
-                    buf[i] = buf[i] + c
-        elif code == 1:
-            for _j in range(n_ops):
-                for i in range(m):
-                    buf[i] = buf[i] * c
-        elif code == 2:
-            for _j in range(n_ops):
-                for i in range(m):
-                    buf[i] = buf[i] * c + d
-        elif code == 3:
-            for _j in range(n_ops):
-                for i in range(m):
-                    buf[i] = d / buf[i]
-        else:
-            for j in range(n_ops):
-                for i in range(m):
-                    buf[i] = buf[i] + table[idx[(i + j * m) % idx.shape[0]]]
+        for j in range(n_ops):
+            base = (j * stride) % idx.shape[0]
+            for i in range(m):
+                buf[i] = buf[i] + table[idx[base + i]]
 
 
 def schedule(reps: int) -> list[tuple[int, str, str, int]]:
@@ -74,21 +108,36 @@ def schedule(reps: int) -> list[tuple[int, str, str, int]]:
     return [(r, op, dt, n) for r in range(int(reps)) for op in OPS for dt in DTYPES for n in N_OPS]
 
 
-def setup(dtype: str, table_elements: int, seed: int) -> dict[str, Any]:
-    """The block, the random-access table (``table_elements`` long) and its random indices."""
+def setup(dtype: str, table_elements: int, seed: int, backend: str = "numba",
+          idx: np.ndarray | None = None) -> dict[str, Any]:
+    """The ``backend``'s block, the random-access table (``table_elements`` long) and the gathers' indices
+    (``idx``, shared between states of one table size: :func:`states`)."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    rng = np.random.default_rng(seed)
+    if backend not in BLOCKS:
+        raise ValueError(f"per-operation benchmarks run on {' or '.join(BACKENDS)}, not {backend!r}")
     dt = np.dtype(dtype)
-    return {
-        "buf": rng.uniform(0.5, 1.5, BLOCK).astype(dt),
-        "table": _table(rng, int(table_elements), dt),
-        "idx": rng.integers(0, int(table_elements), BLOCK * max(N_OPS)).astype(np.int64),
+    return {  # buf, table and idx from streams of their own: the same values whatever the block's length
+        "buf": np.random.default_rng([seed, 0]).uniform(0.5, 1.5, BLOCKS[backend]).astype(dt),
+        "table": _table(np.random.default_rng([seed, 2]), int(table_elements), dt),
+        "idx": _indices(seed, int(table_elements)) if idx is None else idx,
         # add: tiny step; mul: 1 + tiny; fma: contraction to a fixed point; divide: v -> d / v oscillates, bounded
         "c": {"add": 1e-7, "mul": 1.0 + 1e-7, "fma": 0.97, "divide": 1.0, "random": 0.0},
         "d": {"add": 0.0, "mul": 0.0, "fma": 0.03, "divide": 1.1, "random": 0.0},
         "dtype": dt,
+        "backend": backend,
     }
+
+
+def states(table_elements: int, seed: int, backend: str) -> dict[str, dict[str, Any]]:
+    """One state per data type, sharing one array of gather indices."""
+    idx = _indices(seed, int(table_elements))
+    return {dt: setup(dt, table_elements, seed, backend, idx) for dt in DTYPES}
+
+
+def _indices(seed: int, table_elements: int) -> np.ndarray:
+    """Random table positions for every (operation, element) a call can gather: ``max(N_OPS)`` strides."""
+    return np.random.default_rng([seed, 1]).integers(0, table_elements, GATHER_STRIDE * max(N_OPS))
 
 
 def _table(rng: np.random.Generator, n: int, dt: np.dtype) -> np.ndarray:
@@ -99,32 +148,40 @@ def _table(rng: np.random.Generator, n: int, dt: np.dtype) -> np.ndarray:
     return table
 
 
-def passes_for(state: dict[str, Any], op: str, backend: str = "numba") -> int:
-    """Passes of the block per call such that one operation per element takes at least :data:`MIN_REGION_S`
-    on this machine (a power of two times :data:`PASSES`, at most :data:`MAX_PASSES`): timed once, after a
-    warm-up call, at :data:`PASSES`."""
-    run(state, op, 1, backend)
-    t0 = time.perf_counter()
-    run(state, op, 1, backend)
-    took = time.perf_counter() - t0
+def passes_for(state: dict[str, Any], op: str) -> int:
+    """Passes of the block per call such that the smallest count's call takes at least :data:`MIN_REGION_S`
+    on this machine: a power of two times :data:`PASSES`, at most :data:`MAX_PASSES`, found by timing calls
+    of doubling length after a warm-up call (together about twice the region)."""
+    run(state, op, N_OPS[0])
     passes = PASSES
-    while passes < MAX_PASSES and took * passes / PASSES < MIN_REGION_S:
+    while passes < MAX_PASSES:
+        t0 = time.perf_counter()
+        run(state, op, N_OPS[0], passes)
+        if time.perf_counter() - t0 >= MIN_REGION_S:
+            break
         passes *= 2
     return passes
 
 
-def run(state: dict[str, Any], op: str, n_ops: int, backend: str = "numba", passes: int = PASSES) -> int:
-    """One measured call on ``backend`` (``numba`` or ``numpy``) of ``passes`` over the block; returns the
+def run(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -> int:
+    """One measured call of ``passes`` over the state's block on the state's backend; returns the
     element-operations executed."""
-    dt = state["dtype"]
+    dt, buf = state["dtype"], state["buf"]
     c, d = dt.type(state["c"][op]), dt.type(state["d"][op])
-    if backend == "numba":
-        _ops_nb(state["buf"], state["table"], state["idx"], OP_CODES[op], int(n_ops), int(passes), c, d)
-    elif backend == "numpy":
-        buf, table, idx = state["buf"], state["table"], state["idx"]
-        gathered = np.empty_like(buf)
-        for _ in range(int(passes)):
-            for j in range(int(n_ops)):
+    n_ops, passes = int(n_ops), int(passes)
+    if n_ops > max(N_OPS):
+        raise ValueError(f"at most {max(N_OPS)} operations per element, got {n_ops}")
+    if state["backend"] == "numba":
+        if op == "random":
+            _gather_nb(buf, state["table"], state["idx"], n_ops, passes, GATHER_STRIDE)
+        else:
+            _chain_kernel(OP_CODES[op], n_ops)(buf, passes, c, d)
+    else:
+        table, idx, m = state["table"], state["idx"], buf.shape[0]
+        gathered = np.empty_like(buf) if op == "random" else None
+        c, d = _operand(state, "c", op), _operand(state, "d", op)
+        for _ in range(passes):
+            for j in range(n_ops):
                 if op == "add":
                     np.add(buf, c, out=buf)
                 elif op == "mul":
@@ -135,16 +192,23 @@ def run(state: dict[str, Any], op: str, n_ops: int, backend: str = "numba", pass
                 elif op == "divide":
                     np.divide(d, buf, out=buf)
                 else:
-                    np.take(table, idx[j * BLOCK:(j + 1) * BLOCK], out=gathered)
+                    np.take(table, idx[j * GATHER_STRIDE:j * GATHER_STRIDE + m], out=gathered)
                     np.add(buf, gathered, out=buf)
-    else:
-        raise ValueError(f"per-operation benchmarks run on numba or numpy, not {backend!r}")
-    return BLOCK * int(passes) * int(n_ops)
+    return buf.shape[0] * passes * n_ops
+
+
+def _operand(state: dict[str, Any], which: str, op: str) -> np.ndarray:
+    """The numpy chain's operand ``which`` (``c`` or ``d``) of ``op``: an array of the block's length, made once."""
+    arrays = state.setdefault("operands", {})
+    key = (which, op)
+    if key not in arrays:
+        arrays[key] = np.full_like(state["buf"], state[which][op])
+    return arrays[key]
 
 
 def bytes_of(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -> int:
     """Main-memory bytes of one call as counted: only the random-access loads leave the cache."""
-    return BLOCK * int(passes) * int(n_ops) * state["dtype"].itemsize if op == "random" else 0
+    return state["buf"].shape[0] * int(passes) * int(n_ops) * state["dtype"].itemsize if op == "random" else 0
 
 
 def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -54,17 +54,34 @@ def test_pingpong_fit():
 
 @pytest.mark.parametrize("op", ["add", "mul", "fma", "divide", "random"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_per_operation_kernels_agree_across_backends(op, dtype):
+def test_per_operation_kernels_execute_their_chains(op, dtype):
+    """Both backends apply exactly ``n_ops`` operations per element and pass (the compiled chain's count is a
+    constant of its kernel: a kernel of another count, or one pass too few, gives other values), and agree."""
     from sims.bench import ops
 
     out = {}
-    for backend in ("numba", "numpy"):
-        st = ops.setup(dtype, 100_000, seed=5)
-        assert ops.run(st, op, 2, backend) == ops.BLOCK * ops.PASSES * 2
-        assert ops.run(st, op, 2, backend, 2 * ops.PASSES) == ops.BLOCK * ops.PASSES * 4
-        out[backend] = st["buf"].astype(np.float64)
-        assert np.all(np.isfinite(out[backend]))
-    assert np.allclose(out["numba"], out["numpy"], rtol=1e-3 if dtype == "float32" else 1e-9)
+    for backend in ops.BACKENDS:
+        st = ops.setup(dtype, 100_000, seed=5, backend=backend)
+        m = ops.BLOCKS[backend]
+        ref = st["buf"][:ops.NUMBA_BLOCK].astype(dtype)
+        c, d = ref.dtype.type(st["c"][op]), ref.dtype.type(st["d"][op])
+        for _ in range(2):  # the reference, element-wise in NumPy: two passes of 8 operations
+            for j in range(8):
+                if op == "add":
+                    ref = ref + c
+                elif op == "mul":
+                    ref = ref * c
+                elif op == "fma":
+                    ref = ref * c + d
+                elif op == "divide":
+                    ref = d / ref
+                else:
+                    ref = ref + st["table"][st["idx"][j * ops.GATHER_STRIDE:j * ops.GATHER_STRIDE + ops.NUMBA_BLOCK]]
+        assert ops.run(st, op, 8, passes=2) == m * 2 * 8
+        out[backend] = st["buf"][:ops.NUMBA_BLOCK]
+        np.testing.assert_array_equal(out[backend], ref)
+    with pytest.raises(ValueError, match="at most 64"):
+        ops.run(st, op, 65)
 
 
 def test_per_operation_calls_are_sized_and_interleaved():
@@ -79,6 +96,8 @@ def test_per_operation_calls_are_sized_and_interleaved():
     assert [r for r, *_ in order] == sorted(r for r, *_ in order)  # every fit's first repetition before any second
     assert order[0][1:] == (ops.OPS[0], ops.DTYPES[0], ops.N_OPS[0]) and order[-1][1:] == (ops.OPS[-1], ops.DTYPES[-1],
                                                                                             ops.N_OPS[-1])
+    with pytest.raises(ValueError, match="numba or numpy"):
+        ops.setup("float32", 1000, seed=5, backend="cupy")
 
 
 def test_per_operation_fit_recovers_the_cost():
