@@ -71,3 +71,20 @@ def test_tiny_study_end_to_end(tiny_study):
     from tests.conftest import tiny_end_to_end
 
     tiny_end_to_end()
+
+
+def test_rules_use_the_environment_snakemake_runs_in(tmp_path):
+    """``.venv/bin/snakemake`` started without activating the environment: the rules' ``python`` and ``hetval``
+    are still the environment's (a PATH of the system's directories alone has no Python with hetval in it)."""
+    import re
+
+    study = tmp_path / "study.yaml"
+    study.write_text("study: pathcheck\ncases:\n  published:\n    tables: [peach-2014-table-viii]\n")
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    args = ["-c1", "--configfile", str(study)]
+    dry = snakemake([*args, "-n", "--until", "ingest_run"], env, tmp_path / "work")
+    assert dry.returncode == 0, dry.stderr
+    record = re.search(r"results/raw/pathcheck/\w+\.json", dry.stdout).group(0)
+    out = snakemake([record, *args], env, tmp_path / "work")  # before --configfile, which takes every path after it
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert (tmp_path / "work" / record).is_file()
