@@ -23,10 +23,23 @@ from __future__ import annotations
 
 import ast
 import math
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from itertools import pairwise
 from typing import Any
+
+
+def interpreter_first_on_path(environ: dict[str, str] | None = None, executable: str = sys.executable) -> None:
+    """Put the bin directory of the Python running Snakemake first on ``PATH``, so that the rules' ``python``,
+    ``hetval`` and ``mpiexec`` are that environment's also when Snakemake was started as
+    ``.venv/bin/snakemake`` without activating it (a batch job inherits the variable)."""
+    environ = os.environ if environ is None else environ
+    here = os.path.dirname(executable)
+    path = environ.get("PATH", "")
+    if here and path.split(os.pathsep)[0] != here:
+        environ["PATH"] = os.pathsep.join(filter(None, (here, path)))
 
 #: Resident memory of one rank before its data (Python, NumPy, Numba, mpi4py), MB.
 RANK_BASE_MB = 512

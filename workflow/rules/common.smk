@@ -10,7 +10,7 @@ from types import SimpleNamespace
 REPO_DIR = os.path.dirname(WORKFLOW_DIR)
 sys.path.insert(0, REPO_DIR)
 
-from analysis.planning.jobs import COMPUTED, Layout, batch_layout, batches, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
+from analysis.planning.jobs import COMPUTED, Layout, batch_layout, batches, interpreter_first_on_path, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
 from analysis.planning.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
@@ -27,6 +27,9 @@ from analysis.planning.heal import at_start as heal_at_start  # noqa: E402
 from analysis.resources import PUBLISHED_MACHINES  # noqa: E402
 from analysis.scoring.validate import output_files  # noqa: E402
 from sims.record import stable_hash  # noqa: E402
+
+# the rules' python, hetval and mpiexec: the environment Snakemake runs in, activated or not
+interpreter_first_on_path()
 
 try:
     validate_config(config)
