@@ -87,7 +87,6 @@ def main() -> int:
           f"repetitions, random table {table * 8 / 2**20:.0f} MiB (float64); {args.rounds} rounds per backend; "
           f"SA PowAdd over {SA_ELEMENTS} elements")
     counts = PHASE_OPERATIONS["powadd"]
-    fails_all = 0
     for backend in ops.BACKENDS:
         states = ops.states(table, seed=11, backend=backend)
         rounds, sa = [], []
@@ -117,7 +116,6 @@ def main() -> int:
         print(f"\n{backend}: {len(rounds[0]) - fails} of {len(rounds[0])} operation/precision pairs with R² >= "
               f"{R2_TARGET} in every round and tau within {SPREAD_TARGET - 1:.0%} over the rounds; SA PowAdd "
               f"predicted / measured per round: {' '.join(f'{r:.2f}' for r in ratios)}\n")
-        fails_all += fails
     return 0
 
 

@@ -174,7 +174,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     sweep_state.clear()
     from sims.bench import ops
 
-    op_state = ops.states(n_triad, seed=11 + rank, backend="numba" if backend.name == "numba" else "numpy")
+    op_state = ops.states(n_triad, seed=11 + rank, backend=ops.backend_for(backend.name))
 
     for target in ROLES:
         rows = []
@@ -387,7 +387,7 @@ def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
         return {"note": f"per-operation benchmarks are not implemented for the {backend} backend", "fits": {},
                 "samples": []}
     return {
-        "method": (f"{ops.BLOCKS[backend if backend == 'numba' else 'numpy']}-element in-cache block x passes "
+        "method": (f"{ops.BLOCKS[ops.backend_for(backend)]}-element in-cache block x passes "
                    f"sized so that the shortest chain's call takes >= {ops.MIN_REGION_S * 1e3:g} ms ({ops.PASSES} to "
                    f"{ops.MAX_PASSES}), chains of n_ops = {list(ops.N_OPS)} operations per element and pass "
                    "(numba: in registers, one load and one store per element; numpy: one in-place ufunc call per "

@@ -129,6 +129,11 @@ def setup(dtype: str, table_elements: int, seed: int, backend: str = "numba",
     }
 
 
+def backend_for(name: str) -> str:
+    """The benchmarks' backend for a CPU processor's backend ``name``: its compiled chains on Numba, else NumPy."""
+    return "numba" if name == "numba" else "numpy"
+
+
 def states(table_elements: int, seed: int, backend: str) -> dict[str, dict[str, Any]]:
     """One state per data type, sharing one array of gather indices."""
     idx = _indices(seed, int(table_elements))
@@ -178,8 +183,10 @@ def run(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -> int
             _chain_kernel(OP_CODES[op], n_ops)(buf, passes, c, d)
     else:
         table, idx, m = state["table"], state["idx"], buf.shape[0]
-        gathered = np.empty_like(buf) if op == "random" else None
-        c, d = _operand(state, "c", op), _operand(state, "d", op)
+        if op == "random":
+            gathered = np.empty_like(buf)
+        else:
+            c, d = _operand(state, "c", op), _operand(state, "d", op)
         for _ in range(passes):
             for j in range(n_ops):
                 if op == "add":
