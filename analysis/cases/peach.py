@@ -80,6 +80,13 @@ FIDELITY_COLUMNS = [*CURVE_KEYS, "quantity", "model", "n_alternatives", "kendall
                     "error_max", "R_C", "R_G", "P0", "Pd_C", "Pd_G", *UNCERTAINTY_COLUMNS]
 
 
+def _first_minimum(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """The position of each segment's first smallest value (segments ``bounds[i]:bounds[i + 1]``, none empty)."""
+    seg = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
+    hit = np.flatnonzero(values == np.minimum.reduceat(values, bounds[:-1])[seg])
+    return hit[np.r_[True, seg[hit][1:] != seg[hit][:-1]]]
+
+
 def _score_quantity(rows: pd.DataFrame, gid: np.ndarray, quantity: str, params: list[dict[str, Any] | None],
                     settings: Settings) -> pd.DataFrame:
     """Fidelity of every curve by ``quantity`` (``time``: times; ``energy``: ``W / eta``), all curves at once.
@@ -113,26 +120,21 @@ def _score_quantity(rows: pd.DataFrame, gid: np.ndarray, quantity: str, params: 
     alphas = sub["alpha"].to_numpy(float)
     interior = ~sub["endpoint"].to_numpy(bool)
     e = err[keep]
-    extra: dict[str, list[float]] = {c: [] for c in ("alpha_best_measured", "alpha_best_predicted",
-                                                      "alpha_continuous", "error_median", "error_max",
-                                                      "R_C", "R_G", "P0", "Pd_C", "Pd_G")}
     objective = "performance" if quantity == "time" else "energy"
-    optimum: dict[tuple[float, ...], float] = {}  # curves of one calibration share their optimum
-    for i, c in enumerate(curves.tolist()):
-        lo, hi = bounds[i], bounds[i + 1]
-        q = params[c]
-        extra["alpha_best_measured"].append(float(alphas[lo + int(np.argmin(m[lo:hi]))]))
-        extra["alpha_best_predicted"].append(float(alphas[lo + int(np.argmin(p[lo:hi]))]))
-        inputs = (q["R_C"], q["R_G"], *((q["P0"], q["Pd_C"], q["Pd_G"]) if quantity == "energy" else ()))
-        if inputs not in optimum:
-            optimum[inputs] = float(peach.best_alpha(objective, *inputs)[0])
-        extra["alpha_continuous"].append(optimum[inputs])
-        inner = e[lo:hi][interior[lo:hi]]
-        inner = inner[~np.isnan(inner)]
-        extra["error_median"].append(float(np.median(inner)) if len(inner) else np.nan)
-        extra["error_max"].append(float(inner.max()) if len(inner) else np.nan)
-        for k in ("R_C", "R_G", "P0", "Pd_C", "Pd_G"):
-            extra[k].append(float(q[k]))
+    calib = {k: np.array([float(params[c][k]) for c in curves.tolist()]) for k in ("R_C", "R_G", "P0", "Pd_C", "Pd_G")}
+    extra = {
+        "alpha_best_measured": alphas[_first_minimum(m, bounds)],
+        "alpha_best_predicted": alphas[_first_minimum(p, bounds)],
+        "alpha_continuous": peach.best_alphas(objective, calib["R_C"], calib["R_G"], *(
+            (calib["P0"], calib["Pd_C"], calib["Pd_G"]) if quantity == "energy" else ()))[0],
+    }
+    # the relative error at each curve's interior points (its calibration's end points are exact by design)
+    curve = np.repeat(np.arange(len(curves)), np.diff(bounds))
+    inner = interior & ~np.isnan(e)
+    errors = pd.Series(e[inner]).groupby(curve[inner])
+    extra["error_median"] = errors.median().reindex(range(len(curves))).to_numpy(float)
+    extra["error_max"] = errors.max().reindex(range(len(curves))).to_numpy(float)
+    extra.update(calib)
     head = sub.iloc[first]
     out = pd.DataFrame({k: head[k].to_numpy() for k in CURVE_KEYS})
     out["quantity"] = quantity

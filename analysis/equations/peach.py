@@ -73,14 +73,48 @@ def efficiency(alpha: ArrayLike, R_C: ArrayLike, R_G: ArrayLike, P0: ArrayLike, 
     return np.asarray(W, dtype=float) / energy(alpha, R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)
 
 
-def _candidates(R_C: float, R_G: float, T_OH: float, W: float) -> list[float]:
-    """Where the piecewise-linear time and energy can have their optimum: ends and breakpoints."""
+def _candidates(R_C: np.ndarray, R_G: np.ndarray, T_OH: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Where the piecewise-linear time and energy can have their optimum, one row per system in ascending order:
+    the ends and the breakpoints ``T_C = T_G + T_OH`` and ``T_C = T_G`` (the hosting term); NaN where a
+    breakpoint lies outside (0, 1)."""
     a, b, t = 1.0 / R_C, 1.0 / R_G, T_OH / W
-    out = [0.0, 1.0]
-    for x in ((a - t) / (a + b), a / (a + b)):  # T_C = T_G + T_OH, and T_C = T_G (the hosting term)
-        if 0.0 < x < 1.0:
-            out.append(float(x))
-    return sorted(set(out))
+    inner = np.stack([(a - t) / (a + b), a / (a + b)], axis=-1)
+    inner = np.where((inner > 0.0) & (inner < 1.0), inner, np.nan)
+    ends = np.ones(inner.shape[:-1] + (1,))
+    return np.concatenate([0.0 * ends, inner, ends], axis=-1)
+
+
+def best_alphas(objective: str, R_C: ArrayLike, R_G: ArrayLike, P0: ArrayLike = 0.0, Pd_C: ArrayLike = 0.0,
+                Pd_G: ArrayLike = 0.0, P_OH: ArrayLike = 0.0, T_OH: ArrayLike = 0.0, W: ArrayLike = 1.0,
+                step: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`best_alpha` of many systems at once (the parameters broadcast): arrays ``(alpha, rate, efficiency)``."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    params = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)))
+    if step is None:
+        grid = _candidates(_positive("R_C", params[0]), _positive("R_G", params[1]),
+                           _nonnegative("T_OH", params[6]), _positive("W", params[7]))
+    else:
+        if not 0 < step <= 1:
+            raise ValueError(f"step must lie in (0, 1], got {step!r}")
+        n = int(round(1.0 / step))
+        if not np.isclose(n * step, 1.0):
+            raise ValueError(f"step must divide 1 (0.01, 0.02, 0.05, 0.1, ...), got {step!r}")
+        grid = np.broadcast_to(np.linspace(0.0, 1.0, n + 1), params[0].shape + (n + 1,))
+    R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W = (v[..., None] for v in params)
+    valid = ~np.isnan(grid)
+    at = np.where(valid, grid, 0.0)
+    r = rate(at, R_C, R_G, T_OH, W)
+    with np.errstate(divide="ignore"):
+        eta = W / energy(at, R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)
+    score = np.where(valid, r if objective == "performance" else eta, -np.inf)
+    top = np.max(score, axis=-1, keepdims=True)
+    best = np.argmax(np.isclose(score, top, rtol=1e-12, atol=0.0) & valid, axis=-1)[..., None]
+
+    def pick(v: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(np.broadcast_to(v, grid.shape), best, axis=-1)[..., 0]
+
+    return pick(at), pick(r), pick(eta)
 
 
 def best_alpha(objective: str, R_C: float, R_G: float, P0: float = 0.0, Pd_C: float = 0.0, Pd_G: float = 0.0,
@@ -97,21 +131,7 @@ def best_alpha(objective: str, R_C: float, R_G: float, P0: float = 0.0, Pd_C: fl
     the smallest ``alpha`` (the least offloading).
 
     The efficiency returned needs ``P0``, ``Pd_C``, ``Pd_G``; with all zero it is ``inf``.
+    Many systems at once: :func:`best_alphas`.
     """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    if step is None:
-        grid = np.array(_candidates(float(R_C), float(R_G), float(T_OH), float(W)))
-    else:
-        if not 0 < step <= 1:
-            raise ValueError(f"step must lie in (0, 1], got {step!r}")
-        n = int(round(1.0 / step))
-        if not np.isclose(n * step, 1.0):
-            raise ValueError(f"step must divide 1 (0.01, 0.02, 0.05, 0.1, ...), got {step!r}")
-        grid = np.linspace(0.0, 1.0, n + 1)
-    r = rate(grid, R_C, R_G, T_OH, W)
-    with np.errstate(divide="ignore"):
-        eta = np.asarray(W, dtype=float) / energy(grid, R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)
-    score = r if objective == "performance" else eta
-    best = int(np.flatnonzero(np.isclose(score, score.max(), rtol=1e-12, atol=0.0))[0])
-    return float(grid[best]), float(r[best]), float(eta[best])
+    alpha, r, eta = best_alphas(objective, R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W, step)
+    return float(alpha), float(r), float(eta)
