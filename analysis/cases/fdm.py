@@ -266,11 +266,16 @@ LINK_NAMES = {(False, False): "none", (True, False): "intra-node", (False, True)
               (True, True): "intra-node+inter-node"}
 
 
-@lru_cache(maxsize=4096)
 def _links(grid: str, decomposition: str, nodes: int) -> tuple[int, int]:
-    """A run's halo messages per exchange within a node and between nodes (:func:`halo_links`); cached, as a
-    study repeats each layout in many runs."""
-    return halo_links(json.loads(grid)["shape"], json.loads(decomposition), int(nodes))
+    """A run's halo messages per exchange within a node and between nodes (:func:`halo_links`)."""
+    return _shape_links(tuple(json.loads(grid)["shape"]), decomposition, int(nodes))
+
+
+@lru_cache(maxsize=4096)
+def _shape_links(shape: tuple[int, ...], decomposition: str, nodes: int) -> tuple[int, int]:
+    """:func:`_links` of a grid's shape; cached, as a study repeats each layout in many runs (its grids may differ
+    in spacing only)."""
+    return halo_links(shape, json.loads(decomposition), nodes)
 
 
 def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import namedtuple
 from functools import lru_cache
 
 import numpy as np
@@ -41,23 +42,32 @@ def _placement(out: pd.DataFrame, column: str) -> np.ndarray:
     return pd.to_numeric(out[column], errors="coerce").fillna(1).to_numpy(dtype=int)
 
 
+#: The columns of a run either FDM model reads (besides the calibration and the placement).
+_ROW_COLUMNS = ("ranks", "grid", "decomposition", "order", "steps", "marshaling", "boundary", "backend", "cores",
+                "t_f", "t_b", "t_b_shared", "latency", "t_net", "latency_inter", "t_net_inter")
+_Row = namedtuple("_Row", _ROW_COLUMNS)
+
+
 def _predictable(out: pd.DataFrame):
     """``(i, row, nodes, threads, latency_inter, t_net_inter)`` of every row either FDM model can predict: a
     measured ping-pong, and across nodes an inter-node one too (else no prediction rather than a guessed
-    one); the inter-node figures are None within one node."""
+    one); the inter-node figures are None within one node. ``row`` holds :data:`_ROW_COLUMNS` as plain
+    Python values (read column by column: a row-wise walk over the whole frame costs more than the model)."""
     nodes, threads = _placement(out, "nodes"), _placement(out, "threads_per_rank")
-    for i, r in enumerate(out.itertuples(index=False)):
+    absent = [np.nan] * len(out)
+    rows = map(_Row._make, zip(*(out[c].tolist() if c in out else absent for c in _ROW_COLUMNS), strict=True))
+    for i, r in enumerate(rows):
         if not np.isfinite(r.latency) or not np.isfinite(r.t_net):
             continue
-        lat_inter, t_net_inter = getattr(r, "latency_inter", np.nan), getattr(r, "t_net_inter", np.nan)
         if int(nodes[i]) > 1:
-            if not (np.isfinite(lat_inter) and np.isfinite(t_net_inter)):
+            if not (np.isfinite(r.latency_inter) and np.isfinite(r.t_net_inter)):
                 continue
-            yield i, r, int(nodes[i]), int(threads[i]), float(lat_inter), float(t_net_inter)
+            yield i, r, int(nodes[i]), int(threads[i]), float(r.latency_inter), float(r.t_net_inter)
         else:
             yield i, r, 1, int(threads[i]), None, None
 
 
+@lru_cache(maxsize=4096)
 def _shape(grid: str) -> tuple[int, ...]:
     return tuple(int(n) for n in json.loads(grid)["shape"])
 
