@@ -474,6 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["validate"]:  # it frees and reuses gigabytes while it scores: before any import starts a thread
+        from analysis.scoring.tasks import keep_memory
+
+        keep_memory()
     from analysis.storage.schema import DatasetSchemaError
     from analysis.tracking.history import HistoryError
     from sims.platform_file import PlatformFileError

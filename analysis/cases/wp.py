@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from analysis.scoring.runs import (
     fidelity_types,
     params_doc,
     reduce_repetitions,
-    score_batch,
+    score_batch_begin,
     tightness_intervals,
 )
 from analysis.scoring.uncertainty import Settings
@@ -147,11 +147,13 @@ class WPCase(Case):
         if len(energy):
             energy = tightness_intervals(energy, settings)
         bound = runs[runs["model"] == PEAPAW] if len(runs) else runs
-        return {"runs": runs, "fidelity": pd.concat([score_groups(runs, settings), score_groups(energy, settings)],
-                                                    ignore_index=True),
-                "energy_runs": energy, "energy_roofline": roofline, "scaling_fits": scaling.size_fits(runs),
-                "projection": device_selection(runs, settings.noise_alpha),
-                "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
+        # the groups' bootstrap goes to the cluster (when there is one) while the fits, projections and
+        # guidelines are computed here
+        fidelity = [score_groups_begin(runs, settings), score_groups_begin(energy, settings)]
+        out = {"runs": runs, "energy_runs": energy, "energy_roofline": roofline, "scaling_fits": scaling.size_fits(runs),
+               "projection": device_selection(runs, settings.noise_alpha),
+               "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
+        return {"fidelity": pd.concat([finish() for finish in fidelity], ignore_index=True), **out}
 
 
 def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame:
@@ -162,12 +164,19 @@ def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame
 
 
 def score_groups(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
-    """Fidelity rows for every (group, axis) with at least two alternatives in ``runs``, scored as arrays.
+    """Fidelity rows for every (group, axis) with at least two alternatives in ``runs``, scored as arrays
+    (:func:`score_groups_begin`, finished at once)."""
+    return score_groups_begin(runs, settings)()
+
+
+def score_groups_begin(runs: pd.DataFrame, settings: Settings) -> Callable[[], pd.DataFrame]:
+    """:func:`score_groups` begun (:func:`analysis.scoring.runs.score_batch_begin`): the call it returns gives
+    the rows.
 
     A group is (study, case, platform, size, model) along an axis; alternatives are ranked by time, or by
     energy for the energy models' rows (``quantity == "energy"``): smaller is better for both.
     """
-    frames = []
+    begun: list[tuple[str, pd.DataFrame, Callable[[], pd.DataFrame]]] = []
     if len(runs):
         energy_cols = ("energy_median_j", "energy_predicted_j")
         for axis, flag in (("wp", "axis_wp"), ("alpha", "axis_alpha")):
@@ -194,16 +203,24 @@ def score_groups(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
                 energy.tolist(), sub[SAMPLE_COLUMNS["time"]].tolist() if SAMPLE_COLUMNS["time"] in sub else
                 [None] * len(sub), sub[SAMPLE_COLUMNS["energy"]].tolist() if SAMPLE_COLUMNS["energy"] in sub else
                 [None] * len(sub), strict=True)]
-            scored = score_batch(gid, pick("time_median_s", energy_cols[0]), pick("time_predicted_s", energy_cols[1]),
-                                 sub["variant"].astype(str).tolist(), sub["tightness"].to_numpy(dtype="float64"),
-                                 samples, settings)
-            head = sub.iloc[scored.pop("first").to_numpy()]
-            keyed = pd.DataFrame({k: head[k].to_numpy() for k in GROUP_KEYS})
-            keyed["size_label"] = head["size_label"].to_numpy() if "size_label" in head else keyed["size"].astype(str)
-            keyed["axis"] = axis
-            keyed["quantity"] = head["quantity"].astype(str).to_numpy()
-            keyed["model"] = head["model"].astype(str).to_numpy()
-            frames.append(pd.concat([keyed, scored], axis=1))
+            begun.append((axis, sub, score_batch_begin(
+                gid, pick("time_median_s", energy_cols[0]), pick("time_predicted_s", energy_cols[1]),
+                sub["variant"].astype(str).tolist(), sub["tightness"].to_numpy(dtype="float64"), samples, settings)))
+    return lambda: _fidelity_frame(begun)
+
+
+def _fidelity_frame(begun: list[tuple[str, pd.DataFrame, Callable[[], pd.DataFrame]]]) -> pd.DataFrame:
+    """The fidelity rows of :func:`score_groups_begin`'s axes: each group's keys beside its scores."""
+    frames = []
+    for axis, sub, finish in begun:
+        scored = finish()
+        head = sub.iloc[scored.pop("first").to_numpy()]
+        keyed = pd.DataFrame({k: head[k].to_numpy() for k in GROUP_KEYS})
+        keyed["size_label"] = head["size_label"].to_numpy() if "size_label" in head else keyed["size"].astype(str)
+        keyed["axis"] = axis
+        keyed["quantity"] = head["quantity"].astype(str).to_numpy()
+        keyed["model"] = head["model"].astype(str).to_numpy()
+        frames.append(pd.concat([keyed, scored], axis=1))
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FIDELITY_COLUMNS)
     out = out[FIDELITY_COLUMNS]
     return out.astype(fidelity_types(FIDELITY_COLUMNS, ("study", "case", "platform", "axis", "quantity", "model")))

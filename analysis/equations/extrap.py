@@ -58,13 +58,6 @@ POOR_SMAPE = 0.1
 ALPHA = 0.05
 
 
-def t_sf(t: float, dof: int) -> float:
-    """Upper tail P(T > t) of Student's t with ``dof`` degrees of freedom (SciPy's ``stats.t``)."""
-    from scipy.stats import t as student
-
-    return float(student.sf(t, dof))
-
-
 @functools.lru_cache(maxsize=4096)
 def t_quantile(q: float, dof: int) -> float:
     """The ``q`` quantile of Student's t (SciPy's ``stats.t``); NaN without a degree of freedom."""
@@ -204,8 +197,14 @@ def _select(p: np.ndarray, y: np.ndarray, scales: np.ndarray, medians: np.ndarra
           & ~(falling & ~(slope > 0)))  # a negative exponent's term is work divided over the ranks: positive
     limit = ALPHA / len(terms)
     best_term, best_cv = None, const_cv if np.isfinite(const_cv) else math.inf
-    for k in np.flatnonzero(ok):  # simplest first: a later hypothesis must be strictly better
-        significant = dof < 1 or rss[k] <= 0 or 2.0 * t_sf(float(tstat[k]), dof) < limit
+    candidates = np.flatnonzero(ok)
+    if dof >= 1 and len(candidates):  # the slopes' two-sided p-values, every candidate at once
+        from scipy.stats import t as student
+
+        p_two = np.ones(len(terms))
+        p_two[candidates] = 2.0 * student.sf(tstat[candidates], dof)
+    for k in candidates:  # simplest first: a later hypothesis must be strictly better
+        significant = dof < 1 or rss[k] <= 0 or p_two[k] < limit
         if significant and cv[k] < best_cv:
             best_term, best_cv = terms[k], float(cv[k])
     return best_term, (best_cv if np.isfinite(best_cv) else math.nan)

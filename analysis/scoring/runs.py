@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 import json
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -89,7 +89,18 @@ def scoring_on(client: Any, groups_per_task: int = 20_000, patience: float = 30.
 
 def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], tightness: Any,
                 samples: Sequence[Any] | None, settings: Settings) -> pd.DataFrame:
-    """Fidelity of many groups at once: one row per group with the :data:`FIDELITY_TAIL` columns.
+    """Fidelity of many groups at once: one row per group with the :data:`FIDELITY_TAIL` columns
+    (:func:`score_batch_begin`, finished at once)."""
+    return score_batch_begin(gid, measured, predicted, names, tightness, samples, settings)()
+
+
+def score_batch_begin(gid: Any, measured: Any, predicted: Any, names: Sequence[str], tightness: Any,
+                      samples: Sequence[Any] | None, settings: Settings) -> Callable[[], pd.DataFrame]:
+    """:func:`score_batch` begun: the call it returns gives the scored rows. Inside :func:`scoring_on` a large
+    batch's tasks are submitted here and that call gathers them, so the caller computes something else while
+    the cluster scores; elsewhere that call does the scoring.
+
+    Fidelity of many groups at once: one row per group with the :data:`FIDELITY_TAIL` columns.
 
     The inputs have one entry per alternative, groups consecutive and in their alternatives' order;
     ``gid`` labels the group of each entry (a new group starts wherever it changes). ``measured`` and
@@ -123,11 +134,15 @@ def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], t
         # the chunks' data go to the workers as data, not inside the task graph; they run before any task
         # submitted at the default priority (the validation's reading of the cases still to score)
         futures = [client.submit(_score_chunk, data, pure=False, priority=1) for data in client.scatter(chunks)]
-        parts = tasks.gather_watched(client, futures, patience)
-        for part, a in zip(parts, cuts[:-1], strict=True):
-            part["first"] += a
-        return pd.concat(parts, ignore_index=True)
-    return _score_arrays(starts, m, p, t, XS, n, codes, labels, s)
+
+        def gather() -> pd.DataFrame:
+            parts = tasks.gather_watched(client, futures, patience)
+            for part, a in zip(parts, cuts[:-1], strict=True):
+                part["first"] += a
+            return pd.concat(parts, ignore_index=True)
+
+        return gather
+    return lambda: _score_arrays(starts, m, p, t, XS, n, codes, labels, s)
 
 
 def _score_arrays(starts: np.ndarray, m: np.ndarray, p: np.ndarray, t: np.ndarray, XS: np.ndarray, n: np.ndarray,

@@ -41,10 +41,14 @@ COLUMNS += list(LISTS)
 CURVE_POINTS = 40
 
 
-def _reps(value: Any) -> list[float]:
-    if value is None:
-        return []
-    return [float(v) for v in list(value) if v is not None and np.isfinite(v)]
+def _samples(scales: np.ndarray, reps: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Every finite repetition ``y`` beside its scale ``p`` (a series may have thousands of scales: one flat
+    array, no list per scale)."""
+    lengths = np.fromiter((0 if r is None else len(r) for r in reps), dtype=np.int64, count=len(reps))
+    flat = np.fromiter((np.nan if v is None else v for r in reps if r is not None for v in r), dtype="float64",
+                       count=int(lengths.sum()))
+    keep = np.isfinite(flat)
+    return np.repeat(scales, lengths)[keep], flat[keep]
 
 
 def series_rows(key: dict[str, Any], parameter: str, points: pd.DataFrame,
@@ -55,9 +59,7 @@ def series_rows(key: dict[str, Any], parameter: str, points: pd.DataFrame,
     order = np.argsort(points["scale"].to_numpy(dtype="float64"), kind="stable")
     points = points.iloc[order]
     predicted = {m: np.asarray(v, dtype="float64")[order] for m, v in predicted.items()}
-    reps = [np.asarray(_reps(r), dtype="float64") for r in points["time_reps_s"]]
-    p = np.repeat(points["scale"].to_numpy(dtype="float64"), [len(r) for r in reps]) if reps else np.zeros(0)
-    y = np.concatenate(reps) if reps else np.zeros(0)
+    p, y = _samples(points["scale"].to_numpy(dtype="float64"), points["time_reps_s"].tolist())
     scales = [int(s) for s in points["scale"]]
     row: dict[str, Any] = {**key, "parameter": parameter, "n_scales": len(scales),
                            "scales": ", ".join(map(str, scales))}

@@ -65,6 +65,12 @@ def scale_band(ranks: Any) -> str:
     return next(label for top, label in SCALE_BANDS if r <= top)
 
 
+def _each(values: pd.Series, how: Any) -> pd.Series:
+    """``values.map(how)`` computed once per distinct value (a million runs have a handful)."""
+    distinct = pd.unique(values.to_numpy(dtype=object))
+    return values.map(dict(zip(distinct, map(how, distinct), strict=True)))
+
+
 def _bound_class(intensity: pd.Series, balance: pd.Series) -> pd.Series:
     memory = intensity.to_numpy(dtype=float) < balance.to_numpy(dtype=float)
     known = np.isfinite(intensity.to_numpy(dtype=float)) & np.isfinite(balance.to_numpy(dtype=float))
@@ -191,7 +197,7 @@ def _rows(runs: pd.DataFrame, groups: pd.DataFrame, keys: list[str], evidence: s
     out = []
     if not len(runs):
         return out
-    for key, sub in runs.groupby(keys, sort=True, dropna=False):
+    for key, sub in runs[[*keys, "tightness"]].groupby(keys, sort=True, dropna=False):  # no other column copied
         study, platform, case, model, wclass = key
         mine = groups
         for k, v in zip(keys, key, strict=True):
@@ -228,7 +234,8 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
     if runs is not None and len(runs) and "tightness" in runs:
         if "quantity" in runs:
             runs = runs[runs["quantity"] == "time"]
-        runs = runs.assign(workload_class=_bound_class(runs["intensity"], runs["platform"].astype(str).map(balance)))
+        runs = runs.assign(workload_class=_bound_class(runs["intensity"],
+                                                       _each(runs["platform"], lambda p: balance.get(str(p)))))
         # a group of alternatives (one size) takes the class of its size's first run: the alternatives split
         # the same work, so their intensities differ only by where the traffic is counted
         sizes = runs.drop_duplicates(["study", "platform", "case", "size"])[["study", "platform", "case", "size",
@@ -249,7 +256,7 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
         p = peach.assign(case="peach", model="PEACH (end-point calibrated)",
                          tightness=peach["rate_measured"] / peach["rate_predicted"],
                          workload_class=_bound_class(pd.Series(intensity, index=peach.index),
-                                                     peach["platform"].astype(str).map(balance)))
+                                                     _each(peach["platform"], lambda p: balance.get(str(p)))))
         p = p[~p["endpoint"].fillna(False).astype(bool)] if "endpoint" in p else p  # end points are the calibration
         fid = tables.get("peach_fidelity")
         groups = pd.DataFrame(columns=keys)
@@ -262,11 +269,11 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
 
     fdm = tables.get("fdm_runs")
     if fdm is not None and len(fdm) and "tightness" in fdm:
-        f = fdm.assign(case="fdm", workload_class=fdm["ranks"].map(scale_band))
+        f = fdm.assign(case="fdm", workload_class=_each(fdm["ranks"], scale_band))
         fid = tables.get("fdm_fidelity")
         groups = pd.DataFrame(columns=keys)
         if fid is not None and len(fid):
-            groups = fid.assign(case="fdm", workload_class=fid["ranks"].map(scale_band))
+            groups = fid.assign(case="fdm", workload_class=_each(fid["ranks"], scale_band))
         rows += _rows(f, groups, keys, "fdm", settings, heldout)
 
     frame = pd.DataFrame(rows, columns=COLUMNS)

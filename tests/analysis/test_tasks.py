@@ -37,3 +37,43 @@ def test_for_arrays_stops_a_page_fault_storm_in_a_nanny_style_worker():
     assert took == "True" and again == "True"
     assert int(plain) > 40 * 100  # every array a fresh mapping, faulted in again (hundreds of faults each)
     assert int(after) < 0.05 * int(plain)  # the freed heap memory is reused
+
+
+KEEP = textwrap.dedent("""
+    import resource, sys, threading
+    from analysis.scoring import tasks
+    took = tasks.keep_memory() if sys.argv[1] == "kept" else None   # as the CLI's validate: before any thread
+    import numpy as np
+    import pyarrow as pa
+
+    def faults(rounds=20, n=6 << 20):   # 48 MiB arrays: above glibc's largest mmap threshold, so each a mapping
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(rounds):
+            a = np.ones(n)
+            del a
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+    def in_thread():
+        got = []
+        t = threading.Thread(target=lambda: got.append(faults()))
+        t.start()
+        t.join()
+        return got[0]
+
+    faults(2)
+    in_thread()
+    print(took, faults(), in_thread(), pa.default_memory_pool().backend_name)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_keep_memory_reuses_what_the_validating_process_frees_in_every_thread():
+    def run(mode: str) -> list[str]:
+        return subprocess.run([sys.executable, "-c", KEEP, mode], capture_output=True, text=True,
+                              check=True).stdout.split()
+
+    _, plain, plain_thread, plain_pool = run("plain")
+    took, kept, kept_thread, pool = run("kept")
+    assert took == "True" and pool == "system" and plain_pool != "system"
+    assert int(plain) >= 20 * 20 and int(plain_thread) >= 20 * 20  # every array a fresh mapping, faulted in
+    assert int(kept) < 0.05 * int(plain) and int(kept_thread) < 0.05 * int(plain_thread)  # the heap's reused
