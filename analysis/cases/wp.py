@@ -30,6 +30,7 @@ from analysis.scoring.runs import (
     FIDELITY_TAIL,
     GROUP_KEYS,
     SAMPLE_COLUMNS,
+    begin,
     fidelity_types,
     params_doc,
     reduce_repetitions,
@@ -147,13 +148,15 @@ class WPCase(Case):
         if len(energy):
             energy = tightness_intervals(energy, settings)
         bound = runs[runs["model"] == PEAPAW] if len(runs) else runs
-        # the groups' bootstrap goes to the cluster (when there is one) while the fits, projections and
-        # guidelines are computed here
+        # on a cluster (analysis.scoring.runs.scoring_on) the scaling fits and the groups' bootstrap run there
+        # while the projections and guidelines are computed here
+        fits = begin(scaling.size_fits, runs[[c for c in scaling.SIZE_FIT_COLUMNS if c in runs]], rows=len(runs))
         fidelity = [score_groups_begin(runs, settings), score_groups_begin(energy, settings)]
-        out = {"runs": runs, "energy_runs": energy, "energy_roofline": roofline, "scaling_fits": scaling.size_fits(runs),
+        out = {"runs": runs, "energy_runs": energy, "energy_roofline": roofline,
                "projection": device_selection(runs, settings.noise_alpha),
                "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
-        return {"fidelity": pd.concat([finish() for finish in fidelity], ignore_index=True), **out}
+        return {"fidelity": pd.concat([finish() for finish in fidelity], ignore_index=True), "scaling_fits": fits(),
+                **out}
 
 
 def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame:

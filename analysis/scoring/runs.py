@@ -87,6 +87,23 @@ def scoring_on(client: Any, groups_per_task: int = 20_000, patience: float = 30.
         _SCORING.reset(token)
 
 
+def begin(function: Callable[..., Any], *args: Any, rows: int = 0) -> Callable[[], Any]:
+    """``function(*args)`` begun: the call it returns gives its value. Inside :func:`scoring_on`, with more than
+    ``groups_per_task`` ``rows``, it runs as a task on the cluster while the caller computes something else;
+    elsewhere that call computes it. ``function`` must be importable by name (a Dask task's)."""
+    pool = _SCORING.get()
+    if pool is None or rows <= pool[1]:
+        return lambda: function(*args)
+    client, _, patience = pool
+    future = client.submit(_run_task, function, *args, pure=False, priority=1)
+    return lambda: tasks.gather_watched(client, [future], patience)[0]
+
+
+def _run_task(function: Callable[..., Any], *args: Any) -> Any:
+    tasks.for_arrays()  # a Dask worker's allocator, as a plain process's (see analysis.scoring.tasks)
+    return function(*args)
+
+
 def score_batch(gid: Any, measured: Any, predicted: Any, names: Sequence[str], tightness: Any,
                 samples: Sequence[Any] | None, settings: Settings) -> pd.DataFrame:
     """Fidelity of many groups at once: one row per group with the :data:`FIDELITY_TAIL` columns

@@ -150,6 +150,11 @@ def fdm_fits(runs: pd.DataFrame) -> pd.DataFrame:
     return frame(rows)
 
 
+#: The columns of a two-processor case's runs :func:`size_fits` reads.
+SIZE_FIT_COLUMNS = ("study", "case", "platform", "variant", "size", "quantity", "model", "run_id", "time_median_s",
+                    "time_reps_s", "time_predicted_s")
+
+
 def size_fits(runs: pd.DataFrame) -> pd.DataFrame:
     """Series of a two-processor case's runs over the problem size, one per (platform, variant), measured at
     :data:`MIN_SCALES` or more sizes; one row per series and analytical model."""

@@ -21,7 +21,8 @@ faulted in page by page, which costs most where the machine is a virtual one (at
 system time in the client). :func:`keep_memory` keeps it instead: glibc serves every allocation, of every
 thread, from its one heap and trims it only above a gigabyte free, and Arrow allocates through glibc, not
 its own allocator.
-The CLI calls it for ``hetval validate``; a library caller chooses for its own process.
+The CLI calls it for ``hetval validate``; a library caller chooses for its own process. (The same
+allocator for the workers, set in their environment before they start, made no measurable difference.)
 
 **Gathering.** A worker that dies is replaced (or its tasks rerun on the others), which a plain
 ``client.gather`` waits for; a cluster that has lost *every* worker would make it wait forever.
