@@ -268,6 +268,28 @@ def test_score_batch_spread_over_a_dask_cluster_equals_one_piece():
     pd.testing.assert_frame_equal(whole, spread)
 
 
+def _where() -> str:
+    from distributed import get_worker
+
+    try:
+        get_worker()
+    except ValueError:
+        return "here"
+    return "worker"
+
+
+def test_begin_runs_a_large_step_as_a_cluster_task_and_a_small_one_here():
+    from distributed import Client, LocalCluster
+
+    from analysis.scoring.runs import begin, scoring_on
+
+    assert begin(_where, rows=10**9)() == "here"  # no cluster: computed by the caller
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client, scoring_on(client, groups_per_task=10):
+        large, small = begin(_where, rows=11), begin(_where, rows=10)
+        assert (large(), small()) == ("worker", "here")
+
+
 def test_pad_sorted_fast_path_equals_the_general_one():
     rng = np.random.default_rng(11)
     lists = [list(rng.normal(size=int(rng.integers(0, 7)))) for _ in range(200)]
