@@ -474,8 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["validate"]:  # it frees and reuses gigabytes while it scores: before any import starts a thread
+    if argv is None and sys.argv[1:2] == ["validate"]:
+        # the command's own process frees and reuses gigabytes while it scores: set before any import starts a thread
         from analysis.scoring.tasks import keep_memory
 
         keep_memory()

@@ -90,10 +90,14 @@ def best_alphas(objective: str, R_C: ArrayLike, R_G: ArrayLike, P0: ArrayLike = 
     """:func:`best_alpha` of many systems at once (the parameters broadcast): arrays ``(alpha, rate, efficiency)``."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    params = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)))
+    # checked as given, in the order the single-system functions check them
+    R_C, R_G, W = _positive("R_C", R_C), _positive("R_G", R_G), _positive("W", W)
+    T_OH = _nonnegative("T_OH", T_OH)
+    P0, Pd_C, Pd_G, P_OH = (_nonnegative(k, v) for k, v in (("P0", P0), ("Pd_C", Pd_C), ("Pd_G", Pd_G),
+                                                            ("P_OH", P_OH)))
+    params = np.broadcast_arrays(R_C, R_G, P0, Pd_C, Pd_G, P_OH, T_OH, W)
     if step is None:
-        grid = _candidates(_positive("R_C", params[0]), _positive("R_G", params[1]),
-                           _nonnegative("T_OH", params[6]), _positive("W", params[7]))
+        grid = _candidates(params[0], params[1], params[6], params[7])
     else:
         if not 0 < step <= 1:
             raise ValueError(f"step must lie in (0, 1], got {step!r}")

@@ -95,7 +95,9 @@ def begin(function: Callable[..., Any], *args: Any, rows: int = 0) -> Callable[[
     if pool is None or rows <= pool[1]:
         return lambda: function(*args)
     client, _, patience = pool
-    future = client.submit(_run_task, function, *args, pure=False, priority=1)
+    # the arguments go to the cluster as data, not inside the task graph
+    future = client.submit(_run_task, function, *(client.scatter(list(args)) if args else ()), pure=False,
+                           priority=1)
     return lambda: tasks.gather_watched(client, [future], patience)[0]
 
 

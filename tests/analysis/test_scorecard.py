@@ -150,3 +150,18 @@ def test_a_large_row_s_interval_matches_scipy_s_bootstrap_within_its_monte_carlo
     width = float(ref.high[0] - ref.low[0])
     assert mid == np.median(v)
     assert abs(lo - ref.low[0]) < 0.2 * width and abs(hi - ref.high[0]) < 0.2 * width
+
+
+def test_each_maps_distinct_values_once_and_every_missing_marker_as_none():
+    from analysis.scoring.scorecard import _each
+
+    seen = []
+
+    def how(v):
+        seen.append(v)
+        return {"a": 1.0}.get(v)
+
+    out = _each(pd.Series(["a", np.nan, None, "a", pd.NA], dtype=object), how)
+    assert out.tolist() == [1.0, None, None, 1.0, None] and sorted(map(str, seen)) == ["None", "a"]
+    assert _each(pd.Series([1, None, np.nan, 64], dtype=object), scale_band).tolist() == [
+        scale_band(1), "all scales", "all scales", scale_band(64)]
