@@ -474,11 +474,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None and sys.argv[1:2] == ["validate"]:
-        # the command's own process frees and reuses gigabytes while it scores: set before any import starts a thread
+    if argv is None and sys.argv[1:2] == ["validate"]:  # its own process: set before any import starts a thread
         from analysis.scoring.tasks import keep_memory
-
-        keep_memory()
+        keep_memory()  # it frees and reuses gigabytes while it scores
     from analysis.storage.schema import DatasetSchemaError
     from analysis.tracking.history import HistoryError
     from sims.platform_file import PlatformFileError
