@@ -81,7 +81,7 @@ def _candidates(R_C: np.ndarray, R_G: np.ndarray, T_OH: np.ndarray, W: np.ndarra
     inner = np.stack([(a - t) / (a + b), a / (a + b)], axis=-1)
     inner = np.where((inner > 0.0) & (inner < 1.0), inner, np.nan)
     ends = np.ones(inner.shape[:-1] + (1,))
-    return np.concatenate([0.0 * ends, inner, ends], axis=-1)
+    return np.concatenate([np.zeros_like(ends), inner, ends], axis=-1)
 
 
 def best_alphas(objective: str, R_C: ArrayLike, R_G: ArrayLike, P0: ArrayLike = 0.0, Pd_C: ArrayLike = 0.0,

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.equations import extrap
+from analysis.scoring.uncertainty import flat_repetitions
 from sims.fdm.spec import grid_label
 
 COLUMNS = ["study", "case", "platform", "series", "parameter", "n_scales", "scales", "hypothesis", "adj_r2", "smape",
@@ -41,16 +42,6 @@ COLUMNS += list(LISTS)
 CURVE_POINTS = 40
 
 
-def _samples(scales: np.ndarray, reps: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Every finite repetition ``y`` beside its scale ``p`` (a series may have thousands of scales: one flat
-    array, no list per scale)."""
-    lengths = np.fromiter((0 if r is None else len(r) for r in reps), dtype=np.int64, count=len(reps))
-    flat = np.fromiter((np.nan if v is None else v for r in reps if r is not None for v in r), dtype="float64",
-                       count=int(lengths.sum()))
-    keep = np.isfinite(flat)
-    return np.repeat(scales, lengths)[keep], flat[keep]
-
-
 def series_rows(key: dict[str, Any], parameter: str, points: pd.DataFrame,
                 predicted: dict[str, np.ndarray]) -> list[dict[str, Any]]:
     """A series' rows, one per analytical model: ``points`` has one row per scale (``scale``, ``time_median_s``,
@@ -59,7 +50,8 @@ def series_rows(key: dict[str, Any], parameter: str, points: pd.DataFrame,
     order = np.argsort(points["scale"].to_numpy(dtype="float64"), kind="stable")
     points = points.iloc[order]
     predicted = {m: np.asarray(v, dtype="float64")[order] for m, v in predicted.items()}
-    p, y = _samples(points["scale"].to_numpy(dtype="float64"), points["time_reps_s"].tolist())
+    row, y = flat_repetitions(points["time_reps_s"].tolist())
+    p = points["scale"].to_numpy(dtype="float64")[row]
     scales = [int(s) for s in points["scale"]]
     row: dict[str, Any] = {**key, "parameter": parameter, "n_scales": len(scales),
                            "scales": ", ".join(map(str, scales))}

@@ -171,16 +171,28 @@ def _median_positions(seed: int, resamples: int, n: int, slot: int) -> tuple[NDA
     return lo, hi
 
 
+def flat_repetitions(samples: Sequence[Any]) -> tuple[NDArray[np.int_], NDArray[np.float64]]:
+    """Every finite repetition of ``samples`` (lists, tuples or arrays of values; None for none) as one flat array,
+    beside the index of the row it came from, in row order: no NumPy call per row."""
+    lengths = np.fromiter((0 if x is None else len(x) for x in samples), dtype=np.int_, count=len(samples))
+    total = int(lengths.sum())
+    try:
+        flat = np.fromiter(itertools.chain.from_iterable(x for x in samples if x is not None), dtype=np.float64,
+                           count=total)
+    except TypeError:  # a None among the values
+        flat = np.fromiter((np.nan if v is None else v for x in samples if x is not None for v in x),
+                           dtype=np.float64, count=total)
+    row = np.repeat(np.arange(len(samples)), lengths)
+    keep = np.isfinite(flat)
+    return row[keep], flat[keep]
+
+
 def pad_sorted(samples: Sequence[Any]) -> tuple[NDArray[np.float64], NDArray[np.int_]]:
     """``(rows, n_max)`` sorted finite repetitions of each row (NaN-padded) and each row's count."""
     rows = len(samples)
     if all(isinstance(x, list | tuple | np.ndarray) for x in samples):
         # the common case (the reductions' lists): one flat array, then a padded sort, no per-row NumPy calls
-        lengths = np.fromiter((len(x) for x in samples), dtype=np.int_, count=rows)
-        flat = np.fromiter(itertools.chain.from_iterable(samples), dtype=np.float64, count=int(lengths.sum()))
-        row = np.repeat(np.arange(rows), lengths)
-        keep = np.isfinite(flat)
-        flat, row = flat[keep], row[keep]
+        row, flat = flat_repetitions(samples)
         counts = np.bincount(row, minlength=rows).astype(np.int_)
         width = int(counts.max()) if rows else 0
         out = np.full((rows, max(width, 1)), np.nan)

@@ -393,3 +393,10 @@ def test_compiled_intervals_equal_the_numpy_planes(monkeypatch, k):
                     assert compiled[c] == planes[c], c
                 else:
                     np.testing.assert_array_equal(compiled[c], planes[c], err_msg=f"{level} {c}")
+
+
+def test_flat_repetitions_drops_missing_and_non_finite_values_and_keeps_rows():
+    from analysis.scoring.uncertainty import flat_repetitions
+
+    row, flat = flat_repetitions([[1.0, None, np.inf, 2.0], None, np.array([3.0, np.nan]), [], (4.0,)])
+    assert row.tolist() == [0, 0, 2, 4] and flat.tolist() == [1.0, 2.0, 3.0, 4.0]
