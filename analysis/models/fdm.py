@@ -169,6 +169,15 @@ def _calibrated_time(shape: tuple[int, ...], decomposition: str, order: int, ste
     return tuple(float(pred[k]) for k in ("total", "velocity", "stress", "pack", "unpack", "halo", "h2d"))
 
 
+def _texts(column: pd.Series) -> list[str | None]:
+    """Each row's calibration text (None where it has none), one string object per distinct text: the column
+    is categorical (:data:`analysis.storage.platforms.FDM_CALIBRATION_COL`), and the caches below then hash and
+    compare each text once."""
+    cat = column.astype("category")
+    distinct = [str(t) for t in cat.cat.categories]
+    return [distinct[c] if c >= 0 else None for c in cat.cat.codes.tolist()]
+
+
 def predict_calibrated(runs: pd.DataFrame) -> pd.DataFrame:
     """The calibrated FDM model's predicted time and phases; rows carry the platform columns of
     ``Platforms.backends``, the calibration among them. No calibration (a platform characterised without FDM
@@ -176,14 +185,14 @@ def predict_calibrated(runs: pd.DataFrame) -> pd.DataFrame:
     out = runs.copy()
     names = ("time_predicted_s", *HALF_PARTS, "pack_pred_s", "unpack_pred_s", "halo_pred_s", "h2d_pred_s")
     cols = {k: np.full(len(out), np.nan) for k in names}
-    texts = out[FDM_CALIBRATION_COL].to_numpy(dtype=object) if FDM_CALIBRATION_COL in out else [None] * len(out)
+    texts = _texts(out[FDM_CALIBRATION_COL]) if FDM_CALIBRATION_COL in out else [None] * len(out)
     for i, r, nodes, threads, lat_inter, t_net_inter in _predictable(out):
         text = texts[i]
-        if text is None or pd.isna(text) or str(r.backend) == "cupy":
+        if text is None or str(r.backend) == "cupy":
             continue
         busy_cores = -(-int(r.ranks) // nodes) * threads
         pred = _calibrated_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps),
-                                str(r.marshaling), str(r.boundary), str(text), "shared" if busy_cores > 1 else "alone",
+                                str(r.marshaling), str(r.boundary), text, "shared" if busy_cores > 1 else "alone",
                                 str(r.backend), float(r.latency), float(r.t_net), int(r.cores), nodes,
                                 lat_inter, t_net_inter, threads)
         if pred is None:

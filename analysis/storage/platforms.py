@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.scoring.ceilings import CEILING_COLS, ceiling_values
+from sims.fdm import cost
 from sims.platform_file import PlatformFileError, read_platform
 
 TAU_COLS = ["tau_add_host", "tau_mul_host", "tau_add_accel", "tau_mul_accel"]
@@ -31,8 +32,9 @@ PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *T
 #: why a role's fitted energy parameters are not used ("" when they are, or when there are none)
 PROBLEM_COLS = ["energy_problem_host", "energy_problem_accel"]
 BACKEND_COLS = ["t_f", "t_b", "t_b_shared", "latency", "t_net", "latency_inter", "t_net_inter", "cores"]
-#: the FDM kernels' calibration of a backend (JSON text of the platform file's ``fdm_calibration.<backend>``;
-#: null when the platform was characterised without FDM runs in its study)
+#: the FDM kernels' calibration of a backend (JSON text of the platform file's ``fdm_calibration.<backend>``, its
+#: samples cut to what the model reads: :func:`_fit_inputs`; null when the platform was characterised without FDM
+#: runs in its study). A categorical column: joined to every FDM run, each row holds a code, not a copy of the text
 FDM_CALIBRATION_COL = "fdm_calibration"
 
 
@@ -115,11 +117,18 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
         {**{c: "float64" for c in cols[1:]}, **{c: "string" for c in PROBLEM_COLS}})
 
 
-def _without_samples(doc: Any) -> Any:
-    """A calibration document with its ``samples`` left out: the model needs the fits, and the column is
-    joined to every FDM run (the samples stay in the platform file and its report table)."""
+#: what the calibrated model's local refits read of a calibration sample (:func:`analysis.equations.fdm.local_coefficients`
+#: and ``local_marshal``): the half-steps' features and median time, the marshaling's elements, block and time
+_SAMPLE_FIELDS = frozenset(cost.FEATURES) | {"time_median_s", "elements", "block_points", "time_per_field_s"}
+
+
+def _fit_inputs(doc: Any) -> Any:
+    """A calibration document whose ``samples`` keep only :data:`_SAMPLE_FIELDS`: the model refits each rank's
+    costs from them at its block size; each sample's repetitions and residuals stay in the platform file and its
+    report table."""
     if isinstance(doc, dict):
-        return {k: _without_samples(v) for k, v in doc.items() if k != "samples"}
+        return {k: ([{f: x for f, x in s.items() if f in _SAMPLE_FIELDS} for s in v if isinstance(s, dict)]
+                    if k == "samples" and isinstance(v, list) else _fit_inputs(v)) for k, v in doc.items()}
     return doc
 
 
@@ -153,7 +162,7 @@ def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -
                     "latency_inter": float(inter["latency"]["value"]) if inter else np.nan,
                     "t_net_inter": float(inter["t_net"]["value"]) if inter else np.nan,
                     "cores": float(len(procs)),
-                    FDM_CALIBRATION_COL: (json.dumps(_without_samples(calib[proc["backend"]]), sort_keys=True)
+                    FDM_CALIBRATION_COL: (json.dumps(_fit_inputs(calib[proc["backend"]]), sort_keys=True)
                                           if isinstance(calib := doc.get("fdm_calibration"), dict)
                                           and isinstance(calib.get(proc["backend"]), dict) else None),
                 })
@@ -163,6 +172,6 @@ def load_platform_params(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -
     out = pd.DataFrame(rows, columns=[*cols, FDM_CALIBRATION_COL]).drop_duplicates(["platform", "backend"],
                                                                                   keep="first")
     return out.astype({"platform": "string", "backend": "string", **{c: "float64" for c in cols[2:]},
-                       FDM_CALIBRATION_COL: "string"})
+                       FDM_CALIBRATION_COL: "category"})
 
 

@@ -332,3 +332,40 @@ def test_the_designs_of_a_one_rank_run_are_no_ranking():
     two = score_fdm(predict_calibrated(pd.concat([runs, twin], ignore_index=True).assign(ranks=2, decomposition="[2,1,1]")),
                     uncertainty_settings(resamples=50))
     assert len(two[two["axis"] == "marshaling"]) == 1  # the same runs on two ranks: numba copies vs slicing
+
+
+def test_the_platform_column_carries_the_samples_the_local_fits_read():
+    """The calibration joined to every run keeps its samples (cut to the fields the local refits read), so a
+    run's prediction is that of its rank blocks' local fits; the column is categorical: a code per run."""
+    import yaml
+
+    from analysis.storage.platforms import FDM_CALIBRATION_COL, load_platform_params
+    from tests.conftest import REPO
+
+    samples = []
+    for shape in [*cost.BLOCKS, (48, 96, 96), (96, 48, 96)]:
+        for width in cost.WIDTHS:
+            feats = cost.block_features(shape, (0, 0, 0), shape, width)
+            factor = 0.5 if shape[0] * shape[1] * shape[2] <= 500_000 else 1.0
+            samples.append({**feats, "shape": list(shape), "times_s": [1.0, 2.0],
+                            "time_median_s": factor * sum(COEF[k] * feats[k] for k in cost.FEATURES)})
+    calib = _calibration()
+    for phase in ("velocity", "stress"):
+        calib["half_steps"]["2"][phase] = {"coefficients": dict(COEF), "samples": samples}
+    doc = yaml.safe_load((REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml").read_text())
+    doc["fdm_calibration"] = {"numba": {"modes": {"alone": calib, "shared": calib}}}
+    params = load_platform_params([(REPO / "p.yaml", doc)])
+    column = params[FDM_CALIBRATION_COL]
+    assert isinstance(column.dtype, pd.CategoricalDtype)
+    text = column[params["backend"] == "numba"].iloc[0]
+    kept = json.loads(text)["modes"]["shared"]["half_steps"]["2"]["velocity"]["samples"]
+    assert len(kept) == len(samples) and "times_s" not in kept[0] and "time_median_s" in kept[0]
+    runs = _runs(text).astype({FDM_CALIBRATION_COL: "category"})
+    pred = predict_calibrated(runs)
+    for _, r in pred.iterrows():  # 96^3 on 2 ranks: blocks of 442,368 points, the cached regime
+        want = fdm.calibrated_run_time([96, 96, 96], json.loads(r["decomposition"]), 2, 20, r["marshaling"], calib,
+                                       backend="numba", latency=1e-6, t_net=1e-10, pml_width=8, cores=2)
+        assert r["time_predicted_s"] == pytest.approx(want["total"], rel=1e-9)
+    whole = fdm.calibrated_run_time([96, 96, 96], [2, 1, 1], 2, 20, "device-pack", _calibration(), backend="numba",
+                                    latency=1e-6, t_net=1e-10, pml_width=8, cores=2)
+    assert pred["velocity_pred_s"].iloc[0] < 0.7 * whole["velocity"]  # the global fit would miss the cache
