@@ -7,7 +7,10 @@ fail (or pay for compilation) where only the counts are needed.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 try:
@@ -44,3 +47,35 @@ def jit(noalias: bool = False, **options: Any) -> Callable[[Any], Any]:
         return _njit(pipeline_class=_NoAliasCompiler, **options)(fn) if noalias else _njit(**options)(fn)
 
     return decorate
+
+
+#: the kernels this process has compiled or loaded from the cache (:func:`compile_once`)
+_READY: set[str] = set()
+
+
+def compile_once(name: str, call: Callable[[], Any]) -> None:
+    """Run ``call`` (a kernel's first call, which compiles it or loads it from Numba's on-disk cache) holding a
+    lock named ``name`` that every process of this user on this machine shares; once per process.
+
+    Jobs that start together on a machine with a cold cache (two Snakemake jobs, the ranks of one run, a test
+    beside a study) would each compile the same kernel, minutes of a core each: with the lock one compiles and
+    writes the cache while the others wait, then load it. The lock is the kernel's own, so different kernels still
+    compile side by side; it is an advisory ``flock`` on a file under the temporary directory, released if its
+    holder dies. ``call`` must not communicate (a rank waiting here would hold up its peers)."""
+    if name in _READY:
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: compile unlocked
+        call()
+        _READY.add(name)
+        return
+    folder = Path(tempfile.gettempdir()) / f"hetval-numba-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    with open(folder / f"{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            call()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    _READY.add(name)

@@ -74,7 +74,7 @@ def precompile(index: int, count: int, backend: str, orders: Sequence[int], bloc
     for order in orders:
         for phase in HALF_STEPS[index::count]:
             sim = Simulation(parse(run_doc(blocks[0], order, width, backend)), MPI.COMM_SELF)
-            sim._half_step(phase)
+            sim.compile_kernels((phase,))
             del sim
 
 

@@ -15,6 +15,7 @@ modules would only pass that state around. The kernels themselves live in ``kern
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -449,8 +450,38 @@ class Simulation:
 
     def warm_up(self) -> None:
         """Compile and touch every kernel once (one step), then reset: setup, not measured."""
+        self.compile_kernels()
         self.step(0)
         self.reset()
+
+    def compile_kernels(self, phases: tuple[str, ...] = ("velocity", "stress")) -> None:
+        """Compile (or load from Numba's cache) each Numba kernel the half-steps of ``phases`` and the halo
+        copies call, each by a call on an empty box with the run's own arrays (so with the types of the real
+        calls) under that kernel's machine-wide lock (:func:`sims.backends.jit.compile_once`): processes that
+        start together compile each kernel once. Nothing is updated; nothing is communicated."""
+        if not self.use_numba:
+            return
+        from numba import typeof
+
+        from sims.backends.jit import compile_once
+
+        from . import kernels_numba as K
+
+        def once(kernel, args) -> None:
+            # the kernel, its source file (another checkout has its own cache) and the argument types
+            key = ",".join([kernel.py_func.__code__.co_filename, *(str(typeof(a)) for a in args)])
+            name = f"{kernel.__name__}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+            compile_once(name, lambda: kernel(*args))
+
+        for phase in phases:
+            prof = 2 if phase == "velocity" else 4
+            box = len(VELOCITY + STRESS) + prof + 2  # the box (lo0, hi0, ...) follows the fields, profiles, coefficients
+            for kernel, args in self._plans[phase]:
+                once(kernel, (*args[:box + 1], args[box], *args[box + 2:]))  # hi0 = lo0: no cell
+        if self.halo.axes and self.spec.marshaling != "host-staging":
+            field = self.fields[VELOCITY[0]]
+            for kernel in (K.pack, K.unpack):
+                once(kernel, (field, np.empty(0, np.float32), 0, 0, 0, 0, 0, 0))
 
     def source_time_function(self) -> tuple[np.ndarray, np.ndarray]:
         """Times and values injected: moment rate (N m/s) at (it + 1/2) dt, or force (N) at it dt."""
