@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ def jit(noalias: bool = False, **options: Any) -> Callable[[Any], Any]:
 _READY: set[str] = set()
 
 
-def compile_once(name: str, call: Callable[[], Any]) -> None:
+def compile_once(name: str, call: Callable[[], Any], wait: float = 900.0) -> None:
     """Run ``call`` (a kernel's first call, which compiles it or loads it from Numba's on-disk cache) holding a
     lock named ``name`` that every process of this user on this machine shares; once per process.
 
@@ -61,7 +62,8 @@ def compile_once(name: str, call: Callable[[], Any]) -> None:
     beside a study) would each compile the same kernel, minutes of a core each: with the lock one compiles and
     writes the cache while the others wait, then load it. The lock is the kernel's own, so different kernels still
     compile side by side; it is an advisory ``flock`` on a file under the temporary directory, released if its
-    holder dies. ``call`` must not communicate (a rank waiting here would hold up its peers)."""
+    holder dies; after ``wait`` seconds of waiting (a holder stopped, not dead) ``call`` runs unlocked. ``call``
+    must not communicate (a rank waiting here would hold up its peers)."""
     if name in _READY:
         return
     try:
@@ -73,9 +75,20 @@ def compile_once(name: str, call: Callable[[], Any]) -> None:
     folder = Path(tempfile.gettempdir()) / f"hetval-numba-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     with open(folder / f"{name}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = True
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:  # a holder stopped, not dead (its lock would be gone): go on
+                    held = False
+                    break
+                time.sleep(0.1)
         try:
             call()
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            if held:
+                fcntl.flock(lock, fcntl.LOCK_UN)
     _READY.add(name)

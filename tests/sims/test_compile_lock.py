@@ -61,3 +61,21 @@ def test_a_simulation_compiles_its_kernels_without_touching_a_cell(monkeypatch):
     assert all(np.array_equal(before[n], f) for n, f in sim.fields.items())
     names = {k.__name__ for phase in ("velocity", "stress") for k, _ in sim._plans[phase]}
     assert names and names <= {n.rsplit("-", 1)[0] for n in jit._READY}
+
+
+def test_a_lock_held_by_a_stopped_process_is_waited_out(tmp_path, monkeypatch):
+    import fcntl
+    import os
+
+    from sims.backends import jit
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    folder = tmp_path / f"hetval-numba-{os.getuid()}"
+    folder.mkdir()
+    ran = []
+    with open(folder / "stuck.lock", "a") as held:  # another open file description: as another process's lock
+        fcntl.flock(held, fcntl.LOCK_EX)
+        jit.compile_once("stuck", lambda: ran.append(1), wait=0.5)
+    assert ran == [1] and "stuck" in jit._READY
+    jit._READY.discard("stuck")
