@@ -473,15 +473,19 @@ class Simulation:
             name = f"{kernel.__name__}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
             compile_once(name, lambda: kernel(*args))
 
+        calls = []
         for phase in phases:
             prof = 2 if phase == "velocity" else 4
             box = len(VELOCITY + STRESS) + prof + 2  # the box (lo0, hi0, ...) follows the fields, profiles, coefficients
-            for kernel, args in self._plans[phase]:
-                once(kernel, (*args[:box + 1], args[box], *args[box + 2:]))  # hi0 = lo0: no cell
+            calls += [(kernel, (*args[:box + 1], args[box], *args[box + 2:]))  # hi0 = lo0: no cell
+                      for kernel, args in self._plans[phase]]
         if self.halo.axes and self.spec.marshaling != "host-staging":
             field = self.fields[VELOCITY[0]]
-            for kernel in (K.pack, K.unpack):
-                once(kernel, (field, np.empty(0, np.float32), 0, 0, 0, 0, 0, 0))
+            calls += [(kernel, (field, np.empty(0, np.float32), 0, 0, 0, 0, 0, 0)) for kernel in (K.pack, K.unpack)]
+        # each rank starts at its own share of the list: the ranks of a run compile different kernels side by side
+        start = self.cart.Get_rank() * len(calls) // self.cart.Get_size()
+        for kernel, args in calls[start:] + calls[:start]:
+            once(kernel, args)
 
     def source_time_function(self) -> tuple[np.ndarray, np.ndarray]:
         """Times and values injected: moment rate (N m/s) at (it + 1/2) dt, or force (N) at it dt."""
