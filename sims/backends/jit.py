@@ -69,22 +69,17 @@ def compile_once(name: str, call: Callable[[], Any], wait: float = 900.0) -> Non
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX: compile unlocked
-        call()
-        _READY.add(name)
-        return
+        fcntl = None
     folder = Path(tempfile.gettempdir()) / f"hetval-numba-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     with open(folder / f"{name}.lock", "a") as lock:
+        held = False
         deadline = time.monotonic() + wait
-        while True:
+        while fcntl is not None and not held and time.monotonic() <= deadline:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 held = True
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:  # a holder stopped, not dead (its lock would be gone): go on
-                    held = False
-                    break
+            except BlockingIOError:  # past the deadline a holder is stopped, not dead (its lock would be gone)
                 time.sleep(0.1)
         try:
             call()

@@ -147,6 +147,7 @@ class Simulation:
         self.halo = Halo(self, MPI)
         self._setup_source()
         self._setup_receivers()
+        self._empty_calls: dict[str, list] = {"velocity": [], "stress": []}
         self._plans = {"velocity": self._plan("velocity"), "stress": self._plan("stress")}
 
     # -- geometry -----------------------------------------------------------------------------
@@ -382,6 +383,8 @@ class Simulation:
                 args = (*fields, *prof, *coef, *box, *extra)
                 _check_disjoint([*fields, *psis], args)
                 calls.append((kernel, args))
+                # the same call on no cell (hi0 = lo0): what compile_kernels compiles with the real calls' types
+                self._empty_calls[phase].append((kernel, (*fields, *prof, *coef, lo[0], lo[0], *box[2:], *extra)))
             elif self.xp is np:  # the reference: array expressions
                 bulk, pml = ((kernels_xp.velocity, kernels_xp.velocity_pml) if phase == "velocity"
                              else (kernels_xp.stress, kernels_xp.stress_pml))
@@ -473,13 +476,8 @@ class Simulation:
             name = f"{kernel.__name__}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
             compile_once(name, lambda: kernel(*args))
 
-        calls = []
-        for phase in phases:
-            prof = 2 if phase == "velocity" else 4
-            box = len(VELOCITY + STRESS) + prof + 2  # the box (lo0, hi0, ...) follows the fields, profiles, coefficients
-            calls += [(kernel, (*args[:box + 1], args[box], *args[box + 2:]))  # hi0 = lo0: no cell
-                      for kernel, args in self._plans[phase]]
-        if self.halo.axes and self.spec.marshaling != "host-staging":
+        calls = [call for phase in phases for call in self._empty_calls[phase]]
+        if self.halo.axes and self.halo.numba_copies:
             field = self.fields[VELOCITY[0]]
             calls += [(kernel, (field, np.empty(0, np.float32), 0, 0, 0, 0, 0, 0)) for kernel in (K.pack, K.unpack)]
         # each rank starts at its own share of the list: the ranks of a run compile different kernels side by side
@@ -515,6 +513,8 @@ class Halo:
         self.cart = sim.cart
         self.width = sim.spec.order // 2
         self.marshaling = sim.spec.marshaling
+        #: whether the faces are copied by the Numba pack/unpack kernels (else by the array module's slicing)
+        self.numba_copies = sim.use_numba and self.marshaling != "host-staging"
         self.xp = sim.xp
         b, w = sim.block, self.width
         self.axes = []
@@ -582,7 +582,7 @@ class Halo:
             work, pack_numba, device_bufs = host, False, False
         else:
             work = fields
-            pack_numba = sim.use_numba and self.marshaling != "host-staging"
+            pack_numba = self.numba_copies
             device_bufs = on_gpu
         for ax in self.axes:
             size = len(names) * ax["face"]
