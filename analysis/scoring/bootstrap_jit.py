@@ -8,6 +8,13 @@ validation's work (``benchmarks/bench_validate.py``). This kernel walks each gro
 metrics in scalars, and of each metric's resamples only the few order statistics the interval's two ends
 are interpolated from (kept in two short sorted buffers instead of a partition of all of them).
 
+A resample's median of an alternative lies between that alternative's smallest and largest repetition.
+So before its resamples, each group settles what no resample can change: the order of two alternatives
+whose repetitions do not overlap (only the overlapping pairs are compared per resample), and which
+alternatives' tightness lies below or above the median's ranks in every resample (only the others are
+sorted per resample). Both are exact: the same comparisons come out the same way, and the same values
+reach the same sums and the same median.
+
 It computes what the NumPy path computes, operation for operation (the same sums in the same order,
 NumPy's percentile interpolation, the NaN and tie rules), so the two agree to the last bit; the tests hold
 them to that on hostile inputs. It is used for chunks of at least
@@ -83,6 +90,15 @@ def _interval(values: NDArray[np.float64], low: NDArray[np.float64], high: NDArr
 
 
 @numba.njit(**_JIT)
+def _extremes(xs: NDArray[np.float64], size: int, median: float) -> tuple[float, float]:
+    """The smallest and the largest median a resample of these ``size`` sorted repetitions can have (an
+    alternative with fewer than two keeps its ``median``)."""
+    if size < 2:
+        return median, median
+    return xs[0], xs[size - 1]
+
+
+@numba.njit(**_JIT)
 def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np.float64],
                     p: NDArray[np.float64], unit_p: NDArray[np.float64], t: NDArray[np.float64], has_t: bool,
                     lo_pos: NDArray[np.int64], hi_pos: NDArray[np.int64], level: float) -> NDArray[np.float64]:
@@ -104,6 +120,14 @@ def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np
     high = np.empty(BUFFER_LIMIT)
     sp = np.empty((k, k), dtype=np.int64)
     tk = np.empty(k)
+    pair_a = np.empty(k * k, dtype=np.int64)  # the pairs compared per resample
+    pair_b = np.empty(k * k, dtype=np.int64)
+    ext_lo = np.empty(k)
+    ext_hi = np.empty(k)
+    t_lo = np.empty(k)
+    t_hi = np.empty(k)
+    t_open = np.empty(k, dtype=np.int64)  # the alternatives whose tightness is sorted per resample
+    r1, r2 = (k - 1) // 2, k // 2  # the ranks the median of k values is taken from
     q_lo, q_hi = 0.5 * (1.0 - level), 0.5 * (1.0 + level)
     root2 = math.sqrt(2.0)
     for g in range(G):
@@ -125,6 +149,51 @@ def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np
         for a in range(k):
             if p[g, a] == pmin:
                 n_pick += 1
+        for a in range(k):
+            ext_lo[a], ext_hi[a] = _extremes(XS[g, a], n[g, a], m[g, a])
+        # pairs that do not overlap: the same sign in every resample (NaN extremes compare false: overlapping)
+        fixed_untied = 0
+        fixed_agree = 0
+        fixed_both = 0
+        n_pairs = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                if ext_hi[a] < ext_lo[b] or ext_hi[b] < ext_lo[a]:
+                    s = sp[a, b]
+                    fixed_untied += 1
+                    fixed_agree += s if ext_lo[a] > ext_hi[b] else -s
+                    fixed_both += s * s
+                else:
+                    pair_a[n_pairs] = a
+                    pair_b[n_pairs] = b
+                    n_pairs += 1
+        # tightness t * (m / M) falls as M rises where all is positive and finite; an alternative whose range
+        # lies wholly below (above) enough others' ranges is below rank r1 (above r2) in every resample
+        n_below = 0
+        n_open = 0
+        settled = has_t
+        for a in range(k):
+            c = t[g, a] * m[g, a]
+            if not (c > 0.0 and ext_lo[a] > 0.0 and math.isfinite(c) and math.isfinite(ext_hi[a])):
+                settled = False
+                break
+            t_lo[a] = t[g, a] * (m[g, a] / ext_hi[a])
+            t_hi[a] = t[g, a] * (m[g, a] / ext_lo[a])
+            if not math.isfinite(t_hi[a]):
+                settled = False
+                break
+        if settled:
+            for a in range(k):
+                above = 0
+                below = 0
+                for b in range(k):
+                    above += t_lo[b] > t_hi[a]
+                    below += t_hi[b] < t_lo[a]
+                if above >= k - r1:
+                    n_below += 1
+                elif below < r2 + 1:
+                    t_open[n_open] = a
+                    n_open += 1
         for r in range(B):
             for a in range(k):
                 size = n[g, a]
@@ -135,17 +204,17 @@ def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np
             # over the pairs, with sm, s in {-1, 0, 1}: untied = sum sm^2, agree = sum sm s, and of the untied
             # pairs, those the prediction also orders (both = sum sm^2 s^2) split into same = (both + agree) / 2
             # and opposite; the rest are undecided (without branches: the signs of random data mispredict)
-            untied_m = 0
-            agree = 0
-            both = 0
-            for a in range(k):
-                Ma = M[a]
-                for b in range(a + 1, k):
-                    sm = np.int64(Ma > M[b]) - np.int64(Ma < M[b])
-                    s = sp[a, b]
-                    untied_m += sm * sm
-                    agree += sm * s
-                    both += sm * sm * s * s
+            untied_m = fixed_untied
+            agree = fixed_agree
+            both = fixed_both
+            for q in range(n_pairs):
+                a = pair_a[q]
+                b = pair_b[q]
+                sm = np.int64(M[a] > M[b]) - np.int64(M[a] < M[b])
+                s = sp[a, b]
+                untied_m += sm * sm
+                agree += sm * s
+                both += sm * sm * s * s
             same = (both + agree) // 2
             undecided = untied_m - both
             vals[0, r] = agree / math.sqrt(float(untied_m * untied_p)) if untied_m > 0 and untied_p > 0 else np.nan
@@ -173,7 +242,17 @@ def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np
                 d = M[a] / norm_m - unit_p[g, a]
                 err += d * d
             vals[4, r] = math.sqrt(err) / root2
-            if has_t:
+            if settled:  # the median's ranks lie among the open alternatives, sorted here
+                for i in range(n_open):
+                    a = t_open[i]
+                    v = t[g, a] * (m[g, a] / M[a])
+                    j = i
+                    while j > 0 and tk[j - 1] > v:
+                        tk[j] = tk[j - 1]
+                        j -= 1
+                    tk[j] = v
+                vals[5, r] = tk[r1 - n_below] if k % 2 else (tk[r1 - n_below] + tk[r2 - n_below]) / 2.0
+            elif has_t:
                 nan_seen = False
                 for a in range(k):
                     tk[a] = t[g, a] * (m[g, a] / M[a])

@@ -357,18 +357,21 @@ def test_groups_of_one_shape_scored_by_distinct_resamples_equal_every_resample_s
                 np.testing.assert_array_equal(distinct[c], every[c], err_msg=f"{sizes} {c}")
 
 
+@pytest.mark.parametrize("spread", [0.0, 0.5])
 @pytest.mark.parametrize("k", [2, 5, 8, 11])
-def test_compiled_intervals_equal_the_numpy_planes(monkeypatch, k):
+def test_compiled_intervals_equal_the_numpy_planes(monkeypatch, k, spread):
     """The compiled kernel (large chunks) and the NumPy planes (small ones) give the same intervals to the
     last bit: NaN and zero predictions, ties, alternatives with 0 or 1 repetitions, both interval paths (a
-    narrow level keeps a few order statistics; a wide one sorts)."""
+    narrow level keeps a few order statistics; a wide one sorts). With ``spread`` the alternatives' scales
+    differ, so some pairs never overlap and some tightness never reaches the median (the kernel settles
+    those once per group)."""
     from analysis.scoring import uncertainty as unc
 
     rng = np.random.default_rng(20 + k)
     G, w = 60, 6
     n = rng.integers(0, w + 1, size=(G, k))
     n[:, 0] = np.maximum(n[:, 0], 2)  # every group resampled
-    X = np.round(rng.lognormal(0.0, 0.3, size=(G, k, w)), 2)
+    X = np.round(rng.lognormal(0.0, 0.3, size=(G, k, w)) * np.exp(spread * rng.permutation(k))[None, :, None], 2)
     XS = np.full_like(X, np.nan)
     for g in range(G):
         for a in range(k):
@@ -379,10 +382,11 @@ def test_compiled_intervals_equal_the_numpy_planes(monkeypatch, k):
     p[rng.random((G, k)) < 0.05] = 0.0
     t = rng.random((G, k))
     t[rng.random((G, k)) < 0.05] = np.nan
+    positive = np.where(np.isfinite(p) & (p > 0), p, 1.0) / m  # every group's tightness positive and finite
     names = [[f"a{i}" for i in range(k)]] * G
     monkeypatch.setattr(unc, "SUPPORT_MIN_GROUPS", G + 1)
     for level in (0.95, 0.2):
-        for tight in (t, None):
+        for tight in (t, positive, None):
             settings = unc.Settings(resamples=150, seed=3, level=level, noise_alpha=0.05)
             monkeypatch.setattr(unc, "JIT_MIN_ELEMENTS", 10**12)
             planes = unc.uncertainty_rows(m, p, tight, XS, n, names, settings)
