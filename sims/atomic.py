@@ -12,13 +12,19 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
+
+_UMASK = threading.Lock()  # the umask is read by setting it: two threads at once would leave it 0
 
 
 def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
+    with _UMASK:
+        mask = os.umask(0)
+        os.umask(mask)
     return 0o666 & ~mask
 
 
@@ -69,3 +75,15 @@ def atomic_write_parquet(frame, path: str | os.PathLike[str]) -> None:
             import pyarrow.parquet as pq
 
             pq.write_table(frame, tmp)
+
+
+@contextlib.contextmanager
+def parquet_writer(threads: int = 2) -> Iterator[Callable[[Any, str | os.PathLike[str]], None]]:
+    """``write(frame_or_table, path)``: :func:`atomic_write_parquet` on one of ``threads`` threads while the
+    caller prepares the next file (Parquet's encoding and compression release the GIL); on leaving, every
+    write has finished and the first error is raised."""
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        pending: list[Any] = []
+        yield lambda frame, path: pending.append(pool.submit(atomic_write_parquet, frame, path))
+        for done in pending:
+            done.result()

@@ -150,6 +150,22 @@ def _lstsq(p: np.ndarray, y: np.ndarray, term: tuple[Fraction, int] | None
     return None if got is None else (got[0], x, got[1])
 
 
+@functools.lru_cache(maxsize=1024)
+def _scaled_bases(scales: bytes) -> tuple[list[tuple[Fraction, int]], np.ndarray, np.ndarray]:
+    """The one-term hypotheses, each one's basis at these scales (float64 bytes) scaled to a largest magnitude
+    of 1 (H x S), and which are usable (finite, not all zero). Series of a study share their scales, so a
+    validation builds each set once."""
+    at = np.frombuffer(scales, dtype="float64")
+    terms = [t for t in hypotheses() if t is not None]
+    b_scale = np.stack([_basis(at, t) for t in terms])
+    top = np.max(np.abs(b_scale), axis=1, keepdims=True)
+    usable = np.all(np.isfinite(b_scale), axis=1) & (top[:, 0] > 0)
+    b_scale = np.where(usable[:, None], b_scale / np.where(top > 0, top, 1.0), 0.0)
+    for arr in (b_scale, usable):
+        arr.setflags(write=False)
+    return terms, b_scale, usable
+
+
 def _select(p: np.ndarray, y: np.ndarray, scales: np.ndarray, medians: np.ndarray
             ) -> tuple[tuple[Fraction, int] | None, float]:
     """The hypothesis :func:`fit` chooses and its cross-validated SMAPE, every hypothesis and fold at once.
@@ -170,11 +186,7 @@ def _select(p: np.ndarray, y: np.ndarray, scales: np.ndarray, medians: np.ndarra
                                  / (np.abs((sy - y_s) / (n - n_s)) + np.abs(medians)))) if len(scales) >= 2 else math.nan
     if len(scales) < 3:
         return None, const_cv
-    terms = [t for t in hypotheses() if t is not None]
-    b_scale = np.stack([_basis(scales, t) for t in terms])  # H x S: the basis at each scale
-    top = np.max(np.abs(b_scale), axis=1, keepdims=True)
-    usable = np.all(np.isfinite(b_scale), axis=1) & (top[:, 0] > 0)
-    b_scale = np.where(usable[:, None], b_scale / np.where(top > 0, top, 1.0), 0.0)
+    terms, b_scale, usable = _scaled_bases(scales.tobytes())
     yy_s = np.bincount(idx, weights=y * y, minlength=len(scales))
     b_g, bb_g, by_g = b_scale * n_s, b_scale**2 * n_s, b_scale * y_s  # per-scale sums (b is constant in a scale)
     sb, sbb, sby = b_g.sum(1, keepdims=True), bb_g.sum(1, keepdims=True), by_g.sum(1, keepdims=True)

@@ -247,9 +247,11 @@ def reps_lists(run_id: pd.Series, values: pd.Series) -> pd.Series:
     runs, start = np.unique(keys, return_index=True)
     order = np.argsort(start, kind="stable")
     runs, start = runs[order], start[order]
-    bounds = np.r_[start, len(v)]
     keep = ~np.isnan(v)
-    lists = [v[a:b][keep[a:b]].tolist() for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+    # one list of every kept value, then a slice of it per run: no NumPy call per run
+    bounds = np.r_[0, np.cumsum(keep)][np.r_[start, len(v)]].tolist()
+    flat = v[keep].tolist()
+    lists = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     return pd.Series(lists, index=pd.Index(runs, name=run_id.name), dtype=object)
 
 

@@ -238,28 +238,26 @@ def describe(column: str) -> tuple[str, str] | None:
 
 
 def _struct(values: pd.Series) -> pa.Array | None:
-    """JSON objects (text) as one Arrow struct array, or None when they are not all objects."""
-    parsed: dict[str, dict] = {}  # a study's runs share a few params texts: parse each once
+    """JSON objects (text) as one Arrow struct array, or None when they are not all objects. A study's runs share
+    a few params texts: each distinct text is parsed and converted once, and the rows take theirs by code."""
+    codes, texts = pd.factorize(values, use_na_sentinel=True)
     docs = []
-    for v in values.tolist():
-        if v is None or (isinstance(v, float) and v != v):
-            docs.append(None)
-            continue
-        if v not in parsed:
-            try:
-                doc = json.loads(v)
-            except (TypeError, ValueError):
-                return None
-            if not isinstance(doc, dict):
-                return None
-            parsed[v] = doc
-        docs.append(parsed[v])
+    for text in texts.tolist():
+        try:
+            doc = json.loads(text)
+        except (TypeError, ValueError):
+            return None
+        if not isinstance(doc, dict):
+            return None
+        docs.append(doc)
     try:
         arr = pa.array(docs)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     # a struct needs fields (Parquet cannot store an empty struct): all-empty params stay text
-    return arr if pa.types.is_struct(arr.type) and arr.type.num_fields else None
+    if not (pa.types.is_struct(arr.type) and arr.type.num_fields):
+        return None
+    return arr.take(pa.array(codes, mask=codes < 0))  # a missing text (code -1): a null row
 
 
 def to_arrow(frame: pd.DataFrame, table: str) -> pa.Table:

@@ -190,7 +190,8 @@ def flat_repetitions(samples: Sequence[Any]) -> tuple[NDArray[np.int_], NDArray[
 def pad_sorted(samples: Sequence[Any]) -> tuple[NDArray[np.float64], NDArray[np.int_]]:
     """``(rows, n_max)`` sorted finite repetitions of each row (NaN-padded) and each row's count."""
     rows = len(samples)
-    if all(isinstance(x, list | tuple | np.ndarray) for x in samples):
+    if set(map(type, samples)) <= {list, tuple, np.ndarray} or all(
+            isinstance(x, list | tuple | np.ndarray) for x in samples):
         # the common case (the reductions' lists): one flat array, then a padded sort, no per-row NumPy calls
         row, flat = flat_repetitions(samples)
         counts = np.bincount(row, minlength=rows).astype(np.int_)

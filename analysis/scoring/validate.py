@@ -42,7 +42,7 @@ from analysis.storage.dataset import check_layout, partition_files, read_file
 from analysis.storage.platforms import Platforms
 from analysis.storage.schema import RUN_SCHEMA
 from analysis.tracking import history
-from sims.atomic import atomic_write_parquet, atomic_write_text
+from sims.atomic import atomic_write_text, parquet_writer
 
 #: Tables every validation writes besides the cases' own.
 ENGINE_TABLES = ("failed", "published", "scorecard")
@@ -402,32 +402,33 @@ def validate(
             done[name] = result
         log(f"[hetval validate] read and scored {', '.join(f'{n} {c}' for n, c in counts.items() if c)} runs "
             f"in {time.perf_counter() - started:.1f} s")
-    for table in validation_tables():
-        parts = [f for f in tables.get(table, []) if len(f.columns)]
-        frame = pd.concat([f for f in parts if len(f)], ignore_index=True) if any(len(f) for f in parts) else (
-            parts[0].iloc[:0] if parts else pd.DataFrame())
-        atomic_write_parquet(to_arrow(frame, table), out_dir / f"{table}.parquet")
-        tables[table] = [frame]
-    published = pd.DataFrame(columns=["paper", "where", "platform", "quantity", "unit", "published", "ours",
-                                      "published_value", "ours_value", "tolerance", "difference", "reproduced",
-                                      "reason", "inputs", "note"])
-    if published_dir:
-        from analysis.scoring import claims as pub
+    with parquet_writer() as write:  # each file written while the next is converted
+        for table in validation_tables():
+            parts = [f for f in tables.get(table, []) if len(f.columns)]
+            frame = pd.concat([f for f in parts if len(f)], ignore_index=True) if any(len(f) for f in parts) else (
+                parts[0].iloc[:0] if parts else pd.DataFrame())
+            write(to_arrow(frame, table), out_dir / f"{table}.parquet")
+            tables[table] = [frame]
+        published = pd.DataFrame(columns=["paper", "where", "platform", "quantity", "unit", "published", "ours",
+                                          "published_value", "ours_value", "tolerance", "difference", "reproduced",
+                                          "reason", "inputs", "note"])
+        if published_dir:
+            from analysis.scoring import claims as pub
 
-        published = pd.DataFrame(pub.evaluate(Path(published_dir)), columns=published.columns)
-        log(f"[hetval validate] published claims: {int(published['reproduced'].sum())} of {len(published)} "
-            f"reproduced from the papers' own inputs")
-    numbers = ("published_value", "ours_value", "difference")
-    published = published.astype({c: "string" for c in published.columns if c not in ("reproduced", *numbers)})
-    atomic_write_parquet(to_arrow(published.astype({"reproduced": "bool", **{c: "float64" for c in numbers}}),
-                                  "published"), out_dir / "published.parquet")
-    failed_pdf = (pd.concat([done[n]["failed"] for n in registered], ignore_index=True)
-                  .sort_values("run_id").reset_index(drop=True))
-    n_records = int(sum(done[n]["records"] for n in registered))
-    atomic_write_parquet(to_arrow(failed_pdf, "failed"), out_dir / "failed.parquet")
-    files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))
-    card = scorecard({t: f[0] for t, f in tables.items()}, platforms.processors, settings, machine_fingerprints(files))
-    atomic_write_parquet(to_arrow(card, "scorecard"), out_dir / "scorecard.parquet")
+            published = pd.DataFrame(pub.evaluate(Path(published_dir)), columns=published.columns)
+            log(f"[hetval validate] published claims: {int(published['reproduced'].sum())} of {len(published)} "
+                f"reproduced from the papers' own inputs")
+        numbers = ("published_value", "ours_value", "difference")
+        published = published.astype({c: "string" for c in published.columns if c not in ("reproduced", *numbers)})
+        write(to_arrow(published.astype({"reproduced": "bool", **{c: "float64" for c in numbers}}), "published"),
+              out_dir / "published.parquet")
+        failed_pdf = (pd.concat([done[n]["failed"] for n in registered], ignore_index=True)
+                      .sort_values("run_id").reset_index(drop=True))
+        n_records = int(sum(done[n]["records"] for n in registered))
+        write(to_arrow(failed_pdf, "failed"), out_dir / "failed.parquet")
+        files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))
+        card = scorecard({t: f[0] for t, f in tables.items()}, platforms.processors, settings, machine_fingerprints(files))
+        write(to_arrow(card, "scorecard"), out_dir / "scorecard.parquet")
     log(f"[hetval validate] scorecard: {len(card)} row(s); "
         + ", ".join(f"{v} {int((card['verdict'] == v).sum())}" for v in VERDICTS if (card["verdict"] == v).any()))
     summary = _summary(n_records, counts, tables, failed_pdf, published, platforms)

@@ -165,3 +165,19 @@ def test_each_maps_distinct_values_once_and_every_missing_marker_as_none():
     assert out.tolist() == [1.0, None, None, 1.0, None] and sorted(map(str, seen)) == ["None", "a"]
     assert _each(pd.Series([1, None, np.nan, 64], dtype=object), scale_band).tolist() == [
         scale_band(1), "all scales", "all scales", scale_band(64)]
+
+
+def test_params_become_one_struct_column_with_nulls_kept_and_text_kept_when_not_objects():
+    """``params`` texts are parsed once per distinct text and taken per row: missing rows stay null, and a
+    column that is not all JSON objects (or only empty ones) stays text."""
+    from analysis.scoring.tables import _struct
+
+    texts = pd.Series(['{"n": 2, "dtype": "float32"}', None, '{"n": 1.5}', '{"n": 2, "dtype": "float32"}', np.nan],
+                      dtype=object)
+    arr = _struct(texts)
+    assert arr.to_pylist() == [{"n": 2.0, "dtype": "float32"}, None, {"n": 1.5, "dtype": None},
+                               {"n": 2.0, "dtype": "float32"}, None]
+    assert _struct(pd.Series(['{"n": 1}', "[1, 2]"])) is None
+    assert _struct(pd.Series(['{"n": 1}', "not json"])) is None
+    assert _struct(pd.Series(["{}", "{}"])) is None
+    assert _struct(pd.Series([None, None], dtype="string")) is None

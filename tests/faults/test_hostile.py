@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from analysis.planning import heal, retry
@@ -252,6 +253,51 @@ def test_files_are_written_with_the_umask_permissions(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "x.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_the_umask_is_read_safely_from_many_threads():
+    """The file mode comes from the umask, which is read by setting it: threads reading it at once must each see
+    the real one and leave it in place."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sims.atomic import _umask_mode
+
+    old, interval = os.umask(0o027), sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between any two calls
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            modes = set(pool.map(lambda _: _umask_mode(), range(20000)))
+        assert os.umask(0o027) == 0o027
+    finally:
+        os.umask(old)
+        sys.setswitchinterval(interval)
+    assert modes == {0o640}
+
+
+def test_parquet_files_written_on_threads_keep_the_umask_and_raise_the_first_error(tmp_path):
+    """Files written side by side (:func:`sims.atomic.parquet_writer`) each end complete and group-readable, the
+    process's umask is left as it was (it is read by setting it), and a write that fails is raised on leaving."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from sims.atomic import parquet_writer
+
+    old = os.umask(0o022)
+    try:
+        with parquet_writer(threads=4) as write:
+            for i in range(40):
+                write(pd.DataFrame({"x": np.arange(i + 1)}), tmp_path / f"{i}.parquet")
+        assert os.umask(0o022) == 0o022
+    finally:
+        os.umask(old)
+    for i in range(40):
+        assert pq.read_table(tmp_path / f"{i}.parquet").column("x").to_pylist() == list(range(i + 1))
+        assert (tmp_path / f"{i}.parquet").stat().st_mode & 0o777 == 0o644
+    with pytest.raises(AttributeError), parquet_writer() as write:
+        write(pd.DataFrame({"x": [1]}), tmp_path / "ok.parquet")
+        write("not a frame", tmp_path / "bad.parquet")
+    assert (tmp_path / "ok.parquet").exists() and not (tmp_path / "bad.parquet").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_the_report_lists_runs_given_up(tmp_path):
