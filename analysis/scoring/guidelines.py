@@ -62,11 +62,12 @@ def _groups(sub: pd.DataFrame) -> list[tuple[tuple[Any, Any, Any], list[dict[str
     frame["time_median_s"] = pd.to_numeric(frame["time_median_s"], errors="coerce")
     frame["variant"] = frame["variant"].astype(str)
     groups: dict[tuple[Any, Any, Any], list[dict[str, Any]]] = {}
-    for rec in frame.to_dict("records"):
-        key = (rec["study"], rec["case"], rec["size"])
-        if any(pd.isna(k) for k in key):
-            continue  # as a groupby drops missing keys
-        groups.setdefault(key, []).append(rec)
+    names = list(frame.columns)
+    missing = frame[["study", "case", "size"]].isna().any(axis=1).tolist()  # as a groupby drops missing keys
+    for miss, values in zip(missing, zip(*(frame[c].tolist() for c in names), strict=True), strict=True):
+        if not miss:
+            rec = dict(zip(names, values, strict=True))
+            groups.setdefault((rec["study"], rec["case"], rec["size"]), []).append(rec)
     return sorted(groups.items(), key=lambda kv: kv[0])
 
 

@@ -282,7 +282,8 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
 
     Only ``ok`` rows are reduced; the result has one row per ``run_id``.
     """
-    ok = df[df["status"] == "ok"].copy()
+    is_ok = (df["status"] == "ok").to_numpy(dtype=bool, na_value=False)
+    ok = df.copy() if is_ok.all() else df[is_ok].copy()  # a copy, not a take of every column, when all are ok
     for c in _ENERGY:
         ok[c] = pd.to_numeric(ok[c], errors="coerce").astype("float64") if c in ok else np.nan
     if "energy_source" not in ok:
@@ -292,7 +293,9 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
     base["size"] = pd.to_numeric(base["size"]).astype("Int64")
     for c in ("alpha", *_COUNT_COLS):
         base[c] = pd.to_numeric(base[c]).astype("float64")
-    ordered = ok.sort_values(["run_id", "rep"], kind="stable")
+    # the repetitions in order: only the columns read per repetition are sorted
+    ordered = ok[["run_id", "rep", "time_s", "time_host_s", "time_accel_s", *_ENERGY]].sort_values(
+        ["run_id", "rep"], kind="stable")
     grouped = ordered.groupby("run_id", sort=True)
     first = base.groupby("run_id", sort=True).first()
     t = grouped["time_s"]

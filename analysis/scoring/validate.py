@@ -252,7 +252,8 @@ def case_frame(case_name: str, records: pd.DataFrame, platforms: Platforms | Non
     """
     case = cases()[case_name]
     out: dict[str, Any] = {"records": len(records), "failed": failed_runs(records), "window": _window(records)}
-    reduced = case.reduce(records[records["case"] == case_name])
+    mine = (records["case"] == case_name).to_numpy(dtype=bool, na_value=False)
+    reduced = case.reduce(records if mine.all() else records[mine])
     joined = case.join(reduced, platforms) if platforms is not None else reduced
     check_needs(case, joined.columns)
     out.update(reduced=len(reduced), joined=len(joined))
