@@ -92,10 +92,11 @@ def _interval(values: NDArray[np.float64], low: NDArray[np.float64], high: NDArr
 @numba.njit(**_JIT)
 def _extremes(xs: NDArray[np.float64], size: int, median: float) -> tuple[float, float]:
     """The smallest and the largest median a resample of these ``size`` sorted repetitions can have (an
-    alternative with fewer than two keeps its ``median``)."""
+    alternative with fewer than two keeps its ``median``), computed as a resample's median is (a sum that
+    overflows is infinite here too)."""
     if size < 2:
         return median, median
-    return xs[0], xs[size - 1]
+    return 0.5 * (xs[0] + xs[0]), 0.5 * (xs[size - 1] + xs[size - 1])
 
 
 @numba.njit(**_JIT)

@@ -241,6 +241,9 @@ def _struct(values: pd.Series) -> pa.Array | None:
     """JSON objects (text) as one Arrow struct array, or None when they are not all objects. A study's runs share
     a few params texts: each distinct text is parsed and converted once, and the rows take theirs by code."""
     codes, texts = pd.factorize(values, use_na_sentinel=True)
+    if (codes < 0).any() and any(v is not None and not (isinstance(v, float) and v != v)
+                                 for v in values[codes < 0].tolist()):
+        return None  # a missing value other than None or NaN (pandas' NA) is not read as no params
     docs = []
     for text in texts.tolist():
         try:

@@ -181,3 +181,4 @@ def test_params_become_one_struct_column_with_nulls_kept_and_text_kept_when_not_
     assert _struct(pd.Series(['{"n": 1}', "not json"])) is None
     assert _struct(pd.Series(["{}", "{}"])) is None
     assert _struct(pd.Series([None, None], dtype="string")) is None
+    assert _struct(pd.Series(['{"n": 1}', None], dtype="string")) is None  # pandas' NA: the column stays text

@@ -357,21 +357,21 @@ def test_groups_of_one_shape_scored_by_distinct_resamples_equal_every_resample_s
                 np.testing.assert_array_equal(distinct[c], every[c], err_msg=f"{sizes} {c}")
 
 
-@pytest.mark.parametrize("spread", [0.0, 0.5])
+@pytest.mark.parametrize(("spread", "scale"), [(0.0, 1.0), (0.5, 1.0), (0.5, 8e307)])
 @pytest.mark.parametrize("k", [2, 5, 8, 11])
-def test_compiled_intervals_equal_the_numpy_planes(monkeypatch, k, spread):
+def test_compiled_intervals_equal_the_numpy_planes(monkeypatch, k, spread, scale):
     """The compiled kernel (large chunks) and the NumPy planes (small ones) give the same intervals to the
     last bit: NaN and zero predictions, ties, alternatives with 0 or 1 repetitions, both interval paths (a
     narrow level keeps a few order statistics; a wide one sorts). With ``spread`` the alternatives' scales
     differ, so some pairs never overlap and some tightness never reaches the median (the kernel settles
-    those once per group)."""
+    those once per group); at ``scale`` 8e307 two repetitions' sum overflows."""
     from analysis.scoring import uncertainty as unc
 
     rng = np.random.default_rng(20 + k)
     G, w = 60, 6
     n = rng.integers(0, w + 1, size=(G, k))
     n[:, 0] = np.maximum(n[:, 0], 2)  # every group resampled
-    X = np.round(rng.lognormal(0.0, 0.3, size=(G, k, w)) * np.exp(spread * rng.permutation(k))[None, :, None], 2)
+    X = np.round(rng.lognormal(0.0, 0.3, size=(G, k, w)) * np.exp(spread * rng.permutation(k))[None, :, None], 2) * scale
     XS = np.full_like(X, np.nan)
     for g in range(G):
         for a in range(k):
