@@ -18,13 +18,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-_UMASK = threading.Lock()  # the umask is read by setting it: two threads at once would leave it 0
+_UMASK = threading.Lock()  # without /proc the umask is read by setting it: two threads at once would leave it 0
+_STATUS = "/proc/self/status"
 
 
 def _umask_mode() -> int:
-    with _UMASK:
-        mask = os.umask(0)
-        os.umask(mask)
+    """The mode the umask gives a new file: read from ``/proc`` where it is there (no moment with the umask at 0,
+    in which another thread's new file would be world-writable), else by setting it and back, under a lock."""
+    try:
+        with open(_STATUS, encoding="ascii") as fh:
+            mask = next((int(line.split()[1], 8) for line in fh if line.startswith("Umask:")), None)
+    except (OSError, ValueError, IndexError):
+        mask = None
+    if mask is None:
+        with _UMASK:
+            mask = os.umask(0)
+            os.umask(mask)
     return 0o666 & ~mask
 
 

@@ -255,12 +255,17 @@ def test_files_are_written_with_the_umask_permissions(tmp_path):
     assert (tmp_path / "x.json").stat().st_mode & 0o777 == 0o644
 
 
-def test_the_umask_is_read_safely_from_many_threads():
-    """The file mode comes from the umask, which is read by setting it: threads reading it at once must each see
-    the real one and leave it in place."""
+@pytest.mark.parametrize("proc", [True, False])
+def test_the_umask_is_read_safely_from_many_threads(monkeypatch, proc):
+    """The file mode comes from the umask, read from /proc or, without it, by setting it: threads reading it at
+    once must each see the real one and leave it in place."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from sims import atomic
     from sims.atomic import _umask_mode
+
+    if not proc:
+        monkeypatch.setattr(atomic, "_STATUS", "/nonexistent/status")
 
     old, interval = os.umask(0o027), sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # threads switch between any two calls
