@@ -79,7 +79,7 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
 
     Computed as arrays over every workload at once (a million-run validation has 10^5 of them): the
     medians by group, the tests batched by sample sizes (:func:`analysis.scoring.uncertainty.mann_whitney_rows`)."""
-    from analysis.scoring.uncertainty import finite_values, flat_repetitions, mann_whitney_rows
+    from analysis.scoring.uncertainty import flat_repetitions, mann_whitney_rows
 
     mine = runs[runs["model"] == MODEL] if len(runs) and "model" in runs else runs.iloc[:0]
     if not len(mine):
@@ -91,12 +91,7 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
         grouped = alone.groupby(keys, sort=True)
         side = grouped.agg(measured=("time_median_s", "median"), projected=("time_predicted_s", "median"))
         # each workload's finite repetitions, its runs' in row order: one flat array split by workload
-        samples = alone["time_reps_s"].tolist()
-        if set(map(type, samples)) <= {list, tuple, np.ndarray, type(None)}:
-            row, flat = flat_repetitions(samples)
-        else:
-            arrays = [finite_values(x) for x in samples]
-            row, flat = np.repeat(np.arange(len(arrays)), [len(x) for x in arrays]), np.concatenate([np.empty(0), *arrays])
+        row, flat = flat_repetitions(alone["time_reps_s"].tolist())
         gid = grouped.ngroup().to_numpy(dtype="float64", na_value=np.nan)[row]
         kept = np.isfinite(gid)  # rows of a key with a missing value belong to no workload
         flat, gid = flat[kept], gid[kept].astype(np.int64)

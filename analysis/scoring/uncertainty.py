@@ -172,8 +172,13 @@ def _median_positions(seed: int, resamples: int, n: int, slot: int) -> tuple[NDA
 
 
 def flat_repetitions(samples: Sequence[Any]) -> tuple[NDArray[np.int_], NDArray[np.float64]]:
-    """Every finite repetition of ``samples`` (lists, tuples or arrays of values; None for none) as one flat array,
-    beside the index of the row it came from, in row order: no NumPy call per row."""
+    """Every finite repetition of ``samples`` as one flat array, beside the index of the row it came from, in row
+    order. Rows that are lists, tuples, flat arrays or None (the reductions' lists) take no NumPy call each; any
+    other row (a scalar, an array of another shape) is read as :func:`finite_values` reads it."""
+    kinds = set(map(type, samples))
+    if not kinds <= {list, tuple, np.ndarray, type(None)} or (
+            np.ndarray in kinds and any(type(x) is np.ndarray and x.ndim != 1 for x in samples)):
+        samples = [finite_values(x) for x in samples]
     lengths = np.fromiter((0 if x is None else len(x) for x in samples), dtype=np.int_, count=len(samples))
     total = int(lengths.sum())
     try:
@@ -190,24 +195,13 @@ def flat_repetitions(samples: Sequence[Any]) -> tuple[NDArray[np.int_], NDArray[
 def pad_sorted(samples: Sequence[Any]) -> tuple[NDArray[np.float64], NDArray[np.int_]]:
     """``(rows, n_max)`` sorted finite repetitions of each row (NaN-padded) and each row's count."""
     rows = len(samples)
-    if set(map(type, samples)) <= {list, tuple, np.ndarray} or all(
-            isinstance(x, list | tuple | np.ndarray) for x in samples):
-        # the common case (the reductions' lists): one flat array, then a padded sort, no per-row NumPy calls
-        row, flat = flat_repetitions(samples)
-        counts = np.bincount(row, minlength=rows).astype(np.int_)
-        width = int(counts.max()) if rows else 0
-        out = np.full((rows, max(width, 1)), np.nan)
-        starts = np.r_[0, np.cumsum(counts)[:-1]] if rows else np.empty(0, dtype=np.int_)
-        out[row, np.arange(len(flat)) - starts[row]] = flat
-        return np.sort(out, axis=1), counts
-    clean = [finite_values(x) for x in samples]
-    counts = np.fromiter((len(c) for c in clean), dtype=np.int_, count=rows)
-    width = int(counts.max()) if len(counts) else 0
+    row, flat = flat_repetitions(samples)
+    counts = np.bincount(row, minlength=rows).astype(np.int_)
+    width = int(counts.max()) if rows else 0
     out = np.full((rows, max(width, 1)), np.nan)
-    for i, c in enumerate(clean):
-        if len(c):
-            out[i, : len(c)] = np.sort(c)
-    return out, counts
+    starts = np.r_[0, np.cumsum(counts)[:-1]] if rows else np.empty(0, dtype=np.int_)
+    out[row, np.arange(len(flat)) - starts[row]] = flat
+    return np.sort(out, axis=1), counts
 
 
 def sorted_medians(XS: NDArray[np.float64], n: NDArray[np.int_]) -> NDArray[np.float64]:

@@ -290,15 +290,22 @@ def test_begin_runs_a_large_step_as_a_cluster_task_and_a_small_one_here():
         assert (large(), small()) == ("worker", "here")
 
 
-def test_pad_sorted_fast_path_equals_the_general_one():
+def test_pad_sorted_reads_rows_of_every_form_as_their_finite_values_sorted():
+    """Lists (the reductions' rows, read without a NumPy call each), arrays, None, scalars and 2-D arrays all give
+    each row's finite values, sorted, NaN-padded."""
+    from analysis.scoring.uncertainty import finite_values
+
     rng = np.random.default_rng(11)
     lists = [list(rng.normal(size=int(rng.integers(0, 7)))) for _ in range(200)]
     lists[3] = [np.nan, 1.0, np.inf]
-    XS, n = pad_sorted(lists)
-    XS2, n2 = pad_sorted([*lists[:-1], np.asarray(lists[-1])] + [None])  # a None forces the general path
-    assert n.tolist() == n2[:-1].tolist()
-    np.testing.assert_array_equal(XS, XS2[:-1, : XS.shape[1]])
-    assert n[3] == 1 and XS[3, 0] == 1.0
+    for rows in (lists, [*lists[:-1], np.asarray(lists[-1]), None, 2.5, np.float64("nan"), np.ones((2, 2)), (7.0,)]):
+        XS, n = pad_sorted(rows)
+        for i, x in enumerate(rows):
+            want = np.sort(finite_values(x))
+            assert n[i] == len(want)
+            np.testing.assert_array_equal(XS[i, :n[i]], want)
+            assert np.isnan(XS[i, n[i]:]).all()
+    assert n[3] == 1 and XS[3, 0] == 1.0 and n[-2] == 4
 
 
 def test_energy_sources_per_run_none_single_and_mixed():
