@@ -477,23 +477,32 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None and sys.argv[1:2] == ["validate"]:  # its own process: set before any import starts a thread
         from analysis.scoring.tasks import keep_memory
         keep_memory()  # it frees and reuses gigabytes while it scores
-    from analysis.storage.schema import DatasetSchemaError
-    from analysis.tracking.history import HistoryError
-    from sims.platform_file import PlatformFileError
-    from sims.yamlfile import YAMLFileError
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (ConfigError, RegistryError) as exc:
         print(f"hetval: config error: {exc}", file=sys.stderr)
         return 2
-    except (InputError, PlatformFileError, YAMLFileError, HistoryError, DatasetSchemaError) as exc:
-        print(f"hetval {args.command}: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         sys.stderr.close()
         return 0
+    except Exception as exc:
+        if not isinstance(exc, _input_errors()):
+            raise
+        print(f"hetval {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+#: the errors of a missing or malformed input, by the module that defines each (besides :class:`InputError`)
+_INPUT_ERRORS = (("analysis.storage.schema", "DatasetSchemaError"), ("analysis.tracking.history", "HistoryError"),
+                 ("sims.platform_file", "PlatformFileError"), ("sims.yamlfile", "YAMLFileError"))
+
+
+def _input_errors() -> tuple[type[Exception], ...]:
+    """The input errors of the modules loaded so far: one of them raised means its module is loaded, so a command
+    that never loads pandas or pyarrow (``--version``, ``--help``, ``check-config``) does not for its errors."""
+    loaded = [sys.modules.get(name) for name, _ in _INPUT_ERRORS]
+    return (InputError, *(getattr(m, cls) for m, (_, cls) in zip(loaded, _INPUT_ERRORS) if m is not None))
 
 
 if __name__ == "__main__":

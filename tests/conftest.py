@@ -309,6 +309,10 @@ _TINY: dict[str, Any] = {}
 _BACKGROUND: list[Background] = []
 #: the kill trials: how to start them (:func:`kill_trials`), and the trials once started
 _KILL: dict[str, Any] = {}
+#: the plugin's study end to end (its test module and test), run in the background from group 1 on
+PLUGIN_STUDY = (REPO / "tests" / "test_plugin.py", "test_a_plugin_study_end_to_end")
+#: the plugin's study: how to start it (:func:`plugin_study`), and the study once started
+_PLUGIN: dict[str, Any] = {}
 
 
 def _order(item) -> tuple[int, int]:
@@ -316,22 +320,20 @@ def _order(item) -> tuple[int, int]:
 
     0. the tests that may run beside the cluster study in the background (the FDM tests last, once the background
        compile of their kernels has had the most time);
-    1. once it is done, the tests that may run beside the kill trials in the background: the plugin's study first
-       (one core at a time), then those that use SLURM (none of them checks a measurement);
-    2. the kill tests, which wait for their trials;
+    1. once it is done, the tests that may run beside the kill trials and the plugin's study in the background:
+       those that use SLURM (none of them checks a measurement);
+    2. the kill tests and the plugin's study's test, which wait for them;
     3. the tests of the tiny study, which wait for its end-to-end checks.
 
     Before group 1 starts (once the cluster study is done), the tiny study, whose measurements are checked, is
     built alone (:func:`build_tiny`); its end-to-end checks, which re-invoke it and check no measurement, then run
-    in the background beside group 1 and the kill trials."""
+    in the background beside group 1, the kill trials and the plugin's study."""
     path = Path(str(item.path))
     rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else ""
     if _QUIET in getattr(item, "fixturenames", ()):
         return 3, 0
-    if rel == KILL_TESTS:
+    if rel == KILL_TESTS or _is_plugin_study(item):
         return 2, 0
-    if path.name == "test_plugin.py":  # a chain of one-core processes: early, beside the background work
-        return 1, 0
     if (path == CLUSTER_STUDY or path.name == "test_dask_clusters.py"
             or "slurm" in getattr(item, "fixturenames", ())):
         return 1, 1
@@ -353,6 +355,34 @@ def kill_trials(request, tmp_path_factory):
     _wait_and_forget(_KILL, "job")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def plugin_study(request, tmp_path_factory, env):
+    """How to start the plugin's study, if its test is selected: a chain of one-core processes that checks no
+    measurement, started when group 1 begins (:func:`pytest_runtest_setup`) and waited for by its test."""
+    if any(_is_plugin_study(i) for i in request.session.items):
+        from tests.test_plugin import plugin_study as run
+
+        _PLUGIN["start"] = lambda: run(tmp_path_factory.mktemp("plugin-study"), env)
+    yield
+    _wait_and_forget(_PLUGIN, "job")
+
+
+def _is_plugin_study(item) -> bool:
+    return (Path(str(item.path)), item.name) == PLUGIN_STUDY
+
+
+def plugin_study_result() -> None:
+    """Wait for the plugin's study and raise what it raised (started here if no test of group 1 started it)."""
+    _start(_PLUGIN)
+    _PLUGIN["job"].result()
+
+
+def _start(store: dict[str, Any]) -> None:
+    """Start ``store["start"]`` in the background, if it is there and not started yet."""
+    if "start" in store and "job" not in store:
+        store["job"] = Background(store["start"])
+
+
 def _wait_and_forget(store: dict[str, Any], key: str) -> None:
     """At the session's end: wait for the background job ``store[key]``, if one was started, then clear ``store``."""
     job = store.get(key)
@@ -361,16 +391,10 @@ def _wait_and_forget(store: dict[str, Any], key: str) -> None:
         job.wait(1800)
 
 
-def start_kill_trials() -> None:
-    """Start the kill trials in the background, if kill tests are selected and the trials have not started."""
-    if "start" in _KILL and "job" not in _KILL:
-        _KILL["job"] = Background(_KILL["start"])
-
-
 def kill_results() -> Any:
     """The kill trials' results (``(trial by stage, each stage's life)``), once done; started here if no test of
     group 1 started them."""
-    start_kill_trials()
+    _start(_KILL)
     return _KILL["job"].result()
 
 
@@ -424,11 +448,12 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 def pytest_runtest_setup(item) -> None:
     """From group 1 on, a test starts once the cluster study in the background is done and the tiny study has
-    been built alone; its end-to-end checks and the kill trials then run in the background (the kill tests and the
-    tiny study's tests wait for them)."""
+    been built alone; its end-to-end checks, the kill trials and the plugin's study then run in the background (the
+    tests of each wait for them)."""
     group = _order(item)[0]
     if _BACKGROUND and group >= 1:
         _BACKGROUND[0].wait()
     if group >= 1:
         build_tiny()
-        start_kill_trials()
+        _start(_KILL)
+        _start(_PLUGIN)

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,13 +17,17 @@ from tests.conftest import BIN, REPO
 PLUGIN = REPO / "examples" / "hetval-daxpy"
 
 
-@pytest.fixture(scope="module")
-def plugin_env(env, tmp_path_factory):
-    target = tmp_path_factory.mktemp("plugin")
+def install_plugin(target: Path, env: dict[str, str]) -> dict[str, str]:
+    """The example plugin installed into ``target``; the environment whose subprocesses see it."""
     out = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                           "--target", str(target), str(PLUGIN)], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     return {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(target), env.get("PYTHONPATH", "")) if p)}
+
+
+@pytest.fixture(scope="module")
+def plugin_env(env, tmp_path_factory):
+    return install_plugin(tmp_path_factory.mktemp("plugin"), env)
 
 
 def run(args, env, cwd=REPO, timeout=600):
@@ -47,19 +52,23 @@ def test_without_the_plugin_its_case_is_an_unknown_key(env):
     assert out.stderr.strip().startswith("hetval: config error: cases.daxpy: unknown key (allowed here:")
 
 
-@pytest.mark.slow
-def test_a_plugin_study_end_to_end(plugin_env, tmp_path):
-    args = [str(BIN / "snakemake"), "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(tmp_path), "-c2",
+def plugin_study(root: Path, env: dict[str, str]) -> None:
+    """The plugin's study through Snakemake end to end under ``root``, with the plugin installed there (assertions:
+    raises on the first that fails). A chain of one-core processes that checks no measurement: the suite runs it in
+    the background beside the tests after the tiny study's build (``plugin_study`` in tests/conftest.py)."""
+    plugin_env = install_plugin(root / "plugin", env)
+    work = root / "work"
+    args = [str(BIN / "snakemake"), "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(work), "-c2",
             "--configfile", str(PLUGIN / "study.yaml")]
     # the platform characterised already (the suite's platform file): this test is about the plugin's case
-    platforms = tmp_path / "results" / "daxpy" / "platforms"
+    platforms = work / "results" / "daxpy" / "platforms"
     platforms.mkdir(parents=True)
     shutil.copy(REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml", platforms)
     first = run(args, plugin_env)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "characterize_platform" not in first.stdout + first.stderr
     assert "[hetval run] daxpy daxpy p-DP on cpu-pair-numpy-numba: ok" in first.stdout
-    study = tmp_path / "results" / "daxpy"
+    study = work / "results" / "daxpy"
     runs = pd.read_parquet(study / "validation" / "runs.parquet")
     assert set(runs["case"]) == {"daxpy"} and set(runs["model"]) == {"PerDome/PeaPaw", "streaming (DAXPY)"}
     assert len(runs) == 2 * 6 and runs["tightness"].notna().all()
@@ -70,3 +79,10 @@ def test_a_plugin_study_end_to_end(plugin_env, tmp_path):
     assert "streaming (DAXPY)" in page and "FDM seismology" not in page  # only the study's own cases
     again = run(args, plugin_env)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.slow
+def test_a_plugin_study_end_to_end():
+    from tests.conftest import plugin_study_result
+
+    plugin_study_result()
