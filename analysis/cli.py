@@ -486,23 +486,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         sys.stderr.close()
         return 0
-    except Exception as exc:
-        if not isinstance(exc, _input_errors()):
+    except Exception as exc:  # an input error (pandas and pyarrow are loaded only by the commands that raise theirs)
+        kinds = {"analysis.storage.schema": "DatasetSchemaError", "analysis.tracking.history": "HistoryError",
+                 "sims.platform_file": "PlatformFileError", "sims.yamlfile": "YAMLFileError"}
+        if not isinstance(exc, (InputError, *(getattr(sys.modules[m], k) for m, k in kinds.items() if m in sys.modules))):
             raise
         print(f"hetval {args.command}: {exc}", file=sys.stderr)
         return 2
-
-
-#: the errors of a missing or malformed input, by the module that defines each (besides :class:`InputError`)
-_INPUT_ERRORS = (("analysis.storage.schema", "DatasetSchemaError"), ("analysis.tracking.history", "HistoryError"),
-                 ("sims.platform_file", "PlatformFileError"), ("sims.yamlfile", "YAMLFileError"))
-
-
-def _input_errors() -> tuple[type[Exception], ...]:
-    """The input errors of the modules loaded so far: one of them raised means its module is loaded, so a command
-    that never loads pandas or pyarrow (``--version``, ``--help``, ``check-config``) does not for its errors."""
-    loaded = [sys.modules.get(name) for name, _ in _INPUT_ERRORS]
-    return (InputError, *(getattr(m, cls) for m, (_, cls) in zip(loaded, _INPUT_ERRORS) if m is not None))
 
 
 if __name__ == "__main__":

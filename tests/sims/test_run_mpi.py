@@ -115,7 +115,7 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
         assert 0.0 < fit["r2"] <= 1.0 and fit["t_f"]["obtained"] == "fitted"
         fits = p["operations"]["fits"]  # per-operation costs (op x dtype) with their fits
         assert set(fits) == {f"{o}/{d}" for o in ("add", "mul", "fma", "divide", "random") for d in ("float32", "float64")}
-        assert all(f["tau"] > 0 for f in fits.values())
+        assert all(f["tau"] > 0 for f in fits.values()), {k: (f["tau"], f["median_time_s"]) for k, f in fits.items()}
     net = doc["network"]  # MPI ping-pong between the two ranks
     assert net["latency"]["value"] > 0 and net["t_net"]["value"] > 0 and len(net["samples_s"]) == 10
     assert "[hetval characterize] pair host (numpy)" in proc.stdout
