@@ -309,6 +309,8 @@ _TINY: dict[str, Any] = {}
 _BACKGROUND: list[Background] = []
 #: the kill trials: how to start them (:func:`kill_trials`), and the trials once started
 _KILL: dict[str, Any] = {}
+#: the micro study the kill trials start from: how to build it, and the build once started
+_KILL_BASE: dict[str, Any] = {}
 #: the plugin's study end to end (its test module and test), run in the background from group 1 on
 PLUGIN_STUDY = (REPO / "tests" / "test_plugin.py", "test_a_plugin_study_end_to_end")
 #: the plugin's study: how to start it (:func:`plugin_study`), and the study once started
@@ -342,17 +344,21 @@ def _order(item) -> tuple[int, int]:
 
 @pytest.fixture(scope="session", autouse=True)
 def kill_trials(request, tmp_path_factory):
-    """How to start the trials of the kill tests selected, if any (tests/faults/killing.py): started when group 1
-    begins (:func:`pytest_runtest_setup`), beside tests that check no measurement - contention only lengthens a
-    stage's life, and each kill lands in the first half of it."""
+    """How to start the trials of the kill tests selected, if any (tests/faults/killing.py), beside tests that check
+    no measurement (contention only lengthens a stage's life, and each kill lands in the first half of it): the
+    micro study they start from is built beside the FDM tests at the end of group 0, and must be done before the
+    tiny study is built alone; the trials start when group 1 begins (:func:`pytest_runtest_setup`)."""
     stages = sorted({i.callspec.params["stage"] for i in request.session.items
                      if Path(str(i.path)) == REPO / KILL_TESTS and hasattr(i, "callspec")})
     if stages:
         from tests.faults import killing
 
-        _KILL["start"] = lambda: killing.run_trials(tmp_path_factory, stages)
+        base = tmp_path_factory.mktemp("micro-base")
+        _KILL_BASE["start"] = lambda: killing.build_base(base)
+        _KILL["start"] = lambda: killing.run_trials(tmp_path_factory, stages, base, _started(_KILL_BASE).result())
     yield
     _wait_and_forget(_KILL, "job")
+    _wait_and_forget(_KILL_BASE, "job")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -381,6 +387,12 @@ def _start(store: dict[str, Any]) -> None:
     """Start ``store["start"]`` in the background, if it is there and not started yet."""
     if "start" in store and "job" not in store:
         store["job"] = Background(store["start"])
+
+
+def _started(store: dict[str, Any]) -> Background:
+    """The background job of ``store``, started here if it was not."""
+    _start(store)
+    return store["job"]
 
 
 def _wait_and_forget(store: dict[str, Any], key: str) -> None:
@@ -447,13 +459,17 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 
 def pytest_runtest_setup(item) -> None:
-    """From group 1 on, a test starts once the cluster study in the background is done and the tiny study has
-    been built alone; its end-to-end checks, the kill trials and the plugin's study then run in the background (the
-    tests of each wait for them)."""
-    group = _order(item)[0]
+    """The FDM tests start the build of the kill trials' micro study in the background. From group 1 on, a test
+    starts once the cluster study and that build are done and the tiny study has been built alone; its end-to-end
+    checks, the kill trials and the plugin's study then run in the background (the tests of each wait for them)."""
+    group, fdm = _order(item)
+    if group == 0 and fdm:  # the FDM tests check no measurement: the kill trials' micro study is built beside them
+        _start(_KILL_BASE)
     if _BACKGROUND and group >= 1:
         _BACKGROUND[0].wait()
     if group >= 1:
+        if "job" in _KILL_BASE:  # done before the tiny study is built alone
+            _KILL_BASE["job"].wait()
         build_tiny()
         _start(_KILL)
         _start(_PLUGIN)

@@ -271,14 +271,14 @@ def check(work: Path) -> list[str]:
     return problems
 
 
-def run_trials(tmp_path_factory: Any, stages: list[str]) -> tuple[dict[str, Trial], dict[str, float]]:
-    """One trial per stage of ``stages``, two at a time, from one micro study built (and timed) in a directory of
-    ``tmp_path_factory``: ``(trial by stage, each stage's life)``. A trial is a chain of one-core processes
-    (Snakemake, then one stage), so two share this machine's two cores; each kill lands in the first half of its
-    stage's life as timed when the study was built (a stage's duration varies by 20-50 % between runs here, and
-    with the seed fixed a late point, 0.86 of its life, once missed a stage that ran faster than when timed)."""
-    work = tmp_path_factory.mktemp("micro-base")
-    life = build_base(work)
+def run_trials(tmp_path_factory: Any, stages: list[str], work: Path,
+               life: dict[str, float]) -> tuple[dict[str, Trial], dict[str, float]]:
+    """One trial per stage of ``stages``, two at a time, in directories of ``tmp_path_factory``, from the micro
+    study built in ``work`` whose stages lived ``life`` (:func:`build_base`): ``(trial by stage, each stage's
+    life)``. A trial is a chain of one-core processes (Snakemake, then one stage), so two share this machine's two
+    cores; each kill lands in the first half of its stage's life as timed when the study was built (a stage's
+    duration varies by 20-50 % between runs here, and with the seed fixed a late point, 0.86 of its life, once
+    missed a stage that ran faster than when timed)."""
     order = sorted(STAGES)
 
     def one(stage: str) -> Trial:
