@@ -104,6 +104,14 @@ def cluster(runs, env):
     c.close()
 
 
+@pytest.fixture(scope="module")
+def shared(runs, env):
+    """One cluster for the validations that leave it whole, one after another (the second finds the first's)."""
+    c = DaskCluster(runs, env)
+    yield c
+    c.close()
+
+
 def test_slurm_cluster_without_a_worker_in_time_is_one_line(runs, env):
     """A SLURMCluster whose workers never start (no sbatch that works) fails in one line within the timeout."""
     pytest.importorskip("dask_jobqueue", reason="the [slurm] extra is not installed")
@@ -167,17 +175,17 @@ def test_gather_fails_in_one_line_when_the_cluster_loses_every_worker(runs, env)
         c.close()
 
 
-def test_external_scheduler_writes_the_same_tables_as_a_local_cluster(runs, env, local, cluster):
-    out = validate(runs, "external", env, "--scheduler", cluster.address)
+def test_external_scheduler_writes_the_same_tables_as_a_local_cluster(runs, env, local, shared):
+    out = validate(runs, "external", env, "--scheduler", shared.address)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"Dask scheduler {cluster.address} (2 workers" in out.stdout + out.stderr
+    assert f"Dask scheduler {shared.address} (2 workers" in out.stdout + out.stderr
     assert_same_tables(local, runs / "external")
 
 
-def test_dask_scheduler_address_from_the_environment(runs, env, local, cluster):
-    out = validate(runs, "from-env", {**env, "DASK_SCHEDULER_ADDRESS": cluster.address})
+def test_dask_scheduler_address_from_the_environment(runs, env, local, shared):
+    out = validate(runs, "from-env", {**env, "DASK_SCHEDULER_ADDRESS": shared.address})
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"Dask scheduler {cluster.address}" in out.stdout + out.stderr
+    assert f"Dask scheduler {shared.address}" in out.stdout + out.stderr
     assert_same_tables(local, runs / "from-env")
 
 
