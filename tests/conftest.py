@@ -379,8 +379,7 @@ def _is_plugin_study(item) -> bool:
 
 def plugin_study_result() -> None:
     """Wait for the plugin's study and raise what it raised (started here if no test of group 1 started it)."""
-    _start(_PLUGIN)
-    _PLUGIN["job"].result()
+    _started(_PLUGIN).result()
 
 
 def _start(store: dict[str, Any]) -> None:
@@ -406,8 +405,7 @@ def _wait_and_forget(store: dict[str, Any], key: str) -> None:
 def kill_results() -> Any:
     """The kill trials' results (``(trial by stage, each stage's life)``), once done; started here if no test of
     group 1 started them."""
-    _start(_KILL)
-    return _KILL["job"].result()
+    return _started(_KILL).result()
 
 
 @pytest.fixture(scope="session", autouse=True)
