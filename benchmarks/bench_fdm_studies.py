@@ -89,7 +89,7 @@ def main() -> int:
     ap.add_argument("--studies", type=int, default=3, help="fresh studies to run, one after the other")
     ap.add_argument("--config", type=Path, default=ROOT / "config" / "studies" / "fdm-scaling.yaml")
     ap.add_argument("--from", dest="dirs", nargs="+", type=Path, help="summarize these studies' directories instead")
-    ap.add_argument("--keep", type=Path, help="run the studies under this directory (default: a temporary one)")
+    ap.add_argument("--keep", type=Path, help="run the studies under this new or empty directory (default: a temporary one)")
     ap.add_argument("--write", action="store_true", help="write the figures into docs/benchmarks.md")
     args = ap.parse_args()
     lines = []
@@ -97,6 +97,8 @@ def main() -> int:
         dirs = list(args.dirs)
     else:
         base = args.keep or Path(tempfile.mkdtemp(prefix="bench-fdm-studies-"))
+        if base.exists() and any(base.iterdir()):  # Snakemake would find its studies done: nothing fresh
+            raise SystemExit(f"--keep {base} is not empty: the studies would not be fresh (use --from to summarize it)")
         dirs = []
         for i in range(args.studies):
             work = base / f"study{i + 1}"
