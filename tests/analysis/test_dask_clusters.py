@@ -97,19 +97,17 @@ class DaskCluster:
                 p.wait()
 
 
-@pytest.fixture
-def cluster(runs, env):
+def _serve(runs, env):
+    """A scheduler and its workers for the test(s) of the fixture's scope, closed after them."""
     c = DaskCluster(runs, env)
     yield c
     c.close()
 
 
-@pytest.fixture(scope="module")
-def shared(runs, env):
-    """One cluster for the validations that leave it whole, one after another (the second finds the first's)."""
-    c = DaskCluster(runs, env)
-    yield c
-    c.close()
+#: a cluster of its own, for the test that kills one of its workers
+cluster = pytest.fixture(name="cluster")(_serve)
+#: one cluster for the validations that leave it whole, one after another (the second finds the first's)
+shared = pytest.fixture(scope="module", name="shared")(_serve)
 
 
 def test_slurm_cluster_without_a_worker_in_time_is_one_line(runs, env):
