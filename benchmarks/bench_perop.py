@@ -8,8 +8,11 @@ backend, operation and precision each round's R² and ``tau``, the spread of ``t
 smallest) and PASS/FAIL against the targets: R² >= 0.95 in every round and the rounds within 20 % of each other.
 
 Then, per backend and round, what the per-operation model makes of the SA PowAdd kernel from that round's
-``tau_mul`` and ``tau_add`` (float32: 2016 multiplications and 32 adds per element), against the kernel's
-measured time in the same round: the ratio predicted / measured (median of ``--reps`` calls). ::
+costs, against the kernel's measured time in the same round: the ratio predicted / measured (median of
+``--reps`` calls). Numba: the paper's counts in one basic block (float32: 2016 multiplications and 32 adds per
+element). NumPy: both the paper's counts alone and the kernel's basic blocks
+(:func:`analysis.models.perop.numpy_part_time`: the counted flops plus the copy and fill moves, the adds at
+the length of their calls), with ``t_b`` from a streaming copy timed in the same round. ::
 
     python benchmarks/bench_perop.py [--rounds 3] [--reps 5] [--write]
 """
@@ -33,13 +36,13 @@ SPREAD_TARGET = 1.2
 SA_ELEMENTS = 1 << 20
 
 
-def one_round(states, reps: int) -> dict[str, dict]:
+def one_round(states, reps: int, backend: str) -> dict[str, dict]:
     """Every (op, dtype)'s fit from one pass over the per-operation step, in characterisation's order."""
     from sims.bench import ops
 
-    passes = {(op, dt): ops.passes_for(states[dt], op) for op in ops.OPS for dt in ops.DTYPES}
+    passes = {(op, dt): ops.passes_for(states[dt], op) for op in ops.ops_for(backend) for dt in ops.DTYPES}
     rows = []
-    for rep, op, dt, n_ops in ops.schedule(reps):
+    for rep, op, dt, n_ops in ops.schedule(reps, backend):
         if rep == 0:  # a warm-up call before each count's first repetition, as characterisation makes
             ops.run(states[dt], op, n_ops, passes[op, dt])
         t0 = time.perf_counter()
@@ -47,7 +50,7 @@ def one_round(states, reps: int) -> dict[str, dict]:
         rows.append({"op": op, "dtype": dt, "n_ops": n_ops, "ops": done, "time_s": time.perf_counter() - t0,
                      "passes": passes[op, dt]})
     out = {}
-    for op in ops.OPS:
+    for op in ops.ops_for(backend):
         for dt in ops.DTYPES:
             sel = [r for r in rows if r["op"] == op and r["dtype"] == dt]
             out[f"{op}/{dt}"] = {**ops.fit(sel), "passes": sel[0]["passes"], "seconds": sum(r["time_s"] for r in sel)}
@@ -70,6 +73,20 @@ def powadd_seconds(backend_name: str, reps: int) -> float:
     return statistics.median(times)
 
 
+def stream_t_b(reps: int) -> float:
+    """Seconds per byte of a streaming copy over 2 x 128 MiB (median of ``reps``): the copy block's memory cost."""
+    import numpy as np
+
+    src = np.ones(1 << 25, dtype=np.float32)
+    dst = np.empty_like(src)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) / (2 * src.nbytes)
+
+
 def main() -> int:
     import numpy as np
 
@@ -87,18 +104,27 @@ def main() -> int:
           f"repetitions, random table {table * 8 / 2**20:.0f} MiB (float64); {args.rounds} rounds per backend; "
           f"SA PowAdd over {SA_ELEMENTS} elements")
     counts = PHASE_OPERATIONS["powadd"]
+    from analysis.models.perop import numpy_part_time
+
     for backend in ops.BACKENDS:
         states = ops.states(table, seed=11, backend=backend)
-        rounds, sa = [], []
+        rounds, sa, blocks = [], [], []
         for k in range(args.rounds):
-            rounds.append(one_round(states, args.reps))
+            rounds.append(one_round(states, args.reps, backend))
             measured = powadd_seconds(backend, args.reps)
             f = rounds[-1]
             predicted = SA_ELEMENTS * (counts["mul"] * f["mul/float32"]["tau"] + counts["add"] * f["add/float32"]["tau"])
             sa.append((predicted, measured))
             took = sum(v["seconds"] for v in f.values())
-            print(f"{backend}, round {k + 1}: {took:.1f} s measured; SA PowAdd predicted {predicted:.4f} s, "
-                  f"measured {measured:.4f} s, ratio {predicted / measured:.2f}", flush=True)
+            line = (f"{backend}, round {k + 1}: {took:.1f} s measured; SA PowAdd predicted {predicted:.4f} s, "
+                    f"measured {measured:.4f} s, ratio {predicted / measured:.2f}")
+            if backend == "numpy":
+                tau = {op: f[f"{op}/float32"]["tau"] for op in ops.ops_for(backend)}
+                composed = float(numpy_part_time(np.array([float(SA_ELEMENTS)]), ("powadd",), tau,
+                                                 stream_t_b(args.reps))[0])
+                blocks.append(composed / measured)
+                line += f"; by the kernel's basic blocks {composed:.4f} s, ratio {composed / measured:.2f}"
+            print(line, flush=True)
         print(f"\n{backend}: R² per round, tau (ns per element-operation) per round, spread of tau (max / min)\n")
         print("| op/dtype | passes | R² | tau (ns) | spread | |")
         print("|---|---|---|---|---|---|")
@@ -115,7 +141,9 @@ def main() -> int:
         ratios = [p / m for p, m in sa]
         print(f"\n{backend}: {len(rounds[0]) - fails} of {len(rounds[0])} operation/precision pairs with R² >= "
               f"{R2_TARGET} in every round and tau within {SPREAD_TARGET - 1:.0%} over the rounds; SA PowAdd "
-              f"predicted / measured per round: {' '.join(f'{r:.2f}' for r in ratios)}\n")
+              f"predicted / measured per round: {' '.join(f'{r:.2f}' for r in ratios)}"
+              + (f" (paper's counts); {' '.join(f'{r:.2f}' for r in blocks)} (the kernel's basic blocks)"
+                 if blocks else "") + "\n")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The per-operation model (Kannan et al.) applied to SA runs, from the characterised add/mul costs."""
+"""The per-operation model (Kannan et al.) applied to SA runs, from the characterised per-operation costs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from analysis.registry import Model
 from analysis.scoring import metrics
 from analysis.scoring.runs import params_docs
 from analysis.storage.platforms import TAU_COLS
-from sims.sa.counts import PHASE_COUNTS, PHASE_OPERATIONS
+from sims.sa.counts import NUMPY_POWADD_BLOCKS, PHASE_COUNTS, PHASE_OPERATIONS
 
 PEROP_MODEL = "per-operation (Kannan)"
 #: a per-operation fit below this R² is flagged on every run whose prediction used it (``perop_fit_r2``, ``fit_note``)
@@ -25,9 +25,13 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
 
     Each processor's part takes the basic-block form ``max(sum_op v_op tau_op,
     bytes t_b)`` over its elements and phases (VecAdd: 1 add; PowAdd: 2016
-    multiplications and 32 adds per element, 12 and 256 bytes); the parts run
-    concurrently, so the run's time is the longer part. Runs without
-    per-operation costs for their platform are dropped (no prediction).
+    multiplications and 32 adds per element, 12 and 256 bytes), compiled code
+    being one basic block per element loop. A processor characterised with the
+    NumPy costs (``tau_move``, ``tau_short_add``) runs the NumPy kernels, whose every
+    ufunc call is a basic block of its own: its part is the sum of its blocks'
+    times (:func:`numpy_part_time`). The parts run concurrently, so the run's
+    time is the longer part. Runs without per-operation costs for their
+    platform are dropped (no prediction).
     """
     have = runs.dropna(subset=TAU_COLS) if set(TAU_COLS) <= set(runs.columns) else runs.iloc[:0]
     out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
@@ -41,7 +45,8 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
         phases = [tuple((d.get("phases") or {}).get(role) or ()) for d in descs]
         part = np.full(len(have), np.nan)
         kind = pd.Series(phases, dtype=object).astype(str).to_numpy() if len(have) else np.empty(0, dtype=object)
-        cols = [f"tau_add_{role}", f"tau_mul_{role}", f"t_b_{role}"]
+        costs_of = {f"tau_{op}_{role}": op for op in ("add", "mul", "move", "short_add")}
+        cols = [c for c in (*costs_of, f"t_b_{role}") if c in have]
         platform = have.groupby(cols, sort=False, dropna=False).ngroup().to_numpy() if len(have) else kind
         # one call of the model's array function per (platform, phase list) of this processor
         for key in set(zip(platform.tolist(), kind.tolist(), strict=True)):
@@ -49,10 +54,15 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
             if not len(rows) or not phases[rows[0]]:
                 continue
             ph = phases[rows[0]]
-            tau_add, tau_mul, t_b = (float(have[c].iloc[rows[0]]) for c in cols)
-            counts = {op: n[rows] * sum(PHASE_OPERATIONS[p][op] for p in ph) for op in ("add", "mul")}
-            nbytes = n[rows] * sum(PHASE_COUNTS[p][1] for p in ph)
-            part[rows] = perop.basic_block_time(counts, {"add": tau_add, "mul": tau_mul}, nbytes, t_b)
+            costs = {costs_of[c]: float(have[c].iloc[rows[0]]) for c in cols if c in costs_of}
+            t_b = float(have[f"t_b_{role}"].iloc[rows[0]])
+            tau = {op: v for op, v in costs.items() if np.isfinite(v)}
+            if {"move", "short_add"} <= set(tau):
+                part[rows] = numpy_part_time(n[rows], ph, tau, t_b)
+            else:
+                counts = {op: n[rows] * sum(PHASE_OPERATIONS[p][op] for p in ph) for op in ("add", "mul")}
+                nbytes = n[rows] * sum(PHASE_COUNTS[p][1] for p in ph)
+                part[rows] = perop.basic_block_time(counts, {"add": tau["add"], "mul": tau["mul"]}, nbytes, t_b)
         parts[role] = part
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -67,6 +77,22 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     out["tightness"] = tight
     out["perop_fit_r2"], out["fit_note"] = _fit_flags(fit_r2, out.index)
     return out[ok] if len(out) else out
+
+
+def numpy_part_time(n: np.ndarray, phases: tuple[str, ...], tau: dict[str, float], t_b: float) -> np.ndarray:
+    """One NumPy processor's time for ``n`` elements of its ``phases``, run one after the other: the sum over the
+    kernels' basic blocks of ``max(sum_op v_op tau_op, sigma tau_transfer)`` (Kannan et al.'s basic-block form,
+    each ufunc call one block). VecAdd is one call over its elements (1 add, 12 bytes each); PowAdd the blocks of
+    :data:`sims.sa.counts.NUMPY_POWADD_BLOCKS`."""
+    total = np.zeros(len(n))
+    for phase in phases:
+        if phase == "powadd":
+            blocks = [({op: n * v for op, v in b["ops"].items()}, n * b["bytes"]) for b in NUMPY_POWADD_BLOCKS]
+        else:
+            blocks = [({op: n * v for op, v in PHASE_OPERATIONS[phase].items()}, n * PHASE_COUNTS[phase][1])]
+        for counts, nbytes in blocks:
+            total = total + perop.basic_block_time(counts, tau, nbytes, t_b)
+    return total
 
 
 def _fit_flags(fit_r2: dict[str, np.ndarray], index: pd.Index) -> tuple[np.ndarray, pd.Series]:

@@ -160,8 +160,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "processor": ("", "host, accel, or node (both)"),
     "bl": ("flop/byte", "machine balance t_b / t_f (PeaPaw eq. 27)"),
     "ceiling": ("", "the compute ceiling(s) its phases run against (kernel class and precision)"),
-    "perop_fit_r2": ("", "per-operation model: the smallest R² of the add and mul cost fits of the processors the "
-                         "run used (null for other models)"),
+    "perop_fit_r2": ("", "per-operation model: the smallest R² of the cost fits (add and mul; on a NumPy "
+                         "processor also move and short_add) of the processors the run used (null for other models)"),
     "p_category": ("", "PeaPaw's P-Paw category of the platform"), "p_guideline": ("", "its guideline"),
     "e_category": ("", "PeaPaw's E-Paw category (needs e_f, e_b, p_s from a meter)"),
     "guideline_wps": ("", "the run WPs the guideline prescribes"),

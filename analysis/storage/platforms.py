@@ -22,12 +22,16 @@ from sims.fdm import cost
 from sims.platform_file import PlatformFileError, read_platform
 
 TAU_COLS = ["tau_add_host", "tau_mul_host", "tau_add_accel", "tau_mul_accel"]
-#: the smallest R² of the add and mul fits behind a processor's per-operation costs (:data:`TAU_COLS`)
+#: the NumPy-only costs (:data:`sims.bench.ops.NUMPY_OPS`): per element moved and per element added in calls of
+#: one row of the SA buffer; null on a processor of another backend
+NUMPY_TAU_COLS = ["tau_move_host", "tau_short_add_host", "tau_move_accel", "tau_short_add_accel"]
+#: the smallest R² of the fits behind a processor's per-operation costs (:data:`TAU_COLS`, and
+#: :data:`NUMPY_TAU_COLS` where measured)
 TAU_R2_COLS = ["tau_r2_host", "tau_r2_accel"]
 ENERGY_PARAMS = ("e_f", "e_b", "p_s")
 ENERGY_COLS = [f"{p}_{r}" for r in ("host", "accel") for p in ENERGY_PARAMS]
 #: ``t_f_<class>_<dtype>_<role>``: the compute ceilings per kernel class (:mod:`analysis.scoring.ceilings`)
-PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *TAU_R2_COLS, *ENERGY_COLS, "idle_w",
+PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *NUMPY_TAU_COLS, *TAU_R2_COLS, *ENERGY_COLS, "idle_w",
                  *CEILING_COLS]
 #: why a role's fitted energy parameters are not used ("" when they are, or when there are none)
 PROBLEM_COLS = ["energy_problem_host", "energy_problem_accel"]
@@ -105,10 +109,14 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
         for role in ("host", "accel"):
             fits = ((procs[role].get("operations") or {}).get("fits") or {}) if isinstance(procs[role], dict) else {}
             r2 = []
-            for op in ("add", "mul"):
-                tau = (fits.get(f"{op}/float32") or {}).get("tau")
+            for op in ("add", "mul", "move", "short_add"):
+                fit = fits.get(f"{op}/float32")
+                if fit is None and op in ("move", "short_add"):  # measured on NumPy only
+                    row[f"tau_{op}_{role}"] = np.nan
+                    continue
+                tau = (fit or {}).get("tau")
                 row[f"tau_{op}_{role}"] = float(tau) if tau is not None and tau > 0 else np.nan
-                got = (fits.get(f"{op}/float32") or {}).get("r2")
+                got = (fit or {}).get("r2")
                 r2.append(float(got) if got is not None else np.nan)
             row[f"tau_r2_{role}"] = min(r2) if all(np.isfinite(r2)) else np.nan
         rows.append(row)

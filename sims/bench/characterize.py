@@ -179,18 +179,20 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     for target in ROLES:
         rows = []
         sized = role == target and backend.name != "cupy"
-        say(f"step 4 of 7: per-operation benchmarks on {target}: {', '.join(ops.OPS)} x {', '.join(ops.DTYPES)}, "
+        kind = ops.backend_for(spec["layout"][target]["backend"])  # the target's: every rank runs its schedule
+        measured = ops.ops_for(kind)
+        say(f"step 4 of 7: per-operation benchmarks on {target}: {', '.join(measured)} x {', '.join(ops.DTYPES)}, "
             f"{len(ops.N_OPS)} operation counts, {reps} repetitions interleaved")
         passes = {(op, dt): ops.passes_for(op_state[dt], op) if sized else ops.PASSES
-                  for op in ops.OPS for dt in ops.DTYPES}
-        for rep, op, dt, n_ops in ops.schedule(reps):
+                  for op in measured for dt in ops.DTYPES}
+        for rep, op, dt, n_ops in ops.schedule(reps, kind):
             def work(op=op, dt=dt, n_ops=n_ops, sized=sized, passes=passes[op, dt]) -> None:
                 if sized:
                     ops.run(op_state[dt], op, n_ops, passes)
 
             m = measure(comm, work, backend.synchronize, 1 if rep == 0 else 0, 1, factor)
             if role == target:
-                elements = op_state[dt]["buf"].shape[0] * passes[op, dt]
+                elements = ops.elements(op_state[dt], op, passes[op, dt])
                 rows += [{"op": op, "dtype": dt, "n_ops": n_ops, "elements": elements, "ops": elements * n_ops,
                           "bytes": ops.bytes_of(op_state[dt], op, n_ops, passes[op, dt]), "time_s": r.own_s}
                          for r in m.repetitions]
@@ -392,8 +394,9 @@ def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
                    f"{ops.MAX_PASSES}), chains of n_ops = {list(ops.N_OPS)} operations per element and pass "
                    "(numba: in registers, one load and one store per element; numpy: one in-place ufunc call per "
                    "operation), repetitions interleaved across operations (the first after a warm-up call); "
-                   "random = gathers from an array beyond the LLC; least squares T = tau * ops + c over each "
-                   "count's median per op/dtype"),
+                   "random = gathers from an array beyond the LLC; numpy only: move = np.copyto from an in-cache "
+                   "operand, short_add = add in calls of one SA buffer row; least squares T = tau * ops + c over "
+                   "each count's median per op/dtype"),
         "fits": ops.summarize(rows),
         "samples": rows,
     }

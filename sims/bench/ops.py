@@ -26,6 +26,14 @@ a register, and the result is stored once (``reg2 = reg2 + reg1`` repeated).
 ``random`` is the random-access load: ``n_ops`` gathers per element from a
 table several times the last-level cache, added into the element.
 
+Two more run on NumPy only (:data:`NUMPY_OPS`), for what the SA's NumPy
+PowAdd executes beside its block-long calls (:data:`sims.sa.counts.NUMPY_POWADD_BLOCKS`):
+``move``, a chain of ``np.copyto`` from an in-cache operand into the block (the
+kernel's copy of ``e`` into its buffer and fill of the power buffer), and
+``short_add``, the ``add`` chain over one row of that buffer
+(:data:`SHORT_BLOCK` elements, as the kernel adds each row into ``d``): a call's
+fixed cost is 32 times larger per element there than over the whole block.
+
 Characterisation records the rows ``op, dtype, n_ops, elements, ops, bytes,
 time_s`` (one per repetition, in the order of :func:`schedule`);
 :func:`fit` is the per-operation model's least-squares fit for one (op,
@@ -44,18 +52,21 @@ import numpy as np
 
 from sims.backends.jit import jit
 from sims.fit import linear_fit
-from sims.sa.counts import POWADD_TERMS
-from sims.sa.kernels import NUMPY_POWADD_BLOCK
+from sims.sa.counts import NUMPY_POWADD_BLOCK, NUMPY_POWADD_CALL
 
 OPS = ("add", "mul", "fma", "divide", "random")
+#: operations measured on the NumPy backend only: a compiled chain of moves or calls is no chain at all
+NUMPY_OPS = ("move", "short_add")
 DTYPES = ("float32", "float64")
 N_OPS = (8, 16, 32, 64)
 BACKENDS = ("numba", "numpy")
 #: elements of the numba block (16 KiB of float32: L1)
 NUMBA_BLOCK = 4096
 #: elements of the numpy block: one in-place ufunc call of the SA NumPy PowAdd spans its (terms, block) buffer
-NUMPY_BLOCK = NUMPY_POWADD_BLOCK * POWADD_TERMS
+NUMPY_BLOCK = NUMPY_POWADD_CALL
 BLOCKS = {"numba": NUMBA_BLOCK, "numpy": NUMPY_BLOCK}
+#: elements of the ``short_add`` chain's block: one row of the SA NumPy PowAdd's buffer
+SHORT_BLOCK = NUMPY_POWADD_BLOCK
 #: the gathers of operation ``j`` read ``idx[j * GATHER_STRIDE + i]``, the same on every backend
 GATHER_STRIDE = max(BLOCKS.values())
 PASSES = 1  # the fewest passes over the block per measured call
@@ -103,11 +114,17 @@ def _gather_nb(buf, table, idx, n_ops, passes, stride):  # pragma: no cover - co
                 buf[i] = buf[i] + table[idx[base + i]]
 
 
-def schedule(reps: int) -> list[tuple[int, str, str, int]]:
-    """The order the measured calls are made in: ``(rep, op, dtype, n_ops)``, repetition outermost, so that a
-    machine that slows down for a second or two (another process, a frequency change) costs one repetition of
-    every fit rather than every repetition of one (which moved one fit's cost by 24-37 % between rounds)."""
-    return [(r, op, dt, n) for r in range(int(reps)) for op in OPS for dt in DTYPES for n in N_OPS]
+def ops_for(backend: str) -> tuple[str, ...]:
+    """The operations measured on the benchmarks' ``backend`` (``numba`` or ``numpy``: :func:`backend_for`)."""
+    return OPS + NUMPY_OPS if backend == "numpy" else OPS
+
+
+def schedule(reps: int, backend: str = "numba") -> list[tuple[int, str, str, int]]:
+    """The order the measured calls are made in on ``backend``: ``(rep, op, dtype, n_ops)``, repetition
+    outermost, so that a machine that slows down for a second or two (another process, a frequency change) costs
+    one repetition of every fit rather than every repetition of one (which moved one fit's cost by 24-37 %
+    between rounds)."""
+    return [(r, op, dt, n) for r in range(int(reps)) for op in ops_for(backend) for dt in DTYPES for n in N_OPS]
 
 
 def setup(dtype: str, table_elements: int, seed: int, backend: str = "numba",
@@ -124,8 +141,8 @@ def setup(dtype: str, table_elements: int, seed: int, backend: str = "numba",
         "table": _table(np.random.default_rng([seed, 2]), int(table_elements), dt),
         "idx": _indices(seed, int(table_elements)) if idx is None else idx,
         # add: tiny step; mul: 1 + tiny; fma: contraction to a fixed point; divide: v -> d / v oscillates, bounded
-        "c": {"add": 1e-7, "mul": 1.0 + 1e-7, "fma": 0.97, "divide": 1.0, "random": 0.0},
-        "d": {"add": 0.0, "mul": 0.0, "fma": 0.03, "divide": 1.1, "random": 0.0},
+        "c": {"add": 1e-7, "mul": 1.0 + 1e-7, "fma": 0.97, "divide": 1.0, "random": 0.0, "move": 1.0, "short_add": 1e-7},
+        "d": {"add": 0.0, "mul": 0.0, "fma": 0.03, "divide": 1.1, "random": 0.0, "move": 0.0, "short_add": 0.0},
         "dtype": dt,
         "backend": backend,
     }
@@ -176,6 +193,12 @@ def _call_s(state: dict[str, Any], op: str, passes: int) -> float:
     return time.perf_counter() - t0
 
 
+def elements(state: dict[str, Any], op: str, passes: int = PASSES) -> int:
+    """Elements one call of ``op`` over ``passes`` passes operates on: the block's (for ``short_add``, its first
+    :data:`SHORT_BLOCK`)."""
+    return (SHORT_BLOCK if op == "short_add" else state["buf"].shape[0]) * int(passes)
+
+
 def run(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -> int:
     """One measured call of ``passes`` over the state's block on the state's backend; returns the
     element-operations executed."""
@@ -184,6 +207,14 @@ def run(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -> int
     n_ops, passes = int(n_ops), int(passes)
     if n_ops > max(N_OPS):
         raise ValueError(f"at most {max(N_OPS)} operations per element, got {n_ops}")
+    if op not in ops_for(state["backend"]):
+        raise ValueError(f"{op!r} is measured on {' and '.join(b for b in BACKENDS if op in ops_for(b))} only")
+    if op == "short_add":
+        row, step = buf[:SHORT_BLOCK], _operand(state, "c", op)[:SHORT_BLOCK]
+        for _ in range(passes):
+            for _j in range(n_ops):
+                np.add(row, step, out=row)
+        return SHORT_BLOCK * passes * n_ops
     if state["backend"] == "numba":
         if op == "random":
             _gather_nb(buf, state["table"], state["idx"], n_ops, passes, GATHER_STRIDE)
@@ -206,6 +237,8 @@ def run(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -> int
                     np.add(buf, d, out=buf)
                 elif op == "divide":
                     np.divide(d, buf, out=buf)
+                elif op == "move":
+                    np.copyto(buf, c)
                 else:
                     np.take(table, idx[j * GATHER_STRIDE:j * GATHER_STRIDE + m], out=gathered)
                     np.add(buf, gathered, out=buf)
@@ -244,7 +277,7 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per ``op/dtype``: the fit and the median time per operation count."""
     out = {}
-    for op in OPS:
+    for op in OPS + NUMPY_OPS:
         for dtype in DTYPES:
             sel = [r for r in rows if r["op"] == op and r["dtype"] == dtype]
             if not sel:

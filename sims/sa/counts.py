@@ -29,3 +29,22 @@ PHASE_COUNTS = {"vecadd": (VECADD_FLOPS, VECADD_BYTES), "powadd": (POWADD_FLOPS,
 #: VecAdd one add; PowAdd 32 x (63 multiplications + 1 add).
 PHASE_OPERATIONS = {"vecadd": {"add": 1, "mul": 0},
                     "powadd": {"add": POWADD_TERMS, "mul": POWADD_TERMS * POW_EXPONENT}}
+
+#: Elements per block of the NumPy PowAdd (:func:`sims.sa.kernels._powadd_xp`). Its (32, block) float32 buffers
+#: p and x are 2 x 32 x block x 4 bytes = 512 KiB at 2048: L2 resident; measured best of 512..16384 on a Xeon
+#: (SPR) core: 5.5 GF/s at 2048, 5.2-5.4 at 512-4096, 2.9 at 8192, 2.1 at 16384.
+NUMPY_POWADD_BLOCK = 2048
+#: Elements of one in-place ufunc call over the NumPy PowAdd's (32, block) buffer.
+NUMPY_POWADD_CALL = POWADD_TERMS * NUMPY_POWADD_BLOCK
+#: The NumPy PowAdd as the basic blocks it runs, per element, in order (Kannan et al.'s instruction mix per basic
+#: block; NumPy runs every ufunc call as a loop of its own, so each call is one basic block and the blocks run one
+#: after the other): element-operations per element of ``e``'s columns by kind, and the bytes each block moves to
+#: or from memory. The 63 multiplications and 32 adds are the paper's counted flops; the copy of ``e``'s 32 rows
+#: into the buffer and the fill of the power buffer with ``one`` are moves the NumPy form executes and the compiled
+#: forms do not; the adds run as 32 calls of one row (:data:`NUMPY_POWADD_BLOCK` elements), ``short_add``.
+NUMPY_POWADD_BLOCKS = (
+    {"name": "copy e", "ops": {"move": POWADD_TERMS}, "bytes": POWADD_TERMS * 4},
+    {"name": "fill", "ops": {"move": POWADD_TERMS}, "bytes": 0},
+    {"name": "multiply", "ops": {"mul": POWADD_TERMS * POW_EXPONENT}, "bytes": 0},
+    {"name": "add into d", "ops": {"short_add": POWADD_TERMS}, "bytes": 8},
+)

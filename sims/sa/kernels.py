@@ -36,6 +36,7 @@ import numpy as np
 
 from sims.backends.jit import jit
 from sims.sa.counts import (
+    NUMPY_POWADD_BLOCK,
     PHASES,
     POW_EXPONENT,
     POWADD_TERMS,
@@ -47,11 +48,6 @@ from sims.sa.counts import (
 E_RANGE = (0.98, 1.02)
 BC_RANGE = (0.5, 1.5)
 
-#: elements per block of the numpy / xp-generic PowAdd. The (32, block) float32
-#: buffers p and x are 2 x 32 x block x 4 bytes = 512 KiB at 2048: L2
-#: resident; measured best of 512..16384 on a Xeon (SPR) core: 5.5 GF/s at 2048,
-#: 5.2-5.4 at 512-4096, 2.9 at 8192, 2.1 at 16384.
-NUMPY_POWADD_BLOCK = 2048
 #: elements per tile of the numba PowAdd (d tile of 8 KiB stays in L1).
 NUMBA_POWADD_TILE = 2048
 

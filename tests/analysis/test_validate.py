@@ -208,6 +208,15 @@ def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
     flagged = predict_perop(runs.assign(tau_r2_host=0.99, tau_r2_accel=0.87)).set_index("variant")
     assert flagged.loc["CO", "perop_fit_r2"] == 0.99 and flagged.loc["CO", "fit_note"] == ""
     assert flagged.loc["CP", "perop_fit_r2"] == 0.87 and "R² 0.87 < 0.95 on the accel" in flagged.loc["CP", "fit_note"]
+    # a host characterised with NumPy's move and short-add costs runs the NumPy kernels: each ufunc call a basic
+    # block, one after the other - VecAdd's one add, then PowAdd's copy of e, fill, 63 multiplies and 32 row adds
+    t_b, tau_move, tau_short = T["t_b_host"], 3e-9, 4e-9
+    numpy_host = predict_perop(runs.assign(tau_move_host=tau_move, tau_short_add_host=tau_short)).set_index("variant")
+    vecadd = max(N * 1e-9, N * 12 * t_b)
+    powadd = (max(N * 32 * tau_move, N * 128 * t_b) + N * 32 * tau_move + N * 2016 * 2e-9
+              + max(N * 32 * tau_short, N * 8 * t_b))
+    assert numpy_host.loc["CO", "time_predicted_s"] == pytest.approx(vecadd + powadd)
+    assert numpy_host.loc["CP", "time_predicted_s"] == pytest.approx(max(vecadd, out.loc["CP", "time_predicted_s"]))
 
 
 EN = {"e_f_host": 1e-9, "e_b_host": 5e-10, "p_s_host": 10.0, "e_f_accel": 2e-10, "e_b_accel": 1e-10, "p_s_accel": 5.0}

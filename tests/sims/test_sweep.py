@@ -85,6 +85,28 @@ def test_per_operation_kernels_execute_their_chains(op, dtype):
         ops.run(st, op, 65)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numpy_moves_and_short_adds_execute_their_chains(dtype):
+    """``move`` copies the operand into the block ``n_ops`` times a pass; ``short_add`` adds ``n_ops`` times a pass
+    into the block's first row only (:data:`sims.bench.ops.SHORT_BLOCK`). Compiled chains have neither."""
+    from sims.bench import ops
+
+    st = ops.setup(dtype, 100_000, seed=5, backend="numpy")
+    assert ops.run(st, "move", 8, passes=3) == ops.NUMPY_BLOCK * 3 * 8 == ops.elements(st, "move", 3) * 8
+    np.testing.assert_array_equal(st["buf"], np.ones(ops.NUMPY_BLOCK, dtype))
+    step = st["dtype"].type(st["c"]["short_add"])
+    row = st["buf"][:ops.SHORT_BLOCK].copy()
+    for _ in range(3 * 16):
+        row = row + step
+    assert ops.run(st, "short_add", 16, passes=3) == ops.SHORT_BLOCK * 3 * 16 == ops.elements(st, "short_add", 3) * 16
+    np.testing.assert_array_equal(st["buf"][:ops.SHORT_BLOCK], row)
+    np.testing.assert_array_equal(st["buf"][ops.SHORT_BLOCK:], 1)  # the rest of the block untouched
+    numba = ops.setup(dtype, 100_000, seed=5, backend="numba")
+    for op in ops.NUMPY_OPS:
+        with pytest.raises(ValueError, match="numpy only"):
+            ops.run(numba, op, 8)
+
+
 def test_per_operation_calls_are_sized_and_interleaved():
     from sims.bench import ops
 
@@ -97,6 +119,10 @@ def test_per_operation_calls_are_sized_and_interleaved():
     assert [r for r, *_ in order] == sorted(r for r, *_ in order)  # every fit's first repetition before any second
     assert order[0][1:] == (ops.OPS[0], ops.DTYPES[0], ops.N_OPS[0]) and order[-1][1:] == (ops.OPS[-1], ops.DTYPES[-1],
                                                                                             ops.N_OPS[-1])
+    on_numpy = ops.schedule(2, "numpy")  # the NumPy-only operations after the others, in every repetition
+    assert len(on_numpy) == 2 * len(ops.OPS + ops.NUMPY_OPS) * len(ops.DTYPES) * len(ops.N_OPS)
+    assert [o for _, o, *_ in on_numpy[:len(on_numpy) // 2]] == [o for _, o, *_ in on_numpy[len(on_numpy) // 2:]]
+    assert on_numpy[-1][1] == ops.NUMPY_OPS[-1] and not {o for _, o, *_ in order} & set(ops.NUMPY_OPS)
     with pytest.raises(ValueError, match="numba or numpy"):
         ops.setup("float32", 1000, seed=5, backend="cupy")
 
