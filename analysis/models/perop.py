@@ -18,6 +18,9 @@ from sims.sa.counts import NUMPY_POWADD_BLOCKS, PHASE_COUNTS, PHASE_OPERATIONS
 PEROP_MODEL = "per-operation (Kannan)"
 #: a per-operation fit below this R² is flagged on every run whose prediction used it (``perop_fit_r2``, ``fit_note``)
 TRUSTED_R2 = 0.95
+#: a multiplication cost that moved more than this (largest / smallest over the characterisation's repetitions)
+#: is flagged likewise (``perop_fit_spread``): the prediction is uncertain by as much
+TRUSTED_SPREAD = 1.2
 
 
 def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
@@ -37,11 +40,14 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
     have = have.loc[out.index] if len(have) else have  # the rows predict_sa kept, in its order
     descs = params_docs(have["params"]) if len(have) else []
-    parts, fit_r2 = {}, {}
+    parts, fit_r2, fit_spread = {}, {}, {}
     for role in ("host", "accel"):
         n = np.array([float((d.get("elements") or {}).get(role, 0) or 0) for d in descs], dtype=np.float64)
         r2 = have[f"tau_r2_{role}"].to_numpy(dtype=np.float64) if f"tau_r2_{role}" in have else np.full(len(n), np.nan)
         fit_r2[role] = np.where(n > 0, r2, np.nan)  # only the fits of a processor the run used
+        sp = have[f"tau_spread_{role}"].to_numpy(dtype=np.float64) if f"tau_spread_{role}" in have \
+            else np.full(len(n), np.nan)
+        fit_spread[role] = np.where(n > 0, sp, np.nan)
         phases = [tuple((d.get("phases") or {}).get(role) or ()) for d in descs]
         part = np.full(len(have), np.nan)
         kind = pd.Series(phases, dtype=object).astype(str).to_numpy() if len(have) else np.empty(0, dtype=object)
@@ -75,7 +81,7 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     if ok.any():
         tight[ok] = metrics.tightness(out["perf_measured"].to_numpy()[ok], out["perf_predicted"].to_numpy()[ok])
     out["tightness"] = tight
-    out["perop_fit_r2"], out["fit_note"] = _fit_flags(fit_r2, out.index)
+    out["perop_fit_r2"], out["perop_fit_spread"], out["fit_note"] = _fit_flags(fit_r2, fit_spread, out.index)
     return out[ok] if len(out) else out
 
 
@@ -95,17 +101,28 @@ def numpy_part_time(n: np.ndarray, phases: tuple[str, ...], tau: dict[str, float
     return total
 
 
-def _fit_flags(fit_r2: dict[str, np.ndarray], index: pd.Index) -> tuple[np.ndarray, pd.Series]:
-    """Per run: the smallest R² of the add/mul fits of the processors it used, and a note where that is below
-    :data:`TRUSTED_R2` (the costs were measured too noisily to trust the prediction as the model's)."""
+def _fit_flags(fit_r2: dict[str, np.ndarray], fit_spread: dict[str, np.ndarray],
+               index: pd.Index) -> tuple[np.ndarray, np.ndarray, pd.Series]:
+    """Per run: the smallest R² of the cost fits of the processors it used and the largest spread of their
+    multiplication cost, and a note where the R² is below :data:`TRUSTED_R2` (the costs were measured too
+    noisily to trust the prediction as the model's) or the spread above :data:`TRUSTED_SPREAD` (the cost moved
+    that much while it was measured, so the machine's speed, not only the model, decides the tightness)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a run with neither processor's R²: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)  # a run with neither processor's figure: NaN
         r2 = np.fmin(fit_r2["host"], fit_r2["accel"])
+        spread = np.fmax(fit_spread["host"], fit_spread["accel"])
     notes = np.full(len(r2), "", dtype=object)
-    for i in np.flatnonzero(r2 < TRUSTED_R2):
-        role = "host" if fit_r2["host"][i] == r2[i] else "accel"
-        notes[i] = f"per-operation fit R² {r2[i]:.3g} < {TRUSTED_R2} on the {role}: costs too noisy to trust"
-    return r2, pd.Series(notes, index=index, dtype="string")
+    for i in range(len(r2)):
+        said = []
+        if r2[i] < TRUSTED_R2:
+            role = "host" if fit_r2["host"][i] == r2[i] else "accel"
+            said.append(f"per-operation fit R² {r2[i]:.3g} < {TRUSTED_R2} on the {role}: costs too noisy to trust")
+        if spread[i] > TRUSTED_SPREAD:
+            role = "host" if fit_spread["host"][i] == spread[i] else "accel"
+            said.append(f"the {role}'s multiplication cost moved {spread[i]:.2f}x between the characterisation's "
+                        f"repetitions (> {TRUSTED_SPREAD}): the prediction is uncertain by as much")
+        notes[i] = "; ".join(said)
+    return r2, spread, pd.Series(notes, index=index, dtype="string")
 
 
 class PerOperation(Model):

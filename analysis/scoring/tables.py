@@ -105,7 +105,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "cv_smape": ("fraction", "mean SMAPE of the left-out scale's median, leaving each scale out in turn"),
     "poor_fit": ("", "true when the adjusted R² is below 0.9 or there were fewer than 3 scales"),
     "fit_note": ("", "why the fit is flagged, empty when it is not (scaling fits: too few scales or a poor fit; "
-                     "per-operation model rows: a cost fit with R² below 0.95)"),
+                     "per-operation model rows: a cost fit with R² below 0.95, or a multiplication cost that moved "
+                     "more than 1.2x between the characterisation's repetitions)"),
     "extrapolated": ("", "the fit at 2x and 4x the largest scale with its 95 % prediction interval"),
     "heldout_scale": ("", "the largest scale, left out of the held-out fit"),
     "scale_values": ("", "the series' scales (ranks or size), ascending"),
@@ -162,6 +163,9 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "ceiling": ("", "the compute ceiling(s) its phases run against (kernel class and precision)"),
     "perop_fit_r2": ("", "per-operation model: the smallest R² of the cost fits (add and mul; on a NumPy "
                          "processor also move and short_add) of the processors the run used (null for other models)"),
+    "perop_fit_spread": ("", "per-operation model: the largest spread (largest / smallest over the "
+                             "characterisation's repetitions) of the float32 multiplication cost of the processors "
+                             "the run used (null for other models, or a platform file without repetitions)"),
     "p_category": ("", "PeaPaw's P-Paw category of the platform"), "p_guideline": ("", "its guideline"),
     "e_category": ("", "PeaPaw's E-Paw category (needs e_f, e_b, p_s from a meter)"),
     "guideline_wps": ("", "the run WPs the guideline prescribes"),

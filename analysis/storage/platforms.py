@@ -28,10 +28,14 @@ NUMPY_TAU_COLS = ["tau_move_host", "tau_short_add_host", "tau_move_accel", "tau_
 #: the smallest R² of the fits behind a processor's per-operation costs (:data:`TAU_COLS`, and
 #: :data:`NUMPY_TAU_COLS` where measured)
 TAU_R2_COLS = ["tau_r2_host", "tau_r2_accel"]
+#: the ``tau_spread`` of a processor's float32 multiplication cost: how far it moved between the
+#: characterisation's repetitions (it carries 2016 of the PowAdd's 2048 operations per element)
+TAU_SPREAD_COLS = ["tau_spread_host", "tau_spread_accel"]
 ENERGY_PARAMS = ("e_f", "e_b", "p_s")
 ENERGY_COLS = [f"{p}_{r}" for r in ("host", "accel") for p in ENERGY_PARAMS]
 #: ``t_f_<class>_<dtype>_<role>``: the compute ceilings per kernel class (:mod:`analysis.scoring.ceilings`)
-PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *NUMPY_TAU_COLS, *TAU_R2_COLS, *ENERGY_COLS, "idle_w",
+PLATFORM_COLS = ["t_f_host", "t_b_host", "t_f_accel", "t_b_accel", *TAU_COLS, *NUMPY_TAU_COLS, *TAU_R2_COLS,
+                 *TAU_SPREAD_COLS, *ENERGY_COLS, "idle_w",
                  *CEILING_COLS]
 #: why a role's fitted energy parameters are not used ("" when they are, or when there are none)
 PROBLEM_COLS = ["energy_problem_host", "energy_problem_accel"]
@@ -119,6 +123,8 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
                 got = (fit or {}).get("r2")
                 r2.append(float(got) if got is not None else np.nan)
             row[f"tau_r2_{role}"] = min(r2) if all(np.isfinite(r2)) else np.nan
+            spread = (fits.get("mul/float32") or {}).get("tau_spread")
+            row[f"tau_spread_{role}"] = float(spread) if spread is not None else np.nan
         rows.append(row)
     cols = ["platform", *PLATFORM_COLS]
     return pd.DataFrame(rows, columns=[*cols, *PROBLEM_COLS]).astype(

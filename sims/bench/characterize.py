@@ -193,7 +193,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             m = measure(comm, work, backend.synchronize, 1 if rep == 0 else 0, 1, factor)
             if role == target:
                 elements = ops.elements(op_state[dt], op, passes[op, dt])
-                rows += [{"op": op, "dtype": dt, "n_ops": n_ops, "elements": elements, "ops": elements * n_ops,
+                rows += [{"op": op, "dtype": dt, "rep": rep, "n_ops": n_ops, "elements": elements, "ops": elements * n_ops,
                           "bytes": ops.bytes_of(op_state[dt], op, n_ops, passes[op, dt]), "time_s": r.own_s}
                          for r in m.repetitions]
         if role == target:
@@ -396,7 +396,7 @@ def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
                    "operation), repetitions interleaved across operations (the first after a warm-up call); "
                    "random = gathers from an array beyond the LLC; numpy only: move = np.copyto from an in-cache "
                    "operand, short_add = add in calls of one SA buffer row; least squares T = tau * ops + c over "
-                   "each count's median per op/dtype"),
+                   "each count's median per op/dtype; tau_spread = largest / smallest tau fitted to one repetition alone"),
         "fits": ops.summarize(rows),
         "samples": rows,
     }

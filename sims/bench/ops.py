@@ -262,16 +262,30 @@ def bytes_of(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -
 def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Least squares ``T = tau * ops + c`` over the median time at each operation count of one (op, dtype):
     tau, intercept, R², the residual and the median time at each count (as the ping-pong's fit takes each
-    size's median: a call slowed by the machine, not by the kernel, moves one sample and not the fit)."""
+    size's median: a call slowed by the machine, not by the kernel, moves one sample and not the fit).
+
+    Rows that carry their repetition (``rep``, as characterisation records them) also give ``tau`` fitted to
+    each repetition alone (``tau_by_rep``) and ``tau_spread``, the largest over the smallest: how far the
+    operation's cost moved while it was measured (repetitions are interleaved across every operation, so
+    they lie seconds apart); null without ``rep`` or with fewer than two complete repetitions."""
     counts = sorted({int(r["n_ops"]) for r in rows})
     if len(counts) < 2:
         raise ValueError("the per-operation fit needs samples at two or more operation counts")
     ops = np.array([statistics.median(r["ops"] for r in rows if r["n_ops"] == n) for n in counts], dtype=float)
     t = np.array([statistics.median(r["time_s"] for r in rows if r["n_ops"] == n) for n in counts], dtype=float)
     f = linear_fit([ops], t, intercept=True)
+    by_rep: dict[int, dict[int, dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("rep") is not None:
+            by_rep.setdefault(int(r["rep"]), {})[int(r["n_ops"])] = r
+    taus = [linear_fit([[one[n]["ops"] for n in counts]], [one[n]["time_s"] for n in counts], intercept=True).coef[0]
+            for _, one in sorted(by_rep.items()) if sorted(one) == counts]
+    spread = max(taus) / min(taus) if len(taus) >= 2 and min(taus) > 0 else None
     return {"tau": f.coef[0], "intercept_s": f.coef[1], "r2": f.r2,
             "residuals_s": {n: float(r) for n, r in zip(counts, f.residuals, strict=True)},
-            "median_time_s": {n: float(v) for n, v in zip(counts, t, strict=True)}, "n_samples": len(rows)}
+            "median_time_s": {n: float(v) for n, v in zip(counts, t, strict=True)}, "n_samples": len(rows),
+            "tau_by_rep": [float(x) for x in taus] if len(taus) >= 2 else None,
+            "tau_spread": float(spread) if spread is not None else None}
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

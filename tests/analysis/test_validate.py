@@ -67,6 +67,26 @@ def write_platform(where):
     (where / "pair.yaml").write_text(yaml.safe_dump({"platform": "pair", "processors": procs}))
 
 
+def test_a_platforms_per_operation_costs_and_the_spread_of_its_multiplication_cost(tmp_path):
+    """The platform frame carries each processor's add/mul costs, the NumPy move/short_add costs where measured
+    (null on the Numba one), the smallest R² of those fits and the multiplication cost's spread."""
+    from analysis.storage.platforms import load_platforms
+
+    def fits(ops, spread):
+        return {f"{op}/float32": {"tau": 1e-10 * (k + 1), "r2": 0.99 - 0.01 * k,
+                                  "tau_spread": spread if op == "mul" else 3.0} for k, op in enumerate(ops)}
+
+    procs = {role: {"t_f": {"value": T[f"t_f_{role}"]}, "t_b": {"value": T[f"t_b_{role}"]}} for role in ("host", "accel")}
+    procs["host"]["operations"] = {"fits": fits(("add", "mul", "move", "short_add"), 1.3)}
+    procs["accel"]["operations"] = {"fits": fits(("add", "mul"), None)}
+    (tmp_path / "pair.yaml").write_text(yaml.safe_dump({"platform": "pair", "processors": procs}))
+    row = load_platforms(tmp_path).iloc[0]
+    assert (row["tau_move_host"], row["tau_short_add_host"]) == (pytest.approx(3e-10), pytest.approx(4e-10))
+    assert np.isnan(row["tau_move_accel"]) and np.isnan(row["tau_short_add_accel"])
+    assert row["tau_r2_host"] == pytest.approx(0.96) and row["tau_r2_accel"] == pytest.approx(0.98)
+    assert row["tau_spread_host"] == pytest.approx(1.3) and np.isnan(row["tau_spread_accel"])
+
+
 def test_reduce_repetitions_takes_medians_and_spread():
     out = reduce_repetitions(frame(STUDY)).set_index("run_id")
     assert list(out.index) == ["a", "b", "c", "d", "e", "f", "g"]  # the failed run is not reduced
@@ -208,6 +228,13 @@ def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
     flagged = predict_perop(runs.assign(tau_r2_host=0.99, tau_r2_accel=0.87)).set_index("variant")
     assert flagged.loc["CO", "perop_fit_r2"] == 0.99 and flagged.loc["CO", "fit_note"] == ""
     assert flagged.loc["CP", "perop_fit_r2"] == 0.87 and "R² 0.87 < 0.95 on the accel" in flagged.loc["CP", "fit_note"]
+    # a multiplication cost that moved more than 1.2x between the characterisation's repetitions is flagged too
+    moved = predict_perop(runs.assign(tau_spread_host=1.49, tau_spread_accel=1.05)).set_index("variant")
+    assert moved.loc["CO", "perop_fit_spread"] == 1.49 and "host's multiplication cost moved 1.49x" in moved.loc["CO", "fit_note"]
+    assert moved.loc["CP", "perop_fit_spread"] == 1.49  # CP's VecAdd ran on the host
+    both_flags = predict_perop(runs.assign(tau_spread_host=1.49, tau_r2_host=0.9)).set_index("variant")
+    assert both_flags.loc["CO", "fit_note"].count("; ") == 1
+    assert out.loc["CO", "fit_note"] == "" and np.isnan(out.loc["CO", "perop_fit_spread"])  # no spread: no flag
     # a host characterised with NumPy's move and short-add costs runs the NumPy kernels: each ufunc call a basic
     # block, one after the other - VecAdd's one add, then PowAdd's copy of e, fill, 63 multiplies and 32 row adds
     t_b, tau_move, tau_short = T["t_b_host"], 3e-9, 4e-9

@@ -117,6 +117,7 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
         measured = ("add", "mul", "fma", "divide", "random") + (("move", "short_add") if role == "host" else ())  # numpy
         assert set(fits) == {f"{o}/{d}" for o in measured for d in ("float32", "float64")}
         assert all(f["tau"] > 0 for f in fits.values()), {k: (f["tau"], f["median_time_s"]) for k, f in fits.items()}
+        assert all(len(f["tau_by_rep"]) == 5 and f["tau_spread"] >= 1 for f in fits.values())  # each repetition's tau
     net = doc["network"]  # MPI ping-pong between the two ranks
     assert net["latency"]["value"] > 0 and net["t_net"]["value"] > 0 and len(net["samples_s"]) == 10
     assert "[hetval characterize] pair host (numpy)" in proc.stdout

@@ -161,6 +161,12 @@ def test_per_operation_fit_recovers_the_cost():
     # one call slowed 3x by the machine (another process) moves one sample, not the fit
     slowed = [dict(r, time_s=r["time_s"] * 3) if i == 7 else r for i, r in enumerate(rows)]
     assert ops.fit(slowed)["tau"] == pytest.approx(tau, rel=0.03) and ops.fit(slowed)["r2"] > 0.99
+    assert f["tau_spread"] is None and f["tau_by_rep"] is None  # rows without their repetition
+    # with their repetitions (as characterisation records them): one repetition 1.5x slower moves tau_spread
+    reps = [dict(r, rep=i % 5, time_s=r["time_s"] * (1.5 if i % 5 == 3 else 1.0)) for i, r in enumerate(rows)]
+    spread = ops.fit(reps)
+    assert len(spread["tau_by_rep"]) == 5 and spread["tau_spread"] == pytest.approx(1.5, rel=0.05)
+    assert spread["tau"] == pytest.approx(tau, rel=0.03)  # the medians' fit does not move
     summary = ops.summarize(rows)
     assert set(summary) == {"add/float32"} and sorted(summary["add/float32"]["median_time_s"]) == list(ops.N_OPS)
     with pytest.raises(ValueError, match="two or more"):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from analysis.models.perop import TRUSTED_SPREAD
 from analysis.report.common import (
     GIGA,
     NA,
@@ -267,6 +268,13 @@ class PlatformsSection(Section):
                     out.para(f"{plat.name}/{name}: per-operation cost fits with R² below {POOR_R2}: "
                              f"{', '.join(poor_ops)} (their tau is shown but does not describe the operation well).",
                              "alert")
+                moved = sorted((k, f["tau_spread"]) for k, f in (ops or {}).items()
+                               if (f.get("tau_spread") or 0) > TRUSTED_SPREAD)
+                if moved:
+                    out.para(f"{plat.name}/{name}: per-operation costs that moved more than {TRUSTED_SPREAD}x between "
+                             f"the characterisation's repetitions: "
+                             f"{', '.join(f'{k} ({v:.2f}x)' for k, v in moved)} (the machine's speed changed while "
+                             "they were measured; predictions from them are uncertain by as much).", "alert")
                 if isinstance(fit, dict) and fit.get("poor_fit"):
                     out.para(f"{plat.name}/{name}: the roofline fitted to the intensity sweep is poor "
                              f"(R²={fmt_sig(fit.get('r2'))}): its t_f/t_b do not describe this processor's kernels well.", "alert")
