@@ -117,7 +117,7 @@ def _fit_flags(fit_r2: dict[str, np.ndarray], fit_spread: dict[str, np.ndarray],
         if r2[i] < TRUSTED_R2:
             role = "host" if fit_r2["host"][i] == r2[i] else "accel"
             said.append(f"per-operation fit R² {r2[i]:.3g} < {TRUSTED_R2} on the {role}: costs too noisy to trust")
-        if spread[i] > TRUSTED_SPREAD:
+        if round(spread[i], 2) > TRUSTED_SPREAD:  # as the note shows it
             role = "host" if fit_spread["host"][i] == spread[i] else "accel"
             said.append(f"the {role}'s multiplication cost moved {spread[i]:.2f}x between the characterisation's "
                         f"repetitions (> {TRUSTED_SPREAD}): the prediction is uncertain by as much")

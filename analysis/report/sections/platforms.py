@@ -269,7 +269,7 @@ class PlatformsSection(Section):
                              f"{', '.join(poor_ops)} (their tau is shown but does not describe the operation well).",
                              "alert")
                 moved = sorted((k, f["tau_spread"]) for k, f in (ops or {}).items()
-                               if (f.get("tau_spread") or 0) > TRUSTED_SPREAD)
+                               if round(f.get("tau_spread") or 0, 2) > TRUSTED_SPREAD)  # as shown
                 if moved:
                     out.para(f"{plat.name}/{name}: per-operation costs that moved more than {TRUSTED_SPREAD}x between "
                              f"the characterisation's repetitions: "
