@@ -49,6 +49,12 @@ CLASSES = {**CEILING_CLASSES, **BANDWIDTH_CLASSES}
 DTYPES = CEILING_DTYPES
 #: default square sizes of the GEMM ceiling (the characterize section's ``gemm_sizes`` overrides them)
 GEMM_SIZES = (512, 1024, 2048)
+#: The transposes are measured in this many rounds at different moments of characterisation (after the triad,
+#: with the other ceilings, at the end), each on fresh arrays, and the ceiling is the fastest sample of all:
+#: strided access on a shared machine runs at a third to a half of its rate for seconds at a time (one
+#: characterisation here measured a transpose at 0.41-0.46 GB/s in all its samples, which the study's runs
+#: minutes later beat twice over), and a ceiling is the best the machine does.
+TRANSPOSE_ROUNDS = 3
 
 
 def gemm_setup(backend: Any, n: int, dtype: str, seed: int) -> dict[str, Any]:
@@ -117,14 +123,8 @@ def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callab
     and returns the rates on the target (flop/s; bytes/s for a bandwidth class). Returns
     ``{"<class>/<dtype>": {size: rates}}`` on the target. The transpose is measured at ``transposes[dtype]``'s
     sizes (:func:`sims.bench.plan.transpose_sizes`) when given."""
-    out: dict[str, dict[int, list[float]]] = {}
+    out: dict[str, dict[int, list[float]]] = measure_transposes(role, target, backend, run, seed, transposes) or {}
     for dt in DTYPES:
-        for n in (transposes or {}).get(dt, ()):
-            t = transpose_setup(backend, n, dt, seed) if role == target else None
-            rates = run((lambda s=t: transpose(backend, s)) if t is not None else None)
-            if rates is not None:
-                out.setdefault(f"transpose/{dt}", {})[int(n)] = rates
-            del t
         if dt != "float32":  # vector float32 is the platform's t_f, measured once
             state = vector_setup(backend, dt, seed) if role == target else None
             rates = run((lambda s=state: kernels.fma_peak(backend, s)) if state is not None else None)
@@ -139,6 +139,31 @@ def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callab
     return out if role == target else None
 
 
+def measure_transposes(role: str, target: str, backend: Any, run: Callable[[Callable[[], int] | None], list[float] | None],
+                       seed: int, transposes: Mapping[str, Sequence[int]] | None) -> dict[str, dict[int, list[float]]] | None:
+    """The transpose on ``target`` at ``transposes[dtype]``'s sizes, each on arrays of its own (freed after):
+    ``{"transpose/<dtype>": {size: rates}}`` on the target, None elsewhere (as :func:`measure_ceilings`)."""
+    out: dict[str, dict[int, list[float]]] = {}
+    for dt in DTYPES:
+        for n in (transposes or {}).get(dt, ()):
+            t = transpose_setup(backend, n, dt, seed) if role == target else None
+            rates = run((lambda s=t: transpose(backend, s)) if t is not None else None)
+            if rates is not None:
+                out.setdefault(f"transpose/{dt}", {})[int(n)] = rates
+            del t
+    return out if role == target else None
+
+
+def merge_rounds(rounds: Sequence[dict[str, dict[int, list[float]]] | None]) -> dict[str, dict[int, list[float]]]:
+    """Rounds of :func:`measure_transposes` as one: every size's rates of every round, in round order."""
+    out: dict[str, dict[int, list[float]]] = {}
+    for one in rounds:
+        for key, by_size in (one or {}).items():
+            for n, rates in by_size.items():
+                out.setdefault(key, {}).setdefault(int(n), []).extend(rates)
+    return out
+
+
 def document(measured: dict[str, dict[int, list[float]]], unit: str, warmup: int,
              bandwidth_unit: str = "s/byte") -> dict[str, dict[str, Any]]:
     """The platform file's ``ceilings`` section of one processor: ``{class: {dtype: parameter}}`` (a compute
@@ -148,7 +173,9 @@ def document(measured: dict[str, dict[int, list[float]]], unit: str, warmup: int
         cls, dt = key.split("/")
         sizes = sorted(n for n in by_size if n)
         method = (f"{CLASSES[cls]}, {dt}" + (f", n = {', '.join(map(str, sizes))}; the ceiling is the size with "
-                                             "the highest median rate" if sizes else "") + "; value = 1 / the fastest sample")
+                                             "the highest median rate" if sizes else "")
+                  + (f"; in {TRANSPOSE_ROUNDS} rounds at different moments, fresh arrays and a warm-up call each"
+                     if cls == "transpose" else "") + "; value = 1 / the fastest sample")
         doc.setdefault(cls, {})[dt] = summarize(by_size, bandwidth_unit if cls in BANDWIDTH_CLASSES else unit,
                                                 method, warmup)
     return doc

@@ -120,6 +120,34 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     say("step 1 of 7: triad on both processors at once")
     mine["t_b_shared"] = run("triad", set(ROLES))
     triad_state.clear()  # one phase's arrays at a time
+    from sims.bench import ceilings, plan
+
+    def timed(work: Any, warm: int = warmup, n: int = reps) -> list[float] | None:
+        done: dict[str, int] = {}
+
+        def body() -> None:
+            if work is not None:
+                done["count"] = work()
+
+        m = measure(comm, body, backend.synchronize, warm, n, factor)
+        return [done["count"] / r.own_s for r in m.repetitions] if work is not None else None
+
+    transposes = {dt: plan.transpose_sizes(spec.get("transpose_sizes"), n_triad, dt, sizes.budget_bytes, say)
+                  for dt in ceilings.DTYPES}
+    tr = "; ".join(f"{dt} n = {', '.join(map(str, ns))}" for dt, ns in transposes.items())
+    rounds: list[Any] = []
+
+    def transpose_round(step: str) -> None:
+        """One of the transposes' rounds (:data:`sims.bench.ceilings.TRANSPOSE_ROUNDS`) on each processor."""
+        for target in ROLES:
+            say(f"{step}: the transpose's bandwidth on {target} ({tr}), round {len(rounds) // len(ROLES) + 1} of "
+                f"{ceilings.TRANSPOSE_ROUNDS}")
+            got = ceilings.measure_transposes(role, target, backend, lambda w: timed(w, 1, round_reps), 17 + rank,
+                                              transposes)
+            rounds.append(got)
+
+    round_reps = max(2, -(-reps // ceilings.TRANSPOSE_ROUNDS))
+    transpose_round("step 1 of 7")
     from sims.bench import sweep
 
     sweep_state = sweep.setup(backend, n_triad, seed=7 + rank)
@@ -199,29 +227,14 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         if role == target:
             mine["operations"] = rows if backend.name != "cupy" else []
     op_state.clear()
-    from sims.bench import ceilings, plan
-
-    def timed(work: Any) -> list[float] | None:
-        done: dict[str, int] = {}
-
-        def body() -> None:
-            if work is not None:
-                done["count"] = work()
-
-        m = measure(comm, body, backend.synchronize, warmup, reps, factor)
-        return [done["count"] / r.own_s for r in m.repetitions] if work is not None else None
-
     gemm_sizes = [int(n) for n in spec.get("gemm_sizes") or ceilings.GEMM_SIZES]
-    transposes = {dt: plan.transpose_sizes(spec.get("transpose_sizes"), n_triad, dt, sizes.budget_bytes, say)
-                  for dt in ceilings.DTYPES}
-    tr = "; ".join(f"{dt} n = {', '.join(map(str, ns))}" for dt, ns in transposes.items())
     for target in ROLES:
-        say(f"step 5 of 7: ceilings on {target}: vector FMA chains, GEMM n = {', '.join(map(str, gemm_sizes))} "
-            f"and the transpose's bandwidth ({tr}), {' and '.join(ceilings.DTYPES)}")
-        got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank,
-                                        transposes=transposes)
+        say(f"step 5 of 7: ceilings on {target}: vector FMA chains and GEMM n = {', '.join(map(str, gemm_sizes))}, "
+            f"{' and '.join(ceilings.DTYPES)}")
+        got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank)
         if role == target:
             mine["ceilings"] = got
+    transpose_round("step 5 of 7")
     fdm = spec.get("fdm") or None
     if fdm:
         mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor, say)
@@ -232,6 +245,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     say(f"step 7 of 7: MPI ping-pong host <-> accel, {len(pingpong.SIZES)} sizes {pingpong.SIZES[0]} B .. "
         f"{pingpong.SIZES[-1]} B")
     pp = pingpong.measure(comm, repetitions=reps, say=say)
+    transpose_round("step 7 of 7")
+    mine["ceilings"].update(ceilings.merge_rounds(rounds))  # this rank's own rounds (None where another measured)
     gathered = comm.gather(mine, root=0)
     if rank != 0:
         return None
