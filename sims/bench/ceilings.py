@@ -130,13 +130,22 @@ def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callab
             rates = run((lambda s=state: kernels.fma_peak(backend, s)) if state is not None else None)
             if rates is not None:
                 out[f"vector/{dt}"] = {0: rates}
-        for n in gemm_sizes:
-            g = gemm_setup(backend, n, dt, seed) if role == target else None
-            rates = run((lambda s=g: gemm(backend, s)) if g is not None else None)
-            if rates is not None:
-                out.setdefault(f"gemm/{dt}", {})[int(n)] = rates
-            del g
+        _by_size(out, f"gemm/{dt}", gemm_sizes, role == target, run,
+                 lambda n, dt=dt: gemm_setup(backend, n, dt, seed), lambda s: gemm(backend, s))
     return out if role == target else None
+
+
+def _by_size(out: dict[str, dict[int, list[float]]], key: str, sizes: Sequence[int], mine: bool,
+             run: Callable[[Callable[[], int] | None], list[float] | None], setup: Callable[[int], Any],
+             kernel: Callable[[Any], int]) -> None:
+    """``out[key][n]``: the rates of ``kernel`` at each size ``n``, on arrays made by ``setup(n)`` on this rank
+    when it is the target (``mine``) and freed before the next size; every rank takes part in each ``run``."""
+    for n in sizes:
+        state = setup(n) if mine else None
+        rates = run((lambda s=state: kernel(s)) if state is not None else None)
+        if rates is not None:
+            out.setdefault(key, {})[int(n)] = rates
+        del state
 
 
 def measure_transposes(role: str, target: str, backend: Any, run: Callable[[Callable[[], int] | None], list[float] | None],
@@ -145,12 +154,8 @@ def measure_transposes(role: str, target: str, backend: Any, run: Callable[[Call
     ``{"transpose/<dtype>": {size: rates}}`` on the target, None elsewhere (as :func:`measure_ceilings`)."""
     out: dict[str, dict[int, list[float]]] = {}
     for dt in DTYPES:
-        for n in (transposes or {}).get(dt, ()):
-            t = transpose_setup(backend, n, dt, seed) if role == target else None
-            rates = run((lambda s=t: transpose(backend, s)) if t is not None else None)
-            if rates is not None:
-                out.setdefault(f"transpose/{dt}", {})[int(n)] = rates
-            del t
+        _by_size(out, f"transpose/{dt}", (transposes or {}).get(dt, ()), role == target, run,
+                 lambda n, dt=dt: transpose_setup(backend, n, dt, seed), lambda s: transpose(backend, s))
     return out if role == target else None
 
 
