@@ -111,17 +111,26 @@ def _fit_flags(fit_r2: dict[str, np.ndarray], fit_spread: dict[str, np.ndarray],
         warnings.simplefilter("ignore", RuntimeWarning)  # a run with neither processor's figure: NaN
         r2 = np.fmin(fit_r2["host"], fit_r2["accel"])
         spread = np.fmax(fit_spread["host"], fit_spread["accel"])
-    notes = np.full(len(r2), "", dtype=object)
-    for i in range(len(r2)):
+    moved = np.round(spread, 2) > TRUSTED_SPREAD  # as the note shows it
+    flagged = np.flatnonzero((r2 < TRUSTED_R2) | moved)
+    # one note per distinct (R², spread, processors) - a study of 10^6 runs has a few platforms' worth of them
+    keys = pd.DataFrame({"r2": r2[flagged], "spread": spread[flagged], "moved": moved[flagged],
+                         "r2_host": fit_r2["host"][flagged] == r2[flagged],
+                         "spread_host": fit_spread["host"][flagged] == spread[flagged]})
+    code = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+    texts = []
+    for k in keys.drop_duplicates().itertuples(index=False):
         said = []
-        if r2[i] < TRUSTED_R2:
-            role = "host" if fit_r2["host"][i] == r2[i] else "accel"
-            said.append(f"per-operation fit R² {r2[i]:.3g} < {TRUSTED_R2} on the {role}: costs too noisy to trust")
-        if round(spread[i], 2) > TRUSTED_SPREAD:  # as the note shows it
-            role = "host" if fit_spread["host"][i] == spread[i] else "accel"
-            said.append(f"the {role}'s multiplication cost moved {spread[i]:.2f}x between the characterisation's "
-                        f"repetitions (> {TRUSTED_SPREAD}): the prediction is uncertain by as much")
-        notes[i] = "; ".join(said)
+        if k.r2 < TRUSTED_R2:
+            said.append(f"per-operation fit R² {k.r2:.3g} < {TRUSTED_R2} on the {'host' if k.r2_host else 'accel'}: "
+                        "costs too noisy to trust")
+        if k.moved:
+            said.append(f"the {'host' if k.spread_host else 'accel'}'s multiplication cost moved {k.spread:.2f}x "
+                        f"between the characterisation's repetitions (> {TRUSTED_SPREAD}): the prediction is "
+                        "uncertain by as much")
+        texts.append("; ".join(said))
+    notes = np.full(len(r2), "", dtype=object)
+    notes[flagged] = np.asarray(texts, dtype=object)[code] if len(flagged) else []
     return r2, spread, pd.Series(notes, index=index, dtype="string")
 
 

@@ -117,13 +117,11 @@ def summarize(rates_by_size: dict[int, list[float]], unit: str, method: str, war
 
 
 def measure_ceilings(role: str, target: str, backend: Any, run: Callable[[Callable[[], int] | None], list[float] | None],
-                     gemm_sizes: Sequence[int], seed: int,
-                     transposes: Mapping[str, Sequence[int]] | None = None) -> dict[str, dict[int, list[float]]] | None:
-    """Every class x precision on ``target``; ``run(work)`` times ``work`` on every rank (``None`` = idle)
-    and returns the rates on the target (flop/s; bytes/s for a bandwidth class). Returns
-    ``{"<class>/<dtype>": {size: rates}}`` on the target. The transpose is measured at ``transposes[dtype]``'s
-    sizes (:func:`sims.bench.plan.transpose_sizes`) when given."""
-    out: dict[str, dict[int, list[float]]] = measure_transposes(role, target, backend, run, seed, transposes) or {}
+                     gemm_sizes: Sequence[int], seed: int) -> dict[str, dict[int, list[float]]] | None:
+    """The compute classes x precision on ``target``; ``run(work)`` times ``work`` on every rank (``None`` =
+    idle) and returns the rates on the target (flop/s). Returns ``{"<class>/<dtype>": {size: rates}}`` on the
+    target. The transposes are measured apart, in rounds (:func:`measure_transposes`)."""
+    out: dict[str, dict[int, list[float]]] = {}
     for dt in DTYPES:
         if dt != "float32":  # vector float32 is the platform's t_f, measured once
             state = vector_setup(backend, dt, seed) if role == target else None

@@ -34,7 +34,7 @@ kernel's copy of ``e`` into its buffer and fill of the power buffer), and
 (:data:`SHORT_BLOCK` elements, as the kernel adds each row into ``d``): a call's
 fixed cost is 32 times larger per element there than over the whole block.
 
-Characterisation records the rows ``op, dtype, n_ops, elements, ops, bytes,
+Characterisation records the rows ``op, dtype, rep, n_ops, elements, ops, bytes,
 time_s`` (one per repetition, in the order of :func:`schedule`);
 :func:`fit` is the per-operation model's least-squares fit for one (op,
 dtype), ``T = tau_op * ops + c`` over each count's median, with R² and

@@ -43,8 +43,8 @@ NUMPY_POWADD_CALL = POWADD_TERMS * NUMPY_POWADD_BLOCK
 #: into the buffer and the fill of the power buffer with ``one`` are moves the NumPy form executes and the compiled
 #: forms do not; the adds run as 32 calls of one row (:data:`NUMPY_POWADD_BLOCK` elements), ``short_add``.
 NUMPY_POWADD_BLOCKS = (
-    {"name": "copy e", "ops": {"move": POWADD_TERMS}, "bytes": POWADD_TERMS * 4},
-    {"name": "fill", "ops": {"move": POWADD_TERMS}, "bytes": 0},
-    {"name": "multiply", "ops": {"mul": POWADD_TERMS * POW_EXPONENT}, "bytes": 0},
-    {"name": "add into d", "ops": {"short_add": POWADD_TERMS}, "bytes": 8},
+    {"ops": {"move": POWADD_TERMS}, "bytes": POWADD_TERMS * 4},  # copy e's 32 rows (read from memory)
+    {"ops": {"move": POWADD_TERMS}, "bytes": 0},  # fill the power buffer with one
+    {"ops": {"mul": POWADD_TERMS * POW_EXPONENT}, "bytes": 0},  # 63 in-place multiplies
+    {"ops": {"short_add": POWADD_TERMS}, "bytes": 8},  # 32 row adds into d (read and written)
 )

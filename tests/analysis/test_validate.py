@@ -386,3 +386,19 @@ def test_unphysical_energy_fit_is_reported_and_not_used(tmp_path):
     assert energy_fit_problem(doc["processors"]["accel"]) == "unphysical energy fit (e_f = -1e-11)"
     assert energy_fit_problem(doc["processors"]["host"]) is None
     assert energy_fit_problem({"t_f": {"value": 1.0}}) is None
+
+
+def test_per_operation_flags_name_each_runs_own_processor_and_figures():
+    """Runs of different fits in one frame: each note names its own processor, R² and spread (notes are built
+    once per distinct combination and handed back to every run that has it); unflagged runs stay empty."""
+    from analysis.models.perop import _fit_flags
+
+    nan = np.nan
+    r2 = {"host": np.array([0.99, 0.90, 0.99, nan, 0.80, 0.99]), "accel": np.array([0.99, 0.99, 0.85, 0.99, nan, 0.99])}
+    spread = {"host": np.array([1.5, 1.1, 1.1, nan, 1.3, 1.5]), "accel": np.array([1.0, 1.0, 1.25, 1.0, nan, 1.0])}
+    low, moved, notes = _fit_flags(r2, spread, pd.RangeIndex(6))
+    assert list(low[:3]) == [0.99, 0.90, 0.85] and list(moved[:3]) == [1.5, 1.1, 1.25]
+    assert notes[0] == notes[5] and notes[0].startswith("the host's multiplication cost moved 1.50x")
+    assert notes[1] == "per-operation fit R² 0.9 < 0.95 on the host: costs too noisy to trust"
+    assert notes[2].startswith("per-operation fit R² 0.85 < 0.95 on the accel") and "the accel's" in notes[2]
+    assert notes[3] == "" and "R² 0.8 " in notes[4] and "host's multiplication cost moved 1.30x" in notes[4]
