@@ -12,7 +12,7 @@ costs, against the kernel's measured time in the same round: the ratio predicted
 ``--reps`` calls). Numba: the paper's counts in one basic block (float32: 2016 multiplications and 32 adds per
 element). NumPy: both the paper's counts alone and the kernel's basic blocks
 (:func:`analysis.models.perop.numpy_part_time`: the counted flops plus the copy and fill moves, the adds at
-the length of their calls), with ``t_b`` from a streaming copy timed in the same round. ::
+the length of their calls), with ``t_b`` from characterisation's triad timed in the same round. ::
 
     python benchmarks/bench_perop.py [--rounds 3] [--reps 5] [--write]
 """
@@ -74,17 +74,20 @@ def powadd_seconds(backend_name: str, reps: int) -> float:
 
 
 def stream_t_b(reps: int) -> float:
-    """Seconds per byte of a streaming copy over 2 x 128 MiB (median of ``reps``): the copy block's memory cost."""
-    import numpy as np
+    """``t_b`` as characterisation measures it (the NumPy triad, :func:`sims.bench.kernels.triad`) over 32 Mi
+    elements, the median of ``reps``: the copy block's memory cost in the model."""
+    from sims.backends import get_backend
+    from sims.bench import kernels
 
-    src = np.ones(1 << 25, dtype=np.float32)
-    dst = np.empty_like(src)
+    backend = get_backend("numpy")
+    state = kernels.triad_setup(backend, 1 << 25, seed=1)
+    kernels.triad(backend, state)  # first touch
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
-        np.copyto(dst, src)
+        counted = kernels.triad(backend, state)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times) / (2 * src.nbytes)
+    return statistics.median(times) / counted
 
 
 def main() -> int:
