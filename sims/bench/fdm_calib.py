@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from sims.fdm import cost
+from sims.fdm.subnormals import flushed
 from sims.fit import relative_nonnegative_fit
 
 HALF_STEPS = ("velocity", "stress")
@@ -85,8 +86,16 @@ def measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[
 
     ``timed(work)`` is called the same number of times on every rank (``work`` None on an idle rank) and
     returns the seconds of each timed repetition of ``work`` (None when idle). Returns the samples on an
-    active rank, None elsewhere.
+    active rank, None elsewhere. Subnormals are flushed to zero while it measures, as the solver runs
+    (:mod:`sims.fdm.subnormals`).
     """
+    with flushed():
+        return _measure(active, backend, orders, blocks, widths, timed, progress)
+
+
+def _measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[Sequence[int]],
+             widths: Sequence[int], timed: Callable[[Callable[[], None] | None], list[float] | None],
+             progress: Callable[[str], None] | None) -> dict[str, Any] | None:
     from mpi4py import MPI
 
     from sims.fdm.solver import Halo, Simulation
