@@ -8,7 +8,7 @@ Run from the repository root::
 Each fresh study runs the whole workflow (``snakemake -c2``, characterisation included) in a new directory,
 one after the other. Per study and FDM model it prints the scorecard's figures (tightness median with its
 bootstrap interval, Kendall tau median over the distinguishable groups with its interval, noise-aware top-1
-rate with its Wilson interval), and where the calibrated model's top-1 misses: per axis (marshaling design,
+rate with its Clopper-Pearson interval), and where the calibrated model's top-1 misses: per axis (marshaling design,
 decomposition) and rank count, the groups it picks wrong, and which phase misses most across the runs.
 """
 
@@ -117,7 +117,7 @@ def main() -> int:
         write_section("bench_fdm_studies", "FDM models across fresh studies",
                       f"{what}; tightness = measured / predicted performance, median over the runs with its "
                       "bootstrap interval; tau and top-1 over the groups whose alternatives differ by more than "
-                      "the study's drift floor (noise-aware top-1, Wilson interval).\n\n" + text)
+                      "the study's drift floor (noise-aware top-1, Clopper-Pearson interval).\n\n" + text)
     return 0
 
 

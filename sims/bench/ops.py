@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from sims.backends.jit import jit
+from sims.backends.numpy_backend import placed_empty
 from sims.fit import linear_fit
 from sims.sa.counts import NUMPY_POWADD_BLOCK, NUMPY_POWADD_CALL
 
@@ -137,7 +138,7 @@ def setup(dtype: str, table_elements: int, seed: int, backend: str = "numba",
         raise ValueError(f"per-operation benchmarks run on {' or '.join(BACKENDS)}, not {backend!r}")
     dt = np.dtype(dtype)
     return {  # buf, table and idx from streams of their own: the same values whatever the block's length
-        "buf": np.random.default_rng([seed, 0]).uniform(0.5, 1.5, BLOCKS[backend]).astype(dt),
+        "buf": _placed(np.random.default_rng([seed, 0]).uniform(0.5, 1.5, BLOCKS[backend]).astype(dt), 0),
         "table": _table(np.random.default_rng([seed, 2]), int(table_elements), dt),
         "idx": _indices(seed, int(table_elements)) if idx is None else idx,
         # add: tiny step; mul: 1 + tiny; fma: contraction to a fixed point; divide: v -> d / v oscillates, bounded
@@ -250,8 +251,21 @@ def _operand(state: dict[str, Any], which: str, op: str) -> np.ndarray:
     arrays = state.setdefault("operands", {})
     key = (which, op)
     if key not in arrays:
-        arrays[key] = np.full_like(state["buf"], state[which][op])
+        arrays[key] = _placed(np.full_like(state["buf"], state[which][op]), OPERAND_OFFSET[which])
     return arrays[key]
+
+
+#: where in its page each array of a NumPy chain starts (bytes past a page boundary: :func:`_placed`)
+OPERAND_OFFSET = {"c": 1024, "d": 2048}
+
+
+def _placed(values: np.ndarray, offset: int) -> np.ndarray:
+    """A copy of ``values`` on a cache line, ``offset`` bytes past a page boundary
+    (:func:`sims.backends.numpy_backend.placed_empty`): every characterisation measures the calls on aligned
+    blocks, as the SA NumPy kernel runs them, instead of on wherever the heap put them."""
+    out = placed_empty(values.shape, values.dtype, offset)
+    out[...] = values
+    return out
 
 
 def bytes_of(state: dict[str, Any], op: str, n_ops: int, passes: int = PASSES) -> int:

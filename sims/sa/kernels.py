@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from sims.backends.jit import jit
+from sims.backends.numpy_backend import placed_empty
 from sims.sa.counts import (
     NUMPY_POWADD_BLOCK,
     PHASES,
@@ -177,8 +178,12 @@ def _powadd_xp(xp: Any, d: Any, e: Any, one: Any, block: int) -> None:
     """
     terms, n = e.shape
     width0 = min(block, n)
-    xbuf = xp.empty((terms, width0), dtype=np.float32)
-    pbuf = xp.empty((terms, width0), dtype=np.float32)
+    if xp is np:  # on cache lines, apart in their pages (placed_empty): not wherever the heap puts them
+        xbuf = placed_empty((terms, width0), np.float32, 0)
+        pbuf = placed_empty((terms, width0), np.float32, 2048)
+    else:
+        xbuf = xp.empty((terms, width0), dtype=np.float32)
+        pbuf = xp.empty((terms, width0), dtype=np.float32)
     for start in range(0, n, block):
         stop = min(start + block, n)
         width = stop - start

@@ -90,3 +90,19 @@ def test_real_cupy_backend():
     a = be.uniform(1000, 0.0, 1.0, seed=1)
     be.synchronize()
     assert np.array_equal(be.asnumpy(a), get_backend("numpy").uniform(1000, 0.0, 1.0, seed=1))
+
+
+def test_placed_arrays_start_where_asked_in_their_page():
+    from sims.backends.numpy_backend import PAGE, placed_empty
+    from sims.bench import ops
+
+    for offset in (0, 64, 2048):
+        a = placed_empty((32, 2048), np.float32, offset)
+        assert a.shape == (32, 2048) and a.flags.c_contiguous and a.ctypes.data % PAGE == offset
+    with pytest.raises(ValueError, match="multiple of 64"):
+        placed_empty(10, np.float64, 16)
+    # the NumPy chains' block and operands: on cache lines, in different places of their pages
+    state = ops.states(1 << 12, 0, "numpy")["float32"]
+    starts = [state["buf"].ctypes.data % PAGE, ops._operand(state, "c", "fma").ctypes.data % PAGE,
+              ops._operand(state, "d", "fma").ctypes.data % PAGE]
+    assert starts == [0, 1024, 2048]
