@@ -32,10 +32,10 @@ def placed_empty(shape: Any, dtype: Any, offset: int = 0) -> np.ndarray:
     """An uninitialised C-contiguous array starting ``offset`` bytes (a multiple of 64) past a page boundary.
 
     NumPy leaves an array's start to ``malloc``, which aligns to 16 bytes: a block not on a 64-byte cache
-    line makes every 64-byte vector access of an ufunc straddle two lines, and whether it does depends on
-    the heap's history. On one machine an in-place multiply over a 256 KiB block cost 100 ps per element in
-    three processes of five and 72 in the other two; placed, 72-73 in all. Hot buffers that are streamed
-    together are placed at different ``offset`` so that their addresses also differ in the low 12 bits."""
+    line makes every 64-byte vector access of a ufunc straddle two lines, and whether it does depends on
+    the heap's history: the same in-cache loop then costs a third more in one process than in the next.
+    Buffers streamed together are placed at different ``offset``, so their addresses differ in the low 12
+    bits too."""
     if offset % 64:
         raise ValueError(f"offset must be a multiple of 64 bytes, got {offset}")
     dt = np.dtype(dtype)

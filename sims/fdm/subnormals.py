@@ -3,9 +3,9 @@
 A wave started from a point source reaches, through the stencil's wider taps, cells the physical wave has
 not reached yet with values that shrink by orders of magnitude per step; in float32 they soon fall below
 1.2e-38, into the subnormal range. Some cores (Intel's among them) run an arithmetic instruction with a
-subnormal operand or result through a microcode assist, a hundred cycles or more: an order-4 run of 20
-steps on a 96^3 grid then takes 1.8x as long as the same run with them flushed, while cores that handle
-subnormals in hardware show no difference. The time of a half-step would then depend on the wavefield's
+subnormal operand or result through a microcode assist, a hundred cycles or more: an order-4 run can then
+take nearly twice as long as with them flushed, while cores that handle subnormals in hardware show no
+difference. The time of a half-step would then depend on the wavefield's
 history and on the core, and no calibration on quiet fields could predict it. Production stencil codes flush
 them (compilers' optimisation levels set these bits at program start); the solver does the same for the
 length of a run, and the calibration of its kernels runs under the same flags.
