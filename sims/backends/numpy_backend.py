@@ -34,8 +34,8 @@ def placed_empty(shape: Any, dtype: Any, offset: int = 0) -> np.ndarray:
     NumPy leaves an array's start to ``malloc``, which aligns to 16 bytes: a block not on a 64-byte cache
     line makes every 64-byte vector access of a ufunc straddle two lines, and whether it does depends on
     the heap's history: the same in-cache loop then costs a third more in one process than in the next.
-    Buffers streamed together are placed at different ``offset``, so their addresses differ in the low 12
-    bits too."""
+    Callers give buffers streamed together different ``offset``, so that no two share their low 12 address
+    bits either (a guard against 4K aliasing; not seen to matter where it was measured, and free)."""
     if offset % 64:
         raise ValueError(f"offset must be a multiple of 64 bytes, got {offset}")
     dt = np.dtype(dtype)
