@@ -11,7 +11,9 @@ them (compilers' optimisation levels set these bits at program start); the solve
 length of a run, and the calibration of its kernels runs under the same flags.
 
 The flags live in each thread's floating-point control register; threads started while they are set
-(Numba's parallel workers, started at the first parallel kernel) inherit them. They are set and restored
+inherit them. Numba's parallel workers start at a process's first parallel kernel: a run's process (one per
+rank) starts them inside the run, so they flush; in a process that ran parallel kernels before (a test
+session, say), they keep the flags of that moment. They are set and restored
 through the C library's ``fegetenv``/``fesetenv`` on Linux (glibc and musl share the ``fenv_t`` layouts
 used here); elsewhere :func:`flushed` changes nothing and says so by yielding False.
 """
