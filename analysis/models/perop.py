@@ -114,7 +114,7 @@ def _fit_flags(fit_r2: dict[str, np.ndarray], fit_spread: dict[str, np.ndarray],
     moved = np.round(spread, 2) > TRUSTED_SPREAD  # as the note shows it
     flagged = np.flatnonzero((r2 < TRUSTED_R2) | moved)
     # one note per distinct (R², spread, processors) - a study of 10^6 runs has a few platforms' worth of them
-    keys = pd.DataFrame({"r2": r2[flagged], "spread": spread[flagged], "moved": moved[flagged],
+    keys = pd.DataFrame({"r2": r2[flagged], "spread": spread[flagged],
                          "r2_host": fit_r2["host"][flagged] == r2[flagged],
                          "spread_host": fit_spread["host"][flagged] == spread[flagged]})
     code = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
@@ -124,7 +124,7 @@ def _fit_flags(fit_r2: dict[str, np.ndarray], fit_spread: dict[str, np.ndarray],
         if k.r2 < TRUSTED_R2:
             said.append(f"per-operation fit R² {k.r2:.3g} < {TRUSTED_R2} on the {'host' if k.r2_host else 'accel'}: "
                         "costs too noisy to trust")
-        if k.moved:
+        if round(k.spread, 2) > TRUSTED_SPREAD:
             said.append(f"the {'host' if k.spread_host else 'accel'}'s multiplication cost moved {k.spread:.2f}x "
                         f"between the characterisation's repetitions (> {TRUSTED_SPREAD}): the prediction is "
                         "uncertain by as much")

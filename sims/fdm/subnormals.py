@@ -5,17 +5,16 @@ not reached yet with values that shrink by orders of magnitude per step; in floa
 1.2e-38, into the subnormal range. Some cores (Intel's among them) run an arithmetic instruction with a
 subnormal operand or result through a microcode assist, a hundred cycles or more: an order-4 run can then
 take nearly twice as long as with them flushed, while cores that handle subnormals in hardware show no
-difference. The time of a half-step would then depend on the wavefield's
-history and on the core, and no calibration on quiet fields could predict it. Production stencil codes flush
+difference. The time of a half-step would then depend on the wavefield's history and on the core, and no
+calibration on quiet fields could predict it. Production stencil codes flush
 them (compilers' optimisation levels set these bits at program start); the solver does the same for the
 length of a run, and the calibration of its kernels runs under the same flags.
 
 The flags live in each thread's floating-point control register; threads started while they are set
 inherit them. Numba's parallel workers start at a process's first parallel kernel: a run's process (one per
 rank) starts them inside the run, so they flush; in a process that ran parallel kernels before (a test
-session, say), they keep the flags of that moment. They are set and restored
-through the C library's ``fegetenv``/``fesetenv`` on Linux (glibc and musl share the ``fenv_t`` layouts
-used here); elsewhere :func:`flushed` changes nothing and says so by yielding False.
+session, say), they keep the flags of that moment. They are set and restored through the C library's
+``fegetenv``/``fesetenv`` on Linux (glibc and musl share the ``fenv_t`` layouts used here); elsewhere :func:`flushed` changes nothing and says so by yielding False.
 """
 
 from __future__ import annotations
@@ -70,11 +69,11 @@ def flushing() -> bool:
 def flushed() -> Iterator[bool]:
     """Within it, this thread flushes subnormal inputs and results to zero; the previous flags come back after.
     Yields whether the flags are set (False where this platform's are not known here)."""
-    lib, got = _libm(), _control()
-    if lib is None or got is None:
+    got = _control()
+    if got is None:
         yield False
         return
-    env, offset, bits = got
+    lib, (env, offset, bits) = _libm(), got
     before = _word(env, offset).value
     _word(env, offset).value = before | bits
     ok = lib.fesetenv(env) == 0 and flushing()
