@@ -251,14 +251,18 @@ def _size_weights(sizes, points: float) -> np.ndarray:
     return np.exp(log_w - log_w.max())
 
 
-def local_marshal(fit: dict, points: float) -> tuple[float, float]:
-    """A marshaling fit's (per field call, per element) seconds for a rank whose block holds ``points`` cells:
-    the samples refitted weighted by their blocks' closeness in size (:func:`local_coefficients`; a face right
-    after a half-step is still in a cache on a block that fits there). A fit whose samples carry no block size
-    (an older platform file) gives its global figures."""
+def local_marshal(fit: dict, points: float, exchange: str = "velocity") -> tuple[float, float]:
+    """A marshaling fit's (per field call, per element) seconds in one exchange (``velocity`` or ``stress``) for a
+    rank whose block holds ``points`` cells: that exchange's samples refitted, weighted by their blocks'
+    closeness in size (:func:`local_coefficients`; a face right after a half-step is still in a cache on a
+    block that fits there, and how much of it depends on which half-step wrote it). Samples that name no
+    exchange (an older platform file, which copied the velocity fields only) stand for both exchanges; a fit
+    whose samples carry no block size gives its global figures."""
     from sims.fit import relative_nonnegative_fit
 
     samples = [s for s in fit.get("samples") or [] if s.get("block_points")]
+    own = [s for s in samples if s.get("exchange", exchange) == exchange]
+    samples = own if len({s["elements"] for s in own}) >= 2 else samples
     if len({s["elements"] for s in samples}) < 2:
         return float(fit["per_call_s"]), float(fit["per_element_s"])
     local = relative_nonnegative_fit([[1.0] * len(samples), [s["elements"] for s in samples]],
@@ -279,8 +283,9 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
 
         velocity(r) = c_velocity(r) . x(r)         stress(r) = c_stress(r) . x(r)
         pack(r)     = sum over the two exchanges (3 and 6 fields) and the axes with neighbours of
-                      neighbours x fields x (per_call_axis + per_element_axis x face elements),
-                      the per-call and per-element costs refitted at the rank's block size (:func:`local_marshal`)
+                      neighbours x fields x (per_call + per_element x face elements), the per-call and
+                      per-element costs of that axis and exchange refitted at the rank's block size
+                      (:func:`local_marshal`)
         unpack(r)   = the same with the unpack fits
         busy(r)     = velocity + stress + pack + unpack
         message(r)  = the analytical model's halo term (ping-pong latency + bytes x t_net per exchange and axis)
@@ -329,11 +334,11 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
             fit = fits.get("xyz"[a])
             if fit is None:
                 raise KeyError(f"no {direction} calibration for {marshal_impl(backend, marshaling)} on axis {'xyz'[a]}")
-            local = {n: local_marshal(fit, n) for n in np.unique(points)}
-            per_call = np.array([local[n][0] for n in points])
-            per_element = np.array([local[n][1] for n in points])
-            per_field = per_call + per_element * w * geometry.face_points[:, a]
-            t += geometry.neighbours[:, a] * sum(EXCHANGED_FIELDS) * per_field
+            for exchange, fields in zip(("velocity", "stress"), EXCHANGED_FIELDS, strict=True):
+                local = {n: local_marshal(fit, n, exchange) for n in np.unique(points)}
+                per_call = np.array([local[n][0] for n in points])
+                per_element = np.array([local[n][1] for n in points])
+                t += geometry.neighbours[:, a] * fields * (per_call + per_element * w * geometry.face_points[:, a])
         out[direction] = t
     message = messages(geometry, order, latency, t_net, latency_inter, t_net_inter)
     busy = out["velocity"] + out["stress"] + out["pack"] + out["unpack"]

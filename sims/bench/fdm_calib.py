@@ -42,8 +42,8 @@ from sims.fit import relative_nonnegative_fit
 HALF_STEPS = ("velocity", "stress")
 #: a relative residual beyond this flags the fit as poor, whatever its R²
 POOR_RESIDUAL = 0.25
-#: marshaled fields per timed call (the velocity exchange's three)
-MARSHAL_FIELDS = 3
+#: the run's two halo exchanges: which half-step writes the fields each one marshals, and those fields
+EXCHANGES = (("velocity", ("vx", "vy", "vz")), ("stress", ("sxx", "syy", "szz", "sxy", "sxz", "syz")))
 
 
 def run_doc(shape: Sequence[int], order: int, width: int, backend: str) -> dict[str, Any]:
@@ -130,45 +130,49 @@ def _measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence
 
 def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], timed: Callable,
                      Halo: Any) -> list[dict[str, Any]]:
-    """Pack and unpack of one ghost face per orientation with every implementation the backend uses (the same
-    calls on every rank; ``sim`` is None on an idle one).
+    """Pack and unpack of one ghost face per orientation with every implementation the backend uses, for each
+    of the run's two exchanges (the same calls on every rank; ``sim`` is None on an idle one).
 
     A run marshals a face once per exchange, right after the half-step that wrote the fields: each timed copy
-    here follows a velocity half-step on its block (not timed) and copies the three velocity fields. Whether
-    the face is still in a cache then is the block's and the machine's business, measured rather than assumed.
+    here follows that half-step on its block (not timed) and copies that exchange's fields (the three velocity
+    fields after a velocity half-step, the six stress fields after a stress half-step). Whether the face is
+    still in a cache then depends on the half-step, the block and the machine: a copy of the same face costs
+    several times more after one half-step than after the other, so each exchange is measured, not assumed
+    to cost what the other does.
     """
     width = int(order) // 2
     impls = ("numba", "xp") if backend == "numba" else ("xp",)
     rows = []
     for axis in range(3):
         elements = cost.face_elements(shape, axis, width)
-        for impl in impls:
-            for pack in (True, False):
-                work = None
-                copies: list[float] = []
-                if sim is not None:
-                    fields = [sim.fields[n] for n in ("vx", "vy", "vz")]
-                    sl = [slice(2, 2 + m) for m in sim.block.n]
-                    sl[axis] = slice(2, 2 + width)
-                    buf = sim.xp.zeros(MARSHAL_FIELDS * elements, dtype=np.float32)  # an unpack writes it back
+        for exchange, names in EXCHANGES:
+            for impl in impls:
+                for pack in (True, False):
+                    work = None
+                    copies: list[float] = []
+                    if sim is not None:
+                        fields = [sim.fields[n] for n in names]
+                        sl = [slice(2, 2 + m) for m in sim.block.n]
+                        sl[axis] = slice(2, 2 + width)
+                        buf = sim.xp.zeros(len(names) * elements, dtype=np.float32)  # an unpack writes it back
 
-                    def work(fields=fields, sl=tuple(sl), buf=buf, elements=elements, impl=impl, pack=pack,
-                             copies=copies) -> None:
-                        sim._half_step("velocity")
-                        if sim.xp is not np:
-                            sim.xp.cuda.Stream.null.synchronize()
-                        t0 = time.perf_counter()
-                        Halo._marshal(fields, sl, buf, elements, impl == "numba", pack)
-                        if sim.xp is not np:
-                            sim.xp.cuda.Stream.null.synchronize()
-                        copies.append(time.perf_counter() - t0)
+                        def work(fields=fields, sl=tuple(sl), buf=buf, elements=elements, impl=impl, pack=pack,
+                                 copies=copies, exchange=exchange) -> None:
+                            sim._half_step(exchange)
+                            if sim.xp is not np:
+                                sim.xp.cuda.Stream.null.synchronize()
+                            t0 = time.perf_counter()
+                            Halo._marshal(fields, sl, buf, elements, impl == "numba", pack)
+                            if sim.xp is not np:
+                                sim.xp.cuda.Stream.null.synchronize()
+                            copies.append(time.perf_counter() - t0)
 
-                times = timed(work)
-                if sim is not None:
-                    rows.append({"order": int(order), "impl": impl, "direction": "pack" if pack else "unpack", "axis": axis,
-                                 "elements": elements, "fields": MARSHAL_FIELDS,
-                                 "block_points": int(np.prod([int(n) for n in shape])),
-                                 "times_s": copies[-len(times):]})
+                    times = timed(work)
+                    if sim is not None:
+                        rows.append({"order": int(order), "impl": impl, "direction": "pack" if pack else "unpack",
+                                     "axis": axis, "exchange": exchange, "elements": elements,
+                                     "fields": len(names), "block_points": int(np.prod([int(n) for n in shape])),
+                                     "times_s": copies[-len(times):]})
     return rows
 
 
@@ -199,7 +203,9 @@ def fit_half_steps(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def fit_marshal(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per order (the halo width: a z face of width 2 reads two neighbouring elements per row, of width 1 one),
-    implementation, direction and face orientation: seconds per field call and per element."""
+    implementation, direction and face orientation: seconds per field call and per element over both exchanges;
+    each sample names its exchange, and the model refits the samples of each exchange on its own
+    (:func:`analysis.equations.fdm.local_marshal`)."""
     out: dict[str, Any] = {}
     for order in sorted({r["order"] for r in rows}):
         for impl in sorted({r["impl"] for r in rows}):
@@ -220,7 +226,7 @@ def _fit_marshal_one(rows: list[dict[str, Any]], out: dict[str, Any], order: int
     out.setdefault(str(order), {}).setdefault(impl, {}).setdefault(direction, {})["xyz"[axis]] = {
         "per_call_s": fit.coef[0], "per_element_s": fit.coef[1], "r2": fit.r2, "poor_fit": _poor(fit),
         "samples": [{"elements": r["elements"], "block_points": r.get("block_points"), "time_per_field_s": t,
-                     "times_s": r["times_s"], "relative_residual": res}
+                     "exchange": r.get("exchange", "velocity"), "times_s": r["times_s"], "relative_residual": res}
                     for r, t, res in zip(sel, y, fit.residuals, strict=True)],
     }
 
@@ -230,8 +236,9 @@ def document(samples: dict[str, dict[str, Any]], blocks: Sequence[Sequence[int]]
     return {
         "method": (f"the solver's velocity and stress half-steps on one rank, blocks {[list(b) for b in blocks]}, "
                    f"C-PML widths {list(widths)}, fitted to the linear cost of sims.fdm.cost by relative "
-                   "non-negative least squares; pack/unpack of one ghost face per orientation, 3 fields, each copy "
-                   "right after a velocity half-step on its block, fitted as per-call + per-element cost; alone = "
+                   "non-negative least squares; pack/unpack of one ghost face per orientation and exchange (the 3 "
+                   "velocity fields right after a velocity half-step, the 6 stress fields right after a stress "
+                   "half-step, on its block), fitted as per-call + per-element cost; alone = "
                    "one rank busy, shared = every characterisation rank running the same kernels at once"),
         "modes": {mode: {"half_steps": fit_half_steps(s["half_steps"]), "marshal": fit_marshal(s["marshal"])}
                   for mode, s in samples.items() if s is not None},

@@ -369,3 +369,27 @@ def test_the_platform_column_carries_the_samples_the_local_fits_read():
     whole = fdm.calibrated_run_time([96, 96, 96], [2, 1, 1], 2, 20, "device-pack", _calibration(), backend="numba",
                                     latency=1e-6, t_net=1e-10, pml_width=8, cores=2)
     assert pred["velocity_pred_s"].iloc[0] < 0.7 * whole["velocity"]  # the global fit would miss the cache
+
+
+def test_each_exchange_copies_at_its_own_measured_cost():
+    """The stress exchange's faces, copied right after the stress half-step, cost 1 ns per element and the
+    velocity exchange's 3 ns: each exchange is refitted from its own samples, and a rank's predicted pack adds
+    3 velocity fields at the one cost and 6 stress fields at the other. Samples that name no exchange (an older
+    platform file) stand for both."""
+    per_ns = {"velocity": 3e-9, "stress": 1e-9}
+    samples = [{"elements": e, "block_points": 262_144, "exchange": x, "time_per_field_s": 2e-6 + e * per_ns[x]}
+               for x in per_ns for e in (2048, 4096, 8192)]
+    fit = {"per_call_s": 2e-6, "per_element_s": 2e-9, "samples": samples}
+    for x, ns in per_ns.items():
+        assert fdm.local_marshal(fit, 262_144, x) == pytest.approx((2e-6, ns), rel=1e-6)
+    old = {**fit, "samples": [{k: v for k, v in s.items() if k != "exchange"} for s in samples if s["exchange"] == "stress"]}
+    assert fdm.local_marshal(old, 262_144, "velocity") == fdm.local_marshal(old, 262_144, "stress")
+    calib = _calibration(per_call=0.0)
+    for impl in calib["marshal"]["2"]:
+        for d in ("pack", "unpack"):
+            calib["marshal"]["2"][impl][d] = {a: fit for a in "xyz"}
+    parts = fdm.calibrated_step_time((64, 64, 64), (2, 1, 1), 2, "device-pack", calib, backend="numba",
+                                     latency=1e-6, t_net=1e-10)
+    face = 64 * 64  # order 2: a face one cell wide
+    want = 3 * (2e-6 + face * 3e-9) + 6 * (2e-6 + face * 1e-9)
+    assert parts["pack"] == pytest.approx([want, want], rel=1e-6)
