@@ -144,6 +144,24 @@ def messages(g: RankGeometry, order: int, latency: float, t_net: float, latency_
     return out
 
 
+def transfers(g: RankGeometry, order: int, latency: float, t_net: float, latency_inter: float | None = None,
+              t_net_inter: float | None = None) -> np.ndarray:
+    """Seconds per step every rank's incoming halo messages take to move, each message counted (the two
+    directions of an axis are two transfers): per exchange and neighbour, ``latency + h t_net`` (between nodes
+    ``latency_inter + h t_net_inter``). The ping-pong that measures them runs each rank on a core of its own,
+    where the directions overlap (:func:`messages`); ranks that time-share cores move each message on a core
+    that does nothing else meanwhile."""
+    w = order // 2
+    out = np.zeros(len(g.points))
+    off = g.off_node if g.off_node is not None else np.zeros_like(g.neighbours)
+    for nf in EXCHANGED_FIELDS:
+        per_axis = 4.0 * w * nf * g.face_points
+        intra = (g.neighbours - off) * (latency + per_axis * t_net)
+        inter = off * (latency_inter + per_axis * t_net_inter) if np.any(off > 0) else 0.0
+        out += np.sum(intra + inter, axis=1)
+    return out
+
+
 def step_time(geometry: RankGeometry, order: int, marshaling: str, *, t_f: float, t_b: float, latency: float,
               t_net: float, t_pcie: float | None = None, on_device: bool = False, cores: int | None = None,
               latency_inter: float | None = None, t_net_inter: float | None = None,
@@ -292,8 +310,10 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
 
     The ranks of a step wait for each other in the halo exchange, so a step lasts ``max_r (busy + message)``
     and a rank's measured halo phase is that step minus its own busy time. When a node holds more ranks than
-    cores, the ranks time-share them: a step lasts at least the node's busy time divided by its cores
-    (work-conserving time sharing; not measured by the calibration, which runs one rank per core).
+    cores, the ranks time-share them: a step lasts at least the node's busy time and its ranks' message
+    transfers (:func:`transfers`: every message moved on a core, both directions counted) divided by its cores
+    (work-conserving time sharing: a rank waiting for a message spins in MPI, so no core idles; not measured by
+    the calibration, which runs one rank per core).
 
     A rank of ``threads`` threads runs its half-steps in the kernels' parallel loop over x planes: each
     half-step takes :func:`thread_share` of its one-thread time (the busiest thread's planes; the
@@ -346,8 +366,9 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
     per_node = -(-len(blocks) // geometry.nodes)
     if cores and per_node * threads > cores:
         node = np.arange(len(blocks)) // per_node
-        core_seconds = (out["velocity"] + out["stress"]) * threads + out["pack"] + out["unpack"]
-        step = max(step, float(np.max(np.bincount(node, core_seconds)[node] / cores + message)))
+        core_seconds = ((out["velocity"] + out["stress"]) * threads + out["pack"] + out["unpack"]
+                        + transfers(geometry, order, latency, t_net, latency_inter, t_net_inter))
+        step = max(step, float(np.max(np.bincount(node, core_seconds)[node] / cores)))
     out["halo"] = np.where(np.sum(geometry.neighbours, axis=1) > 0, step - busy, 0.0)
     out["h2d"] = np.zeros(len(blocks))
     out["total"] = busy + out["halo"]

@@ -136,9 +136,9 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
     A run marshals a face once per exchange, right after the half-step that wrote the fields: each timed copy
     here follows that half-step on its block (not timed) and copies that exchange's fields (the three velocity
     fields after a velocity half-step, the six stress fields after a stress half-step). Whether the face is
-    still in a cache then depends on the half-step, the block and the machine: a copy of the same face costs
-    several times more after one half-step than after the other, so each exchange is measured, not assumed
-    to cost what the other does.
+    still in a cache then depends on the half-step, the block and the machine: a copy of the same face can cost
+    twice as much after the one half-step as after the other, so each exchange is measured, not assumed to
+    cost what the other does.
     """
     width = int(order) // 2
     impls = ("numba", "xp") if backend == "numba" else ("xp",)

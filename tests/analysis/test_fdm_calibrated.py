@@ -142,6 +142,14 @@ def test_an_oversubscribed_node_time_shares_its_cores_and_the_wait_shows_in_the_
     step = float(np.max(four["total"]))
     assert step >= busy.sum() / 2 > float(np.max(busy))  # two ranks per core: the cores' time sharing sets it
     assert np.allclose(four["halo"], step - busy)  # every rank waits out the rest of the step in the exchange
+    # each rank's incoming messages (one per split axis and exchange) move on a core too: 48 x 96 cells a
+    # face, 3 then 6 fields of 4 bytes, ping-pong latency 1e-6 s and 1e-10 s per byte
+    moved = float(np.sum(fdm.transfers(fdm.rank_geometry((96, 96, 96), (2, 2, 1), 8), 2, 1e-6, 1e-10)))
+    assert moved == pytest.approx(4 * 2 * (2 * 1e-6 + 4 * (3 + 6) * 48 * 96 * 1e-10))
+    assert step == pytest.approx((busy.sum() + moved) / 2)
+    # a chain of 4 ranks: its inner ranks receive 96 x 96 faces from both sides, twice its end ranks' bytes
+    chain = fdm.transfers(fdm.rank_geometry((96, 96, 96), (4, 1, 1), 8), 2, 1e-6, 1e-10)
+    assert chain.sum() > moved and list(chain[1:3]) == pytest.approx([2 * chain[0]] * 2)
     enough = fdm.calibrated_step_time((96, 96, 96), (2, 2, 1), 2, "device-pack", calib, cores=4, **kw)
     assert float(np.max(enough["total"])) < step
     with pytest.raises(KeyError, match="order 4"):
