@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"[hetval characterize] {spec['platform']} {r} ({p['backend']}): "
                 f"{p['t_f']['rate_median'] / 1e9:.2f} GFLOP/s, {p['t_b']['rate_median'] / 1e9:.2f} GB/s "
                 f"(shared {p['t_b_shared']['rate_median'] / 1e9:.2f} GB/s); ceilings "
-                + ", ".join(f"{c} {dt} {q['rate_best'] / 1e9:.1f} {'GB/s' if c in BANDWIDTH_CLASSES else 'GFLOP/s'}"
+                + ", ".join(f"{c} {dt} {1 / q['value'] / 1e9:.1f} {'GB/s' if c in BANDWIDTH_CLASSES else 'GFLOP/s'}"
                             for c, by in p["ceilings"].items() for dt, q in by.items()),
                 flush=True,
             )
