@@ -130,18 +130,25 @@ def messages(g: RankGeometry, order: int, latency: float, t_net: float, latency_
     """Seconds per step every rank spends in its halo messages: per exchange and split axis with a neighbour,
     ``latency + h t_net`` (``latency_inter + h t_net_inter`` when the neighbour is on another node; the two
     directions of an axis overlap, so an axis costs the dearer of its messages)."""
-    w = order // 2
     out = np.zeros(len(g.points))
-    for nf in EXCHANGED_FIELDS:
-        per_axis = 4.0 * w * nf * g.face_points  # one direction; both directions overlap
-        cost = latency + per_axis * t_net
-        if g.off_node is not None and bool(np.any(g.off_node > 0)):
-            inter = latency_inter + per_axis * t_net_inter
+    for cost, inter in _message_costs(g, order, latency, t_net, latency_inter, t_net_inter):
+        if inter is not None:
             # every neighbour of the axis on another node: its link alone; one of each: the dearer of the two
             cost = np.where(g.off_node >= g.neighbours, inter,
                             np.where(g.off_node > 0, np.maximum(cost, inter), cost))
         out += np.sum(np.where(g.neighbours > 0, cost, 0.0), axis=1)
     return out
+
+
+def _message_costs(g: RankGeometry, order: int, latency: float, t_net: float, latency_inter: float | None,
+                   t_net_inter: float | None):
+    """Per exchange, ``(ranks, 3)`` seconds of one message to a neighbour along each axis within a node, and
+    between nodes (None when no rank has a neighbour on another node)."""
+    w = order // 2
+    across = g.off_node is not None and bool(np.any(g.off_node > 0))
+    for nf in EXCHANGED_FIELDS:
+        per_axis = 4.0 * w * nf * g.face_points
+        yield latency + per_axis * t_net, (latency_inter + per_axis * t_net_inter) if across else None
 
 
 def transfers(g: RankGeometry, order: int, latency: float, t_net: float, latency_inter: float | None = None,
@@ -151,14 +158,12 @@ def transfers(g: RankGeometry, order: int, latency: float, t_net: float, latency
     ``latency_inter + h t_net_inter``). The ping-pong that measures them runs each rank on a core of its own,
     where the directions overlap (:func:`messages`); ranks that time-share cores move each message on a core
     that does nothing else meanwhile."""
-    w = order // 2
     out = np.zeros(len(g.points))
-    off = g.off_node if g.off_node is not None else np.zeros_like(g.neighbours)
-    for nf in EXCHANGED_FIELDS:
-        per_axis = 4.0 * w * nf * g.face_points
-        intra = (g.neighbours - off) * (latency + per_axis * t_net)
-        inter = off * (latency_inter + per_axis * t_net_inter) if np.any(off > 0) else 0.0
-        out += np.sum(intra + inter, axis=1)
+    for cost, inter in _message_costs(g, order, latency, t_net, latency_inter, t_net_inter):
+        if inter is None:
+            out += np.sum(g.neighbours * cost, axis=1)
+        else:
+            out += np.sum((g.neighbours - g.off_node) * cost + g.off_node * inter, axis=1)
     return out
 
 

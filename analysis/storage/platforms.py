@@ -134,7 +134,7 @@ def load_platforms(docs: list[tuple[Path, dict[str, Any]]] | str | Path) -> pd.D
 #: what the calibrated model's local refits read of a calibration sample (:func:`analysis.equations.fdm.local_coefficients`
 #: and ``local_marshal``): the half-steps' features and median time, the marshaling's elements, block and time
 _SAMPLE_FIELDS = frozenset(cost.FEATURES) | {"time_median_s", "elements", "block_points", "time_per_field_s",
-                                                         "exchange"}
+                                             "exchange"}
 
 
 def _fit_inputs(doc: Any) -> Any:

@@ -50,8 +50,8 @@ DTYPES = CEILING_DTYPES
 #: default square sizes of the GEMM ceiling (the characterize section's ``gemm_sizes`` overrides them)
 GEMM_SIZES = (512, 1024, 2048)
 #: The transposes are measured in this many rounds at different moments of characterisation (after the triad,
-#: with the other ceilings, at the end), each on fresh arrays, and the ceiling is the upper end of all their samples (:func:`upper_end`):
-#: strided access on a shared machine runs at a third to a half of its rate for seconds at a time (one
+#: with the other ceilings, at the end), each on fresh arrays, and the ceiling is the upper end of all their
+#: samples (:func:`upper_end`): strided access on a shared machine runs at a third to a half of its rate for seconds at a time (one
 #: characterisation here measured a transpose at 0.41-0.46 GB/s in all its samples, which the study's runs
 #: minutes later beat twice over), and a ceiling is the best the machine does.
 TRANSPOSE_ROUNDS = 3

@@ -42,8 +42,6 @@ from sims.fit import relative_nonnegative_fit
 HALF_STEPS = ("velocity", "stress")
 #: a relative residual beyond this flags the fit as poor, whatever its R²
 POOR_RESIDUAL = 0.25
-#: the run's two halo exchanges: which half-step writes the fields each one marshals, and those fields
-EXCHANGES = (("velocity", ("vx", "vy", "vz")), ("stress", ("sxx", "syy", "szz", "sxy", "sxz", "syz")))
 
 
 def run_doc(shape: Sequence[int], order: int, width: int, backend: str) -> dict[str, Any]:
@@ -140,12 +138,14 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
     twice as much after the one half-step as after the other, so each exchange is measured, not assumed to
     cost what the other does.
     """
+    from sims.fdm.solver import STRESS, VELOCITY
+
     width = int(order) // 2
     impls = ("numba", "xp") if backend == "numba" else ("xp",)
     rows = []
     for axis in range(3):
         elements = cost.face_elements(shape, axis, width)
-        for exchange, names in EXCHANGES:
+        for exchange, names in zip(HALF_STEPS, (VELOCITY, STRESS), strict=True):
             for impl in impls:
                 for pack in (True, False):
                     work = None
@@ -226,7 +226,7 @@ def _fit_marshal_one(rows: list[dict[str, Any]], out: dict[str, Any], order: int
     out.setdefault(str(order), {}).setdefault(impl, {}).setdefault(direction, {})["xyz"[axis]] = {
         "per_call_s": fit.coef[0], "per_element_s": fit.coef[1], "r2": fit.r2, "poor_fit": _poor(fit),
         "samples": [{"elements": r["elements"], "block_points": r.get("block_points"), "time_per_field_s": t,
-                     "exchange": r.get("exchange", "velocity"), "times_s": r["times_s"], "relative_residual": res}
+                     "exchange": r["exchange"], "times_s": r["times_s"], "relative_residual": res}
                     for r, t, res in zip(sel, y, fit.residuals, strict=True)],
     }
 

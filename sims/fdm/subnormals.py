@@ -6,15 +6,16 @@ not reached yet with values that shrink by orders of magnitude per step; in floa
 subnormal operand or result through a microcode assist, a hundred cycles or more: an order-4 run can then
 take nearly twice as long as with them flushed, while cores that handle subnormals in hardware show no
 difference. The time of a half-step would then depend on the wavefield's history and on the core, and no
-calibration on quiet fields could predict it. Production stencil codes flush
-them (compilers' optimisation levels set these bits at program start); the solver does the same for the
-length of a run, and the calibration of its kernels runs under the same flags.
+calibration on quiet fields could predict it. Production stencil codes flush them (compilers' optimisation
+levels set these bits at program start); the solver does the same for the length of a run, and the
+calibration of its kernels runs under the same flags.
 
 The flags live in each thread's floating-point control register; threads started while they are set
 inherit them. Numba's parallel workers start at a process's first parallel kernel: a run's process (one per
 rank) starts them inside the run, so they flush; in a process that ran parallel kernels before (a test
 session, say), they keep the flags of that moment. They are set and restored through the C library's
-``fegetenv``/``fesetenv`` on Linux (glibc and musl share the ``fenv_t`` layouts used here); elsewhere :func:`flushed` changes nothing and says so by yielding False.
+``fegetenv``/``fesetenv`` on Linux (glibc and musl share the ``fenv_t`` layouts used here); elsewhere
+:func:`flushed` changes nothing and says so by yielding False.
 """
 
 from __future__ import annotations

@@ -401,3 +401,14 @@ def test_each_exchange_copies_at_its_own_measured_cost():
     face = 64 * 64  # order 2: a face one cell wide
     want = 3 * (2e-6 + face * 3e-9) + 6 * (2e-6 + face * 1e-9)
     assert parts["pack"] == pytest.approx([want, want], rel=1e-6)
+
+
+def test_transfers_between_nodes_cost_the_inter_node_link():
+    """A chain of 4 ranks on 2 nodes: rank 1 receives from rank 0 on its node and from rank 2 on the other, each
+    message at its own link's ping-pong; rank 0 only from rank 1, within the node."""
+    g = fdm.rank_geometry((96, 96, 96), (4, 1, 1), 8, nodes=2)
+    got = fdm.transfers(g, 2, 1e-6, 1e-10, 5e-6, 4e-10)
+    face = 96 * 96 * 4 * (3 + 6)  # bytes of both exchanges' messages over one face (order 2: one cell wide)
+    assert got[0] == pytest.approx(2 * 1e-6 + face * 1e-10)
+    assert got[1] == pytest.approx(2 * 1e-6 + face * 1e-10 + 2 * 5e-6 + face * 4e-10)
+    assert list(got) == pytest.approx(list(got[::-1]))
