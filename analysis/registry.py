@@ -20,6 +20,7 @@ it loads the entry points on first use.
 from __future__ import annotations
 
 import abc
+import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -98,6 +99,11 @@ class Case(abc.ABC):
     @abc.abstractmethod
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         """The shell command that produces the run's raw record at ``record``."""
+
+    def with_repetitions(self, spec: Mapping[str, Any], repetitions: int) -> dict[str, Any]:
+        """A copy of ``spec`` whose command measures ``repetitions`` timed repetitions: one launch's share of a
+        run measured in rounds (``runs.rounds``). Its ``run_id`` is the run's own."""
+        return {**copy.deepcopy(dict(spec)), "repetitions": int(repetitions)}
 
     # ----------------------------------------------------------------- scoring
     @abc.abstractmethod

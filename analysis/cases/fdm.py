@@ -380,6 +380,12 @@ class FDMCase(Case):
                 f"{env}{launch} python -m mpi4py -m sims.fdm run --config {out}/spec.yaml"
                 f" --out {out} --raw-record {shlex.quote(record)} --record-failures")
 
+    def with_repetitions(self, spec: Mapping[str, Any], repetitions: int) -> dict[str, Any]:
+        """The run's FDM document counts the repetitions its command measures."""
+        out = super().with_repetitions(spec, repetitions)
+        out["fdm_doc"]["repetitions"] = int(repetitions)
+        return out
+
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         return reduce_fdm(records)
 

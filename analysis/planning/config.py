@@ -192,6 +192,12 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
         if not is_name(name):
             raise ConfigError(f"{key}: {name!r} is not allowed (allowed: one line of letters, digits, '_', '.', '-', "
                               "starting with a letter or digit)")
+    rounds, reps = config["runs"]["rounds"], config["runs"]["repetitions"]
+    if rounds > reps:
+        raise ConfigError(f"runs.rounds: {rounds} is more than runs.repetitions ({reps}) (allowed: 1 to {reps})")
+    if rounds > 1 and config["batch_runs"] <= 1:
+        raise ConfigError(f"runs.rounds: {rounds} takes effect only in batch jobs (allowed: 1 while batch_runs is 1; "
+                          "set batch_runs above 1 to measure in rounds)")
     names = [p["name"] for p in config["platforms"]]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -214,6 +214,14 @@ def batches(runs: Mapping[str, Mapping[str, Any]], size: int) -> list[list[str]]
     return out
 
 
+def round_shares(repetitions: int, rounds: int) -> list[int]:
+    """A run's repetitions split over ``rounds`` launches (``runs.rounds``) as evenly as they go, the larger
+    shares first: ``round_shares(5, 2) == [3, 2]``."""
+    rounds = max(1, min(int(rounds), int(repetitions)))
+    base, extra = divmod(int(repetitions), rounds)
+    return [base + (k < extra) for k in range(rounds)]
+
+
 def batch_layout(layouts: Sequence[Layout]) -> Layout:
     """The layout one job of a batch asks for: its runs' shape, with the data (so the memory) of the largest."""
     return max(layouts, key=lambda lay: lay.data_bytes_per_rank)

@@ -1,9 +1,10 @@
 """sims.batch: several runs in one job, each under the guard and writing its own record; a run that writes none
-is recorded as failed and the next one still runs."""
+is recorded as failed and the next one still runs; runs measured in rounds are interleaved and merged."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -49,3 +50,90 @@ def test_a_launch_that_dies_at_once_writing_nothing_is_started_once_more(tmp_pat
                           str(script)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "starting it again (2 of 2)" in out.stderr, out.stderr
     assert json.loads(record.read_text())["run_id"] == "x"  # the second launch's own record, not a failed one
+
+
+PART = """import json, sys
+from sims.guard import failed_record
+from sims.record import write_raw
+record, spec, n, status, own_id = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+rows = []
+for i in range(n):
+    row = failed_record(spec, 2, "boom")[0]
+    row.update(run_id=own_id, rep=i, status=status, error=None if status == "ok" else "boom", time_s=float(i))
+    rows.append(row)
+write_raw(record, own_id, rows)
+"""
+
+
+def rounds_entry(tmp_path, name: str, shares: list[int], status: list[str] | None = None) -> dict:
+    """A run measured in len(shares) rounds: each part's command writes its share of rows under an id of its own
+    (as a runner hashes a spec with fewer repetitions)."""
+    script = tmp_path / "part.py"
+    script.write_text(PART)
+    e = entry(tmp_path, name, "false")
+    spec = json.dumps(e["spec"])
+    e["parts"] = [{"record": str(tmp_path / "raw" / ".parts" / f"{name}.{k}.json"),
+                   "command": f"{sys.executable} {script} {tmp_path}/raw/.parts/{name}.{k}.json '{spec}' {n} "
+                              f"{(status or ['ok'] * len(shares))[k]} {k:016x}"} for k, n in enumerate(shares)]
+    return e
+
+
+def batch(runs: list[dict]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sims.batch", "--runs", json.dumps(runs)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_rounds_launch_every_run_once_per_round_and_merge_its_parts_under_its_own_id(tmp_path):
+    runs = [rounds_entry(tmp_path, name * 16, [2, 1, 1]) for name in "abcd"]
+    stale = tmp_path / "raw" / ".parts" / f"{'a' * 16}.2.json"  # left by a killed batch: measured again
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{not json")
+    out = batch(runs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    launched = re.findall(r"round (\d)/3, run \d/4: ([a-d]{16})", out.stdout)
+    assert len(launched) == 12 and all(sorted(r for k2, r in launched if k2 == k) == [c * 16 for c in "abcd"]
+                                       for k in "123")  # each round launches every run once
+    orders = [[r for k2, r in launched if k2 == k] for k in "123"]
+    assert orders == [[r for k2, r in re.findall(r"round (\d)/3, run \d/4: ([a-d]{16})", batch(runs).stdout)
+                       if k2 == k] for k in "123"]  # seeded: the same batch runs in the same orders again
+    for name in "abcd":
+        doc = json.loads((tmp_path / "raw" / f"{name * 16}.json").read_text())
+        assert doc["run_id"] == name * 16 and [r["run_id"] for r in doc["records"]] == [name * 16] * 4
+        assert [r["rep"] for r in doc["records"]] == [0, 1, 2, 3]  # numbered through, in round order
+        assert [r["time_s"] for r in doc["records"]] == [0.0, 1.0, 0.0, 0.0]  # round 1's two rows, then 2's, 3's
+        assert "4 repetition(s) from 3 round(s)" in out.stdout
+        assert list((tmp_path / "raw" / ".measurements" / (name * 16)).glob("*.json"))  # its permanent copy
+    assert not list((tmp_path / "raw" / ".parts").glob("*.json"))  # the parts are merged away
+
+
+def test_a_part_that_fails_records_the_run_failed_under_its_own_id(tmp_path):
+    runs = [rounds_entry(tmp_path, "a" * 16, [1, 1], ["ok", "failed"]), entry(tmp_path, "b" * 16, "true")]
+    runs[1]["parts"] = [{"record": str(tmp_path / "raw" / ".parts" / "b.0.json"),
+                         "command": f"{sys.executable} -c 'import sys; sys.exit(3)'"}]
+    out = batch(runs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    failed = json.loads((tmp_path / "raw" / f"{'a' * 16}.json").read_text())
+    assert failed["run_id"] == "a" * 16 and [r["status"] for r in failed["records"]] == ["failed"]
+    assert "a" * 16 + ".1.json failed: the run is recorded failed" in out.stdout
+    died = json.loads((tmp_path / "raw" / f"{'b' * 16}.json").read_text())  # the guard's record of a dead part
+    assert died["records"][0]["status"] == "failed" and "exited with status 3" in died["records"][0]["error"]
+    assert died["records"][0]["run_id"] == "b" * 16
+
+
+def test_a_runs_repetitions_split_over_rounds_and_each_parts_spec():
+    from analysis.planning.config import load_config, study_matrix
+    from analysis.planning.jobs import round_shares
+    from analysis.registry import case
+
+    assert round_shares(5, 2) == [3, 2] and round_shares(5, 5) == [1] * 5 and round_shares(3, 1) == [3]
+    assert round_shares(2, 5) == [1, 1]  # never an empty launch
+    specs = study_matrix(load_config(REPO / "config" / "studies" / "tiny.yaml"), check=False)
+    for name in ("fdm", "sa"):
+        spec = next(s for s in specs if s["case"] == name)
+        before = json.dumps(spec, sort_keys=True)
+        part = case(name).with_repetitions(spec, 1)
+        assert part["repetitions"] == 1 and part["run_id"] == spec["run_id"]
+        assert json.dumps(spec, sort_keys=True) == before  # the run's own spec is untouched
+        if name == "fdm":
+            assert part["fdm_doc"]["repetitions"] == 1 and '"repetitions": 1' in case(name).command(
+                part, "r.json", "", "mpiexec -n 2")

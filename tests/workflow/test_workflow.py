@@ -50,7 +50,8 @@ def test_dry_run_default_study(env, tmp_path):
 def test_dry_run_every_shipped_study(env, tmp_path, study):
     out = snakemake(["-n", "-c2", "--configfile", str(study)], env, tmp_path)
     assert out.returncode == 0, out.stderr
-    assert job_counts(out.stdout)["simulate_run"] >= 1
+    counts = job_counts(out.stdout)
+    assert sum(n for rule, n in counts.items() if rule.startswith("simulate_")) >= 1  # a job of its own or a batch
 
 
 def test_bad_config_stops_before_anything_runs(env, tmp_path):
@@ -88,3 +89,44 @@ def test_rules_use_the_environment_snakemake_runs_in(tmp_path):
     out = snakemake([record, *args], env, tmp_path / "work")  # before --configfile, which takes every path after it
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert (tmp_path / "work" / record).is_file()
+
+
+ROUNDS_STUDY = """study: rounds
+batch_runs: 8
+runs: {warmup: 0, repetitions: 3, rounds: 3}
+cases:
+  fdm:
+    orders: [2]
+    steps: 3
+    marshaling: [host-staging, device-pack]
+    boundary: {kind: cpml, width: 2}
+    scales:
+      - {ranks: 2, shape: [12, 12, 12]}
+"""
+
+
+def test_runs_measured_in_rounds_are_interleaved_gathered_and_not_redone(env, tmp_path):
+    """runs.rounds for real: real MPI runs launched once per round by one batch job, each record merged from its
+    launches under the run's own id, gathered whole; a second invocation has nothing to do."""
+    import json
+
+    from analysis.storage.dataset import read_runs
+
+    study = tmp_path / "rounds.yaml"
+    study.write_text(ROUNDS_STUDY)
+    args = ["-c2", "results/rounds/gathered.json", "--configfile", str(study)]
+    out = snakemake(args, env, tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    assert log.count("[hetval batch] round ") == 6 and "0 failed, 0 quarantined" in log
+    raw = sorted((tmp_path / "results" / "raw" / "rounds").glob("*.json"))
+    assert len(raw) == 2
+    for path in raw:
+        rows = json.loads(path.read_text())["records"]
+        assert [r["run_id"] for r in rows] == [path.stem] * 3 and [r["rep"] for r in rows] == [0, 1, 2]
+        assert len({r["started_at"] for r in rows}) == 3  # three launches, one per round
+        assert all(r["status"] == "ok" and r["time_s"] > 0 for r in rows)
+    runs = read_runs(tmp_path / "results" / "runs")
+    assert runs.num_rows == 6 and set(runs.column("run_id").to_pylist()) == {p.stem for p in raw}
+    again = snakemake([*args, "-n"], env, tmp_path)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

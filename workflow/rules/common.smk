@@ -10,7 +10,7 @@ from types import SimpleNamespace
 REPO_DIR = os.path.dirname(WORKFLOW_DIR)
 sys.path.insert(0, REPO_DIR)
 
-from analysis.planning.jobs import COMPUTED, Layout, batch_layout, batches, interpreter_first_on_path, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
+from analysis.planning.jobs import COMPUTED, Layout, batch_layout, batches, round_shares, interpreter_first_on_path, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
 from analysis.planning.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
@@ -175,10 +175,12 @@ def get_inter_node_files(wildcards):
     return [f"{OUT}/platforms/{p}.network.json" for p in INTER_NODE_PLATFORMS]
 
 
-def run_command(run_id, record):
+def run_command(run_id, record, repetitions=None):
     """The run's command, by its registered case, started by the launcher on the run's layout (a p-DP split
-    reads the characterised platform)."""
+    reads the characterised platform); with ``repetitions``, a command measuring that share of them only."""
     spec = RUNS[run_id]
+    if repetitions is not None:
+        spec = case(spec["case"]).with_repetitions(spec, repetitions)
     return case(spec["case"]).command(spec, record, read_platform_file(spec), launch_prefix(LAUNCHER, LAYOUTS[run_id]))
 
 
@@ -219,13 +221,21 @@ def batch_inputs(run_ids):
 
 
 def batch_runs_json(run_ids):
-    """What ``python -m sims.batch`` runs: each run's record, spec, ranks, memory estimate, command and log."""
+    """What ``python -m sims.batch`` runs: each run's record, spec, ranks, memory estimate, command and log;
+    measured in rounds (runs.rounds), each run's parts too: one launch's record and command per round, each
+    measuring its share of the repetitions (its records under results/raw/<study>/.parts/)."""
     entries = []
+    shares = round_shares(config["runs"]["repetitions"], config["runs"]["rounds"])
     for rid in run_ids:
         record = f"results/raw/{STUDY}/{rid}.json"
-        entries.append({"record": record, "spec": RUNS[rid], "ranks": LAYOUTS[rid].ranks,
-                        "estimate_mb": LAYOUTS[rid].mem_mb_per_node, "command": run_command(rid, record),
-                        "log": f"logs/{STUDY}/simulate/{rid}.log"})
+        entry = {"record": record, "spec": RUNS[rid], "ranks": LAYOUTS[rid].ranks,
+                 "estimate_mb": LAYOUTS[rid].mem_mb_per_node, "command": run_command(rid, record),
+                 "log": f"logs/{STUDY}/simulate/{rid}.log"}
+        if len(shares) > 1:
+            parts = [f"results/raw/{STUDY}/.parts/{rid}.{k}.json" for k in range(len(shares))]
+            entry["parts"] = [{"record": part, "command": run_command(rid, part, share)}
+                              for part, share in zip(parts, shares)]
+        entries.append(entry)
     return json.dumps(entries, sort_keys=True)
 
 
