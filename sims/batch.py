@@ -16,9 +16,11 @@ of the run's repetitions. The batch then measures in rounds: round ``k`` launche
 order shuffled afresh each round (seeded by the batch's run ids, so a re-run repeats it). A machine whose speed
 drifts or stalls for seconds then slows a share of every run's repetitions instead of all of some runs', and
 the runs a ranking compares are measured at the same moments. When every part is measured, a run's record is
-its parts' rows in round order, ``rep`` numbered through; a part that failed (or whose record is unreadable)
-becomes the run's record, so the run is recorded failed and retried whole. The run's record gets its permanent
-copy (:func:`sims.record.measurement_path`), as each part's record did under the part's own id.
+its parts' rows in round order, ``rep`` numbered through. A launch that failed ends the run's rounds (it is not
+launched again between the other runs' measurements) and its record becomes the run's, so the run is recorded
+failed and retried whole; a part whose record is unreadable becomes the run's record as it is, for gather to
+quarantine. A batch killed before its last round keeps nothing of its rounds. The run's record gets its
+permanent copy (:func:`sims.record.measurement_path`), as each part's record did under the part's own id.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sims.guard import failed_record
 from sims.record import stable_hash, write_raw
 
 
@@ -68,37 +71,54 @@ def round_orders(entries: list[dict], rounds: int) -> list[list[int]]:
     return orders
 
 
+def part_rows(path: Path) -> list[dict[str, Any]] | None:
+    """A part's rows, or None when its record is missing or is not a list of rows."""
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))["records"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return records if isinstance(records, list) and records and all(isinstance(r, dict) for r in records) else None
+
+
+def part_ok(path: str) -> bool:
+    """Whether a part's launch measured every repetition it was given (its rows all ``ok``)."""
+    rows = part_rows(Path(path))
+    return rows is not None and all(r.get("status") == "ok" for r in rows)
+
+
 def merge_parts(entry: dict) -> str:
     """Write a run's record from its parts' records (see the module's docstring); returns what was done.
 
     A part measures the run with fewer repetitions, which its runner hashes into a run id of its own; the
-    rows take the run's id (the spec's) back."""
+    rows take the run's id (the spec's) back. Parts after a failed one were never launched."""
     rows: list[dict[str, Any]] = []
     run_id = entry["spec"]["run_id"]
-    for part in entry["parts"]:
-        path = Path(part["record"])
-        if not path.exists():
-            return f"part {path.name} has no record"
-        try:
-            records = json.loads(path.read_text(encoding="utf-8"))["records"]
-            if not records or not all(isinstance(r, dict) for r in records):
-                raise TypeError("no rows")
-        except (ValueError, KeyError, TypeError):  # unreadable: gather quarantines it and says why
-            os.replace(path, entry["record"])
-            return f"part {path.name} is not a record: moved to the run's record as it is"
-        for row in records:
-            row["run_id"] = run_id
-        if any(r.get("status") != "ok" for r in records):  # the run failed: this part says why
-            write_raw(entry["record"], run_id, records, keep=True)
-            path.unlink()
-            return f"part {path.name} failed: the run is recorded failed"
-        rows += records
-    for rep, row in enumerate(rows):
-        row["rep"] = rep
-    write_raw(entry["record"], run_id, rows, keep=True)
-    for part in entry["parts"]:
-        Path(part["record"]).unlink(missing_ok=True)
-    return f"{len(rows)} repetition(s) from {len(entry['parts'])} round(s)"
+    try:
+        for part in entry["parts"]:
+            path = Path(part["record"])
+            records = part_rows(path)
+            if records is None:  # unreadable: gather quarantines it and says why
+                if not path.exists():
+                    return f"part {path.name} has no record"
+                os.replace(path, entry["record"])
+                return f"part {path.name} is not a record: moved to the run's record as it is"
+            for row in records:
+                row["run_id"] = run_id
+            if not all(r.get("status") == "ok" for r in records):  # this part says why the run did not run
+                write_raw(entry["record"], run_id, records, keep=True)
+                return f"part {path.name} is {records[0].get('status')}: so is the run"
+            rows += records
+        for rep, row in enumerate(rows):
+            row["rep"] = rep
+        write_raw(entry["record"], run_id, rows, keep=True)
+        return f"{len(rows)} repetition(s) from {len(entry['parts'])} round(s)"
+    except (OSError, ValueError) as exc:  # a row outside the record contract: the run is recorded failed
+        why = f"its rounds could not be merged: {exc}".replace("\n", " ")
+        write_raw(entry["record"], run_id, failed_record(entry["spec"], int(entry["ranks"]), why), keep=True)
+        return why
+    finally:
+        for part in entry["parts"]:
+            Path(part["record"]).unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,7 +130,12 @@ def main(argv: list[str] | None = None) -> int:
                        "command line holds at most 128 KiB, which a batch of long specs measured in rounds exceeds)")
     args = parser.parse_args(argv)
     try:
-        entries = json.loads(args.runs if args.runs is not None else Path(args.runs_file).read_text(encoding="utf-8"))
+        text = args.runs if args.runs is not None else Path(args.runs_file).read_text(encoding="utf-8")
+    except OSError as exc:
+        print(f"hetval: batch: --runs-file cannot be read ({exc})", file=sys.stderr)
+        return 2
+    try:
+        entries = json.loads(text)
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             raise ValueError("not a list of objects")
         for e in entries:
@@ -121,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             if parts is not None and (not isinstance(parts, list) or not parts or not all(
                     isinstance(p, dict) and {"record", "command"} <= set(p) for p in parts)):
                 raise ValueError("an entry's parts are not a non-empty list of {record, command}")
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         print(f"hetval: batch: --runs is not a list of runs ({exc})", file=sys.stderr)
         return 2
     started = time.monotonic()
@@ -132,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         for p in e.get("parts") or []:
             Path(p["record"]).unlink(missing_ok=True)
             Path(p["record"]).parent.mkdir(parents=True, exist_ok=True)
+    stopped: set[int] = set()  # runs a failed launch ended: not launched again between the others' rounds
     for k, order in enumerate(round_orders(entries, rounds)):
+        order = [i for i in order if i not in stopped]
         for n, i in enumerate(order, 1):
             entry = entries[i]
             where = f"round {k + 1}/{rounds}, " if rounds > 1 else ""
@@ -140,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             launch(guard_words(entry, parts[i][k]["record"], parts[i][k]["command"]), Path(entry["log"]),
                    append=k > 0)
+            if entry.get("parts") and k + 1 < len(parts[i]) and not part_ok(parts[i][k]["record"]):
+                stopped.add(i)
+                print(f"[hetval batch] {Path(entry['record']).stem}: round {k + 1} did not measure it: its later "
+                      "rounds are not launched", flush=True)
     for entry in entries:
         if entry.get("parts"):
             print(f"[hetval batch] {Path(entry['record']).stem}: {merge_parts(entry)}", flush=True)

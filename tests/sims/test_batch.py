@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import REPO
 
@@ -65,6 +66,11 @@ write_raw(record, own_id, rows)
 """
 
 
+PART_SCRIPT, BOGUS_SCRIPT = "part.py", "bogus.py"
+#: a part whose rows carry a field outside the record contract (written without the contract's check)
+BOGUS = "rows[0]['bogus'] = 1; open(record, 'w').write(json.dumps({'run_id': own_id, 'records': rows}))"
+
+
 def rounds_entry(tmp_path, name: str, shares: list[int], status: list[str] | None = None) -> dict:
     """A run measured in len(shares) rounds: each part's command writes its share of rows under an id of its own
     (as a runner hashes a spec with fewer repetitions)."""
@@ -85,15 +91,13 @@ def batch(runs: list[dict]) -> subprocess.CompletedProcess:
 
 def test_rounds_launch_every_run_once_per_round_and_merge_its_parts_under_its_own_id(tmp_path):
     runs = [rounds_entry(tmp_path, name * 16, [2, 1, 1]) for name in "abcd"]
-    stale = tmp_path / "raw" / ".parts" / f"{'a' * 16}.2.json"  # left by a killed batch: measured again
-    stale.parent.mkdir(parents=True)
-    stale.write_text("{not json")
     out = batch(runs)
     assert out.returncode == 0, out.stdout + out.stderr
     launched = re.findall(r"round (\d)/3, run \d/4: ([a-d]{16})", out.stdout)
     assert len(launched) == 12 and all(sorted(r for k2, r in launched if k2 == k) == [c * 16 for c in "abcd"]
                                        for k in "123")  # each round launches every run once
     orders = [[r for k2, r in launched if k2 == k] for k in "123"]
+    assert any(order != [c * 16 for c in "abcd"] for order in orders)  # shuffled, not the batch's own order
     assert orders == [[r for k2, r in re.findall(r"round (\d)/3, run \d/4: ([a-d]{16})", batch(runs).stdout)
                        if k2 == k] for k in "123"]  # seeded: the same batch runs in the same orders again
     for name in "abcd":
@@ -106,18 +110,29 @@ def test_rounds_launch_every_run_once_per_round_and_merge_its_parts_under_its_ow
     assert not list((tmp_path / "raw" / ".parts").glob("*.json"))  # the parts are merged away
 
 
-def test_a_part_that_fails_records_the_run_failed_under_its_own_id(tmp_path):
-    runs = [rounds_entry(tmp_path, "a" * 16, [1, 1], ["ok", "failed"]), entry(tmp_path, "b" * 16, "true")]
-    runs[1]["parts"] = [{"record": str(tmp_path / "raw" / ".parts" / "b.0.json"),
-                         "command": f"{sys.executable} -c 'import sys; sys.exit(3)'"}]
+def test_a_part_that_fails_ends_its_runs_rounds_and_records_the_run_failed_under_its_own_id(tmp_path):
+    runs = [rounds_entry(tmp_path, "a" * 16, [1, 1, 1], ["ok", "failed", "ok"]), entry(tmp_path, "b" * 16, "true"),
+            rounds_entry(tmp_path, "c" * 16, [1, 1]), rounds_entry(tmp_path, "d" * 16, [1, 1])]
+    runs[1]["parts"] = [{"record": str(tmp_path / "raw" / ".parts" / f"b.{k}.json"),
+                         "command": f"{sys.executable} -c 'import sys; sys.exit(3)'"} for k in range(2)]
+    stale = Path(runs[1]["parts"][0]["record"])  # an ok record a killed batch left where b's first part writes
+    stale.parent.mkdir(parents=True)
+    stale.write_text(json.dumps({"run_id": "b", "records": [{"status": "ok"}]}))
+    runs[2]["parts"][1]["command"] = runs[2]["parts"][1]["command"].replace(PART_SCRIPT, BOGUS_SCRIPT)
+    (tmp_path / "bogus.py").write_text(PART.replace("write_raw(record, own_id, rows)", BOGUS))
     out = batch(runs)
     assert out.returncode == 0, out.stdout + out.stderr
     failed = json.loads((tmp_path / "raw" / f"{'a' * 16}.json").read_text())
     assert failed["run_id"] == "a" * 16 and [r["status"] for r in failed["records"]] == ["failed"]
-    assert "a" * 16 + ".1.json failed: the run is recorded failed" in out.stdout
-    died = json.loads((tmp_path / "raw" / f"{'b' * 16}.json").read_text())  # the guard's record of a dead part
+    assert f"part {'a' * 16}.1.json is failed: so is the run" in out.stdout
+    assert len(re.findall(f"run \\d/\\d: {'a' * 16}", out.stdout)) == 2  # round 3 not launched after round 2 failed
+    died = json.loads((tmp_path / "raw" / f"{'b' * 16}.json").read_text())  # the guard's record of a dead part,
     assert died["records"][0]["status"] == "failed" and "exited with status 3" in died["records"][0]["error"]
-    assert died["records"][0]["run_id"] == "b" * 16
+    assert died["records"][0]["run_id"] == "b" * 16  # not the stale one, which the batch removed first
+    bad = json.loads((tmp_path / "raw" / f"{'c' * 16}.json").read_text())  # a row outside the record contract
+    assert bad["records"][0]["status"] == "failed" and "could not be merged" in bad["records"][0]["error"]
+    assert [r["rep"] for r in json.loads((tmp_path / "raw" / f"{'d' * 16}.json").read_text())["records"]] == [0, 1]
+    assert not list((tmp_path / "raw" / ".parts").glob("*.json"))
 
 
 def test_a_runs_repetitions_split_over_rounds_and_each_parts_spec():

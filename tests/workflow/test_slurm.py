@@ -81,7 +81,7 @@ def test_one_rank_runs_are_plain_jobs_and_short_runs_share_a_job(env, tmp_path):
     assert batches, "the profile's batch_runs=16 batches the tiny study's short runs"
     for job in batches:  # one job's request fits every run of the batch: one platform, one layout
         runs = re.findall(r'"run_id": "([0-9a-f]{16})"', job["command"])
-        assert 2 <= len(runs) <= 16 and "python -m sims.batch --runs" in job["command"]
+        assert 2 <= len(runs) <= 16 and "python -m sims.batch --runs-file" in job["command"]
         layouts = [Layout.of(specs[r]) for r in runs]
         assert len({(lay.ranks, lay.threads_per_rank, lay.gpus_per_node) for lay in layouts}) == 1
         assert int(job["resources"]["tasks"]) == layouts[0].ranks

@@ -225,8 +225,8 @@ def batch_runs_json(run_ids):
     measured in rounds (runs.rounds), each run's parts too: one launch's record and command per round, each
     measuring its share of the repetitions (its records under results/raw/<study>/.parts/)."""
     entries = []
-    shares = round_shares(config["runs"]["repetitions"], config["runs"]["rounds"])
     for rid in run_ids:
+        shares = round_shares(int(RUNS[rid].get("repetitions", config["runs"]["repetitions"])), config["runs"]["rounds"])
         record = f"results/raw/{STUDY}/{rid}.json"
         entry = {"record": record, "spec": RUNS[rid], "ranks": LAYOUTS[rid].ranks,
                  "estimate_mb": LAYOUTS[rid].mem_mb_per_node, "command": run_command(rid, record),
