@@ -412,3 +412,42 @@ def test_transfers_between_nodes_cost_the_inter_node_link():
     assert got[0] == pytest.approx(2 * 1e-6 + face * 1e-10)
     assert got[1] == pytest.approx(2 * 1e-6 + face * 1e-10 + 2 * 5e-6 + face * 4e-10)
     assert list(got) == pytest.approx(list(got[::-1]))
+
+
+def test_a_timed_unpack_follows_the_pack_of_the_face_beside_it_as_in_a_run():
+    """The calibration times each copy where a run makes it: a pack right after its half-step reads the owned
+    face; an unpack writes the ghost layers beside that face right after packing it, so it finds the caches a
+    run's unpack finds (timed alone after a half-step, unpacks cost about twice what runs measure)."""
+    from types import SimpleNamespace
+
+    from sims.bench.fdm_calib import _marshal_samples
+    from sims.fdm.decomp import HALO
+
+    calls: list[tuple] = []
+
+    class Recording:
+        @staticmethod
+        def _marshal(fields, sl, buf, face, use_numba, pack):
+            calls.append((sl, pack))
+
+    names = ("vx", "vy", "vz", "sxx", "syy", "szz", "sxy", "sxz", "syz")
+    sim = SimpleNamespace(fields={n: np.zeros((12, 12, 12), np.float32) for n in names}, xp=np,
+                          block=SimpleNamespace(n=(8, 8, 8)), _half_step=lambda phase: calls.append(("half", phase)))
+    runs: list[list] = []
+
+    def timed(work):
+        before = len(calls)
+        work()
+        runs.append(calls[before:])
+        return [0.0]
+
+    rows = _marshal_samples(sim, "numba", 4, (8, 8, 8), timed, Recording)
+    assert len(rows) == len(runs) == 3 * 2 * 2 * 2  # axes x exchanges x implementations x directions
+    for row, seq in zip(rows, runs, strict=True):
+        axis = row["axis"]
+        owned, ghosts = slice(HALO, HALO + 2), slice(HALO - 2, HALO)
+        assert seq[0] == ("half", row["exchange"])
+        if row["direction"] == "pack":
+            assert [(s[axis], p) for s, p in seq[1:]] == [(owned, True)]
+        else:
+            assert [(s[axis], p) for s, p in seq[1:]] == [(owned, True), (ghosts, False)]
