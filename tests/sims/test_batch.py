@@ -114,7 +114,7 @@ def test_a_part_that_fails_ends_its_runs_rounds_and_records_the_run_failed_under
     runs = [rounds_entry(tmp_path, "a" * 16, [1, 1, 1], ["ok", "failed", "ok"]), entry(tmp_path, "b" * 16, "true"),
             rounds_entry(tmp_path, "c" * 16, [1, 1]), rounds_entry(tmp_path, "d" * 16, [1, 1])]
     runs[1]["parts"] = [{"record": str(tmp_path / "raw" / ".parts" / f"b.{k}.json"),
-                         "command": f"{sys.executable} -c 'import sys; sys.exit(3)'"} for k in range(2)]
+                         "command": f"{sys.executable} -c 'import sys; sys.exit(3)'"} for k in range(1)]
     stale = Path(runs[1]["parts"][0]["record"])  # an ok record a killed batch left where b's first part writes
     stale.parent.mkdir(parents=True)
     stale.write_text(json.dumps({"run_id": "b", "records": [{"status": "ok"}]}))
