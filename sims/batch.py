@@ -57,14 +57,15 @@ def launch(words: list[str], log: Path, append: bool) -> None:
         proc.wait()
 
 
-def round_orders(entries: list[dict], rounds: int) -> list[list[int]]:
-    """Each round's order of the entries that have a part in it: shuffled afresh every round, seeded by the
-    batch's run ids (the same batch measures in the same orders every time it runs); one round keeps the
-    batch's own order."""
+def round_orders(entries: list[dict], launches: list[int]) -> list[list[int]]:
+    """Each round's order of the entries with a launch in it (``launches``: each entry's count): shuffled afresh
+    every round, seeded by the batch's run ids (the same batch measures in the same orders every time it runs);
+    one round keeps the batch's own order."""
+    rounds = max(launches, default=0)
     seed = stable_hash(sorted(str(e["spec"].get("run_id", e["record"])) for e in entries))
     orders = []
     for k in range(rounds):
-        order = [i for i, e in enumerate(entries) if k < len(e.get("parts") or [None])]
+        order = [i for i, n in enumerate(launches) if k < n]
         if rounds > 1:
             random.Random(f"{seed}:{k}").shuffle(order)
         orders.append(order)
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(p["record"]).unlink(missing_ok=True)
             Path(p["record"]).parent.mkdir(parents=True, exist_ok=True)
     stopped: set[int] = set()  # runs a failed launch ended: not launched again between the others' rounds
-    for k, order in enumerate(round_orders(entries, rounds)):
+    for k, order in enumerate(round_orders(entries, [len(p) for p in parts])):
         order = [i for i in order if i not in stopped]
         for n, i in enumerate(order, 1):
             entry = entries[i]
