@@ -295,16 +295,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
             bad = args.a if not cards[0] else args.b
             raise InputError(f"{bad}: neither a scorecard.parquet nor a validation directory holding one "
                              "(compare two machines' scorecards, or two history snapshots)")
-        from analysis.scoring.scorecard import compare_machines
+        from analysis.scoring.compare import compare_machines, describe
 
         a, b = (pd.read_parquet(c) for c in cards)
         table = compare_machines(a, b)
         if args.json:
             print(table.to_json(orient="records"))
             return 0
-        which = [", ".join(sorted(set(c["fingerprint"].dropna().astype(str)))) or "unknown" for c in (a, b)]
-        print(f"[hetval compare] scorecards: A = {cards[0]} (machine {which[0]}), B = {cards[1]} (machine "
-              f"{which[1]}); {int(table['same_verdict'].sum())} of {len(table)} rows with the same verdict")
+        for line in describe(table, a, b, cards):
+            print(line)
         with pd.option_context("display.max_rows", None, "display.width", 250, "display.max_colwidth", 40):
             print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
         return 0

@@ -53,7 +53,7 @@ class Context:
 
 
 class Case(abc.ABC):
-    """One case study: seven attributes and five methods, by the stage that uses them.
+    """One case study: seven attributes and five methods (two more optional), by the stage that uses them.
 
     Planning a study (:func:`analysis.planning.config.study_matrix`, the workflow's rules):
 
@@ -62,7 +62,8 @@ class Case(abc.ABC):
       listings (built-ins 10..50, plugins 100); ``schema`` (dict): JSON-schema fragment of
       ``cases.<name>`` with its defaults (``enabled`` is added by the registry).
     - :meth:`expand`: the run specs, each with everything its jobs need already in it;
-      :meth:`command`: the shell command that runs one.
+      :meth:`command`: the shell command that runs one; :meth:`runner`: the same without its launcher, so
+      that one launch can measure several runs.
 
     Scoring (:mod:`analysis.scoring.validate`):
 
@@ -99,6 +100,13 @@ class Case(abc.ABC):
     @abc.abstractmethod
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         """The shell command that produces the run's raw record at ``record``."""
+
+    def runner(self, spec: Mapping[str, Any], record: str, platform_file: str) -> list[str] | None:
+        """The words of the MPI program that produces the run's record (a module run by ``python -m``, then its
+        arguments), without the launcher: with them :mod:`sims.launch` measures several runs in one launch (a
+        study measured in rounds launches each job shape once per round). None (the default): the case has
+        only its :meth:`command`, and each of its runs is launched on its own."""
+        return None
 
     def with_repetitions(self, spec: Mapping[str, Any], repetitions: int) -> dict[str, Any]:
         """A copy of ``spec`` whose command measures ``repetitions`` timed repetitions: one launch's share of a
@@ -152,6 +160,10 @@ class Model(abc.ABC):
         True when each run is predicted from its own row (run in the Dask task of
         each data file); False when it needs a whole group (PEACH's curves),
         applied to the computed frame.
+    kind : str
+        ``"bound"`` (a best case the runs should not beat: tightness at most 1 expected) or ``"predictor"`` (an
+        estimate of the run itself: tightness near 1 expected); the scorecard judges each against its own band
+        (``docs/scorecard.md``).
     """
 
     name: str = ""
@@ -160,6 +172,7 @@ class Model(abc.ABC):
     quantity: str = "time"
     table: str = "runs"
     rowwise: bool = True
+    kind: str = "bound"
 
     @abc.abstractmethod
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:

@@ -56,6 +56,11 @@ def match(jobs: list[dict], command: str, started: float, workdir: Path) -> dict
             for exact, name in ((1, out), (0, str(Path(out).parent))):
                 if (exact, len(name)) > rank and re.search(re.escape(name) + r"(?![\w/.-])", command):
                     best, rank = job, (exact, len(name))
+    if best is None:  # a job Snakemake runs in a process of its own (a run: block) names its rule
+        target = re.search(r"--target-jobs '(\w+):", command)
+        for job in jobs:
+            if target and job["rule"] == target.group(1):
+                return job
     return best
 
 

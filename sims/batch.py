@@ -1,26 +1,28 @@
-"""Measure several runs one after another in one batch job, each under :mod:`sims.guard`, each writing its own record.
+"""Measure a batch of runs in one job: in shuffled rounds, one launch per job shape and round.
 
-Under a batch scheduler every job pays for its submission, its start and the workflow's start inside it - seconds
-that dwarf a short run. The workflow can therefore hand one job a *batch*: runs of one platform and one job shape
-(same nodes, tasks and cores; the job holds the memory of the largest), listed as JSON entries
-``{record, spec, ranks, estimate_mb, command, log}``::
+A study's runs are measured interleaved: every run's repetitions are spread over the study, so a moment when the
+machine slows down costs one repetition of several runs, never all repetitions of one. The workflow hands one
+job a *batch* - the runs of one platform on one node - as JSON entries
+``{record, spec, ranks, estimate_mb, command, log}``, with, for a case that gives one, the run's ``runner`` (its
+MPI program's words without the launcher) and ``launch`` (the launcher prefix of its job shape, e.g.
+``mpiexec -n 2``)::
 
     python -m sims.batch --runs '<JSON list>'      # or --runs-file FILE holding it
 
-Each run starts as its own job would start it (``python -m sims.guard ... -- <command>``, its output to its own
-log), so its record is exactly what a job of its own writes: a run that fails is recorded as failed and the next
-one starts. The batch succeeds when every run has a record, and says which ones have none otherwise.
+**Rounds** (``runs.rounds``): an entry lists ``parts``, each ``{record, command, runner}`` measuring a share of
+the run's repetitions. Round ``k`` measures part ``k`` of every run, in an order shuffled afresh each round
+(seeded by the batch's run ids, so a re-run repeats it). The runs of one job shape whose case gives a runner are
+measured in *one* launch per round (:mod:`sims.launch`), so a round costs each run its setup and warm-up, not
+an MPI start-up; a run with only a command is launched alone under :mod:`sims.guard`. When a shared launch dies,
+the run it was measuring is recorded failed with the reason and the runs it had not reached are launched again.
+Every repetition keeps its own start time (``measured_at``) and round (``round``), so a slow moment shows.
 
-**Rounds** (``runs.rounds``): an entry may instead list ``parts``, each ``{record, command}`` measuring a share
-of the run's repetitions. The batch then measures in rounds: round ``k`` launches part ``k`` of every run, in an
-order shuffled afresh each round (seeded by the batch's run ids, so a re-run repeats it). A machine whose speed
-drifts or stalls for seconds then slows a share of every run's repetitions instead of all of some runs', and
-the runs a ranking compares are measured at the same moments. When every part is measured, a run's record is
-its parts' rows in round order, ``rep`` numbered through. A launch that failed ends the run's rounds (it is not
-launched again between the other runs' measurements) and its record becomes the run's, so the run is recorded
-failed and retried whole; a part whose record is unreadable becomes the run's record as it is, for gather to
-quarantine. A batch killed before its last round keeps nothing of its rounds. The run's record gets its
-permanent copy (:func:`sims.record.measurement_path`), as each part's record did under the part's own id.
+When every part is measured, a run's record is its parts' rows in round order, ``rep`` numbered through. A part
+that failed ends the run's rounds (it is not launched again between the other runs' measurements) and its record
+becomes the run's, so the run is recorded failed and retried whole; a part whose record is unreadable becomes
+the run's record as it is, for gather to quarantine. A batch killed before its last round keeps nothing of its
+rounds. The run's record gets its permanent copy (:func:`sims.record.measurement_path`), as each part's record
+did under the part's own id. The batch succeeds when every run has a record, and says which ones have none.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import argparse
 import json
 import os
 import random
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -45,16 +49,119 @@ def guard_words(entry: dict, record: str, command: str) -> list[str]:
             "--ranks", str(int(entry["ranks"])), "--estimate-mb", str(float(entry["estimate_mb"])), "--", command]
 
 
-def launch(words: list[str], log: Path, append: bool) -> None:
-    """Run one guarded command, its output to its own log and to the batch's, as a job of its own would tee it."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a" if append else "w", encoding="utf-8") as fh:
-        proc = subprocess.Popen(words, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def launch(words: list[str] | str, log: Path | None, append: bool,
+           logs: dict[str, Path] | None = None) -> int:
+    """Run one command, its output to the batch's and to a log: ``log``, or, for a shared launch, the log of the
+    run whose entry the launch last announced (``logs``: a part record's file name -> its run's log). Returns
+    the command's exit status; a rank killed by a signal, as MPICH's launcher reports it (``KILLED BY SIGNAL:
+    9``, ``EXIT STRING: Killed (signal 9)``), as minus the signal."""
+    opened: dict[Path, Any] = {}
+
+    def sink(path: Path) -> Any:
+        if path not in opened:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            opened[path] = path.open("a" if append or logs else "w", encoding="utf-8")
+        return opened[path]
+
+    current = log
+    killed = None
+    try:
+        proc = subprocess.Popen(words, shell=isinstance(words, str), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
         assert proc.stdout is not None
         for line in proc.stdout:
-            fh.write(line)
+            if logs is not None and line.startswith(ANNOUNCE):
+                current = logs.get(line.rsplit(": ", 1)[-1].strip(), current)
+            found = KILLED.search(line)
+            if found:
+                killed = int(found.group(1) or found.group(2))
+            if current is not None:
+                sink(current).write(line)
             sys.stdout.write(line)
-        proc.wait()
+        status = proc.wait()
+        return -killed if killed and status > 0 else status
+    finally:
+        for fh in opened.values():
+            fh.close()
+
+
+#: how :mod:`sims.launch` announces each entry (``[hetval launch] entry i/n: <record file name>``)
+ANNOUNCE = "[hetval launch] entry "
+#: how MPICH's launcher says a rank died of a signal
+KILLED = re.compile(r"KILLED BY SIGNAL: (\d+)|EXIT STRING: .*\(signal (\d+)\)")
+
+
+def _progress(path: Path) -> tuple[set[int], set[int]]:
+    """The entries a shared launch started and finished (its progress file)."""
+    started: set[int] = set()
+    done: set[int] = set()
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            what, _, i = line.partition(" ")
+            if i.isdigit():
+                (started if what == "start" else done if what == "done" else set()).add(int(i))
+    except OSError:
+        pass
+    return started, done
+
+
+def shared_launch(prefix: str, items: list[tuple[dict, dict]], where: Path, tag: str) -> None:
+    """Measure ``items`` (a run's entry and the part it measures now, each part with its ``runner``) in launches
+    of :mod:`sims.launch` started with ``prefix`` (``mpiexec -n 2``), until each has a record.
+
+    When a launch dies, the entry it was running is recorded failed with the reason (the guard's words: out of
+    memory, a signal, a status) and the entries it had not started are launched again; a launch that dies
+    within :data:`sims.guard.RELAUNCH_WITHIN_S` having started nothing (an MPI start-up that failed) is started
+    once more, then its entries are recorded failed."""
+    from sims import record as rec
+    from sims.guard import RELAUNCH_WITHIN_S, describe, failed_record
+    from sims.memory import memory_limit, oom_kills
+
+    limit = memory_limit()
+    node_mb = limit.bytes / 2**20
+    node_what = "node" if limit.source == "this machine" else f"limit ({limit.source})"
+    left = list(items)
+    relaunched = False
+    attempt = 0
+    while left:
+        attempt += 1
+        plan_path = where / f"launch-{tag}-{attempt}.json"
+        progress = plan_path.with_suffix(".progress")
+        plan = [{"runner": part["runner"], "record": part["record"], "spec": entry["spec"], "ranks": entry["ranks"]}
+                for entry, part in left]
+        where.mkdir(parents=True, exist_ok=True)
+        plan_path.write_text(json.dumps(plan), encoding="utf-8")
+        progress.unlink(missing_ok=True)
+        logs = {Path(part["record"]).name: Path(entry["log"]) for entry, part in left}
+        before, started_at = oom_kills(), time.monotonic()
+        status = launch(f"{prefix} python -m mpi4py -m sims.launch --plan {shlex.quote(str(plan_path))} "
+                        f"--progress {shlex.quote(str(progress))}", None, True, logs)
+        after, took = oom_kills(), time.monotonic() - started_at
+        started, done = _progress(progress)
+        plan_path.unlink(missing_ok=True)
+        progress.unlink(missing_ok=True)
+        estimate = max(float(entry["estimate_mb"]) for entry, _ in left)
+        why = describe(status, before, after, estimate, node_mb, node_what)
+        if not started and status != 0 and not relaunched and took <= RELAUNCH_WITHIN_S and after == before:
+            relaunched = True
+            print(f"hetval: batch: the launch ended with status {status} after {took:.1f} s and started nothing: "
+                  "starting it again", file=sys.stderr, flush=True)
+            continue
+        remaining = []
+        for i, (entry, part) in enumerate(left):
+            record = Path(part["record"])
+            if record.exists():
+                continue
+            if i in started or not started:  # the entry the launch died in; or a launch that started none twice
+                rows = failed_record(entry["spec"], int(entry["ranks"]), why)
+                rec.write_raw(record, rows[0]["run_id"], rows, keep=True)
+                print(f"[hetval batch] {record.stem}: FAILED - {why}", flush=True)
+            else:
+                remaining.append((entry, part))
+        if remaining:
+            print(f"[hetval batch] the launch ended ({why}) with {len(remaining)} run(s) not started: launching "
+                  "them again", flush=True)
+        left = remaining
 
 
 def round_orders(entries: list[dict], launches: list[int]) -> list[list[int]]:
@@ -95,7 +202,7 @@ def merge_parts(entry: dict) -> str:
     rows: list[dict[str, Any]] = []
     run_id = entry["spec"]["run_id"]
     try:
-        for part in entry["parts"]:
+        for k, part in enumerate(entry["parts"]):
             path = Path(part["record"])
             records = part_rows(path)
             if records is None:  # unreadable: gather quarantines it and says why
@@ -105,6 +212,7 @@ def merge_parts(entry: dict) -> str:
                 return f"part {path.name} is not a record: moved to the run's record as it is"
             for row in records:
                 row["run_id"] = run_id
+                row["round"] = k
             if not all(r.get("status") == "ok" for r in records):  # this part says why the run did not run
                 write_raw(entry["record"], run_id, records, keep=True)
                 return f"part {path.name} is {records[0].get('status')}: so is the run"
@@ -151,27 +259,48 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hetval: batch: --runs is not a list of runs ({exc})", file=sys.stderr)
         return 2
     started = time.monotonic()
-    # a run not measured in rounds is one part: its own record and command
-    parts = [e.get("parts") or [{"record": e["record"], "command": e["command"]}] for e in entries]
+    # a run not measured in rounds is one part: its own record, command and runner
+    parts = [e.get("parts") or [{"record": e["record"], "command": e["command"],
+                                 **({"runner": e["runner"]} if e.get("runner") else {})}] for e in entries]
     rounds = max((len(p) for p in parts), default=0)
     for e in entries:  # a killed batch's parts are stale: this batch measures every part again
         for p in e.get("parts") or []:
             Path(p["record"]).unlink(missing_ok=True)
             Path(p["record"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(e["log"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(e["log"]).write_text("", encoding="utf-8")  # each launch appends its share of the run's output
+    where = Path(entries[0]["record"]).parent / ".parts" if entries else Path(".parts")
+    tag = stable_hash(sorted(e["record"] for e in entries), 8)
     stopped: set[int] = set()  # runs a failed launch ended: not launched again between the others' rounds
     for k, order in enumerate(round_orders(entries, [len(p) for p in parts])):
         order = [i for i in order if i not in stopped]
-        for n, i in enumerate(order, 1):
-            entry = entries[i]
-            where = f"round {k + 1}/{rounds}, " if rounds > 1 else ""
-            print(f"[hetval batch] {where}run {n}/{len(order)}: {Path(entry['record']).stem} (log {entry['log']})",
-                  flush=True)
-            launch(guard_words(entry, parts[i][k]["record"], parts[i][k]["command"]), Path(entry["log"]),
-                   append=k > 0)
-            if entry.get("parts") and k + 1 < len(parts[i]) and not part_ok(parts[i][k]["record"]):
+        head = f"round {k + 1}/{rounds}, " if rounds > 1 else ""
+        # one launch per job shape (its launcher prefix) for the runs whose case gives a runner, in the order their
+        # first run comes in this round's shuffle; a run with only a command is a launch of its own
+        launches: dict[Any, list[int]] = {}
+        for i in order:
+            shared = entries[i].get("launch") and parts[i][k].get("runner")
+            launches.setdefault(entries[i]["launch"] if shared else ("alone", i), []).append(i)
+        for g, (key, members) in enumerate(launches.items(), 1):
+            if isinstance(key, str):
+                print(f"[hetval batch] {head}launch {g}/{len(launches)}: {len(members)} run(s) in one launch "
+                      f"({key}), {time.monotonic() - started:.0f} s elapsed", flush=True)
+                shared_launch(key, [(entries[i], parts[i][k]) for i in members], where, f"{tag}-{k}-{g}")
+            else:
+                entry = entries[members[0]]
+                print(f"[hetval batch] {head}launch {g}/{len(launches)}: {Path(entry['record']).stem} "
+                      f"(log {entry['log']}), {time.monotonic() - started:.0f} s elapsed", flush=True)
+                launch(guard_words(entry, parts[members[0]][k]["record"], parts[members[0]][k]["command"]),
+                       Path(entry["log"]), append=True)
+        for i in order:
+            if entries[i].get("parts") and k + 1 < len(parts[i]) and not part_ok(parts[i][k]["record"]):
                 stopped.add(i)
-                print(f"[hetval batch] {Path(entry['record']).stem}: round {k + 1} did not measure it: its later "
-                      "rounds are not launched", flush=True)
+                print(f"[hetval batch] {Path(entries[i]['record']).stem}: round {k + 1} did not measure it: its "
+                      "later rounds are not launched", flush=True)
+        if rounds > 1:
+            took = time.monotonic() - started
+            print(f"[hetval batch] round {k + 1}/{rounds} done, {took:.0f} s elapsed, about "
+                  f"{took / (k + 1) * (rounds - k - 1):.0f} s to go", flush=True)
     for entry in entries:
         if entry.get("parts"):
             print(f"[hetval batch] {Path(entry['record']).stem}: {merge_parts(entry)}", flush=True)

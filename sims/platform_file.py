@@ -14,6 +14,8 @@ Pure: PyYAML and the standard library only.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +127,31 @@ def ceilings(proc: Any) -> dict[str, float]:
 def read_rates(path: str | Path) -> dict[str, dict[str, float]]:
     """``{role: {t_f, t_b}}`` of a characterised platform file (what a p-DP split is chosen from)."""
     return roofline_rates(read_platform(path), str(path))
+
+
+def parameters(doc: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+    """Every parameter of a platform document: mappings with a numeric ``value``, with their path."""
+    if isinstance(doc, dict):
+        value = doc.get("value")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield path, doc
+        for key, sub in doc.items():
+            if key not in ("replicates",):
+                yield from parameters(sub, (*path, str(key)))
+
+
+def parameter_at(doc: Any, path: tuple[str, ...]) -> Any:
+    """What ``doc`` holds at ``path`` (:func:`parameters`' paths), None where it holds nothing."""
+    for key in path:
+        if not isinstance(doc, dict) or key not in doc:
+            return None
+        doc = doc[key]
+    return doc
+
+
+def parameter_samples(param: Any) -> list[float]:
+    """A parameter's finite samples (its ``samples`` list), empty when it has none."""
+    got = param.get("samples") if isinstance(param, dict) else None
+    if not isinstance(got, list):
+        return []
+    return [float(x) for x in got if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)]

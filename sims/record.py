@@ -70,6 +70,10 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     *((f"time_{phase}_s", "float64", False) for phase in FDM_PHASES),
     ("points", "int64", False),  # grid points updated per step (whole grid)
     ("started_at", "timestamp", True),
+    # when this repetition's timed region began (UTC), and which round of a study measured in rounds it was
+    # measured in (0-based; sims.batch): a moment when the machine was slow shows as the rows it touched
+    ("measured_at", "timestamp", False),
+    ("round", "int64", False),
     ("hostname", "string", True),
     # where it ran (sims.placement): "<job>.<step>" under a batch scheduler (null outside one), and JSON of the
     # scheduler's facts (partition, account, node list) and each rank's host, bound CPUs and visible GPUs
@@ -125,6 +129,11 @@ def run_id_of(spec: dict[str, Any]) -> str:
 def utc_now() -> str:
     """Current UTC time as ISO 8601 text with a ``Z`` suffix (microseconds)."""
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def utc_at(posix: float) -> str:
+    """The POSIX time ``posix`` as :func:`utc_now` writes it."""
+    return _dt.datetime.fromtimestamp(posix, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def git_sha(path: str | os.PathLike[str] | None = None) -> str | None:

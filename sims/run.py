@@ -80,6 +80,7 @@ def _records(spec, run_id, started_at, ranks, job: Any, m: Measurement, energy, 
         row = dict(base)
         row.update(
             rep=i,
+            measured_at=rec.utc_at(r.wall_s[0]) if r.wall_s else None,
             status="ok",
             alpha=job.alpha,
             time_s=r.slowest_s,

@@ -10,10 +10,11 @@ import pytest
 
 from analysis.planning.config import ConfigError, load_config, study_matrix
 from analysis.planning.jobs import (
-    SHORT_RUN_BYTES,
+    BATCH_OVERHEAD_MB,
     Layout,
     LayoutError,
-    batch_layout,
+    batch_cores,
+    batch_request,
     batches,
     job_resources,
     launch_prefix,
@@ -97,26 +98,29 @@ def test_placement_outside_and_inside_slurm():
     assert json.loads(json.dumps(facts)) == facts
 
 
-def test_short_runs_of_one_layout_are_batched_the_rest_run_alone(repo):
+def test_a_platforms_runs_on_one_node_are_batched_the_rest_run_alone(repo):
     tiny = {s["run_id"]: s for s in study_matrix(load_config(repo / "config" / "studies" / "tiny.yaml"))}
     assert batches(tiny, 1) == []
     groups = batches(tiny, 4)
     batched = [r for g in groups for r in g]
     assert len(batched) == len(set(batched)) and all(2 <= len(g) <= 4 for g in groups)
-    for g in groups:  # one job's request fits every run: one platform, one shape, p-DP apart
-        shapes = {(tiny[r]["platform"], bool(tiny[r].get("needs_platform")), Layout.of(tiny[r]).ranks,
-                   Layout.of(tiny[r]).threads_per_rank, Layout.of(tiny[r]).gpus_per_node) for r in g}
-        assert len(shapes) == 1
-        assert batch_layout([Layout.of(tiny[r]) for r in g]).mem_mb_per_node == \
-            max(Layout.of(tiny[r]).mem_mb_per_node for r in g)
+    for g in groups:  # one platform; the job's request fits every run, whatever its shape
+        assert len({tiny[r]["platform"] for r in g}) == 1
+        requests = [job_resources(Layout.of(tiny[r]), None, "mpiexec") for r in g]
+        request = batch_request(requests)
+        assert request["mem_mb"] == max(r["mem_mb"] for r in requests) + BATCH_OVERHEAD_MB and request["nodes"] == 1
+        assert request["tasks"] == max(r["tasks"] for r in requests)
+        assert batch_cores([Layout.of(tiny[r]) for r in g]) == max(Layout.of(tiny[r]).cores for r in g)
     assert max(map(len, groups)) - min(map(len, groups)) <= 4  # as few batches as the size allows, even sizes
     order = list(tiny)
     assert all(order.index(a) < order.index(b) for g in groups for a, b in pairwise(g))  # the matrix's order
     alone = set(tiny) - set(batched)
     assert all(Layout.of(tiny[r]).local for r in alone if tiny[r]["case"] == "published")
-    # long runs and runs over several nodes are never batched
+    whole = batches(tiny, 1000)  # the default: every run of the platform that measures something, in one job
+    assert len(whole) == 1 and set(whole[0]) == {r for r in tiny if not Layout.of(tiny[r]).local}
+    assert len({Layout.of(tiny[r]).ranks for r in whole[0]}) > 1  # shapes mixed: one launch per shape and round
+    # runs over several nodes are never batched
     cluster = {s["run_id"]: s for s in study_matrix(load_config(repo / "config" / "studies" / "fdm-cluster.yaml"))}
     grouped = [r for g in batches(cluster, 8) for r in g]
-    assert grouped and all(Layout.of(cluster[r]).data_bytes_per_rank <= SHORT_RUN_BYTES for r in grouped)
-    assert all(Layout.of(cluster[r]).nodes == 1 for r in grouped)
-    assert any(Layout.of(cluster[r]).data_bytes_per_rank > SHORT_RUN_BYTES for r in set(cluster) - set(grouped))
+    assert grouped and all(Layout.of(cluster[r]).nodes == 1 for r in grouped)
+    assert any(Layout.of(cluster[r]).nodes > 1 for r in set(cluster) - set(grouped))

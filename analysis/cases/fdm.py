@@ -32,6 +32,7 @@ from analysis.scoring.runs import (
     fidelity_types,
     params_docs,
     reps_lists,
+    round_lists,
     score_batch,
     tightness_intervals,
 )
@@ -295,6 +296,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
         time_iqr_s=(t.quantile(0.75) - t.quantile(0.25)).astype("float64"),
         **{f"{p}_median_s": pd.to_numeric(g[f"time_{p}_s"].median()).astype("float64") for p in FDM_PHASES},
         time_reps_s=reps_lists(ordered["run_id"], ordered["time_s"]),
+        rounds_reps=round_lists(ordered["run_id"], ordered.get("round"), ordered["time_s"]),
     ).reset_index()
     docs = params_docs(out["params"])
     out["backend"] = [d.get("backend", DEFAULT_BACKEND) if d else None for d in docs]
@@ -372,13 +374,16 @@ class FDMCase(Case):
         return fdm_runs(config)
 
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
-        out = f"results/fdm/{spec['study']}/{spec['run_id']}"
-        doc = json.dumps(spec["fdm_doc"], sort_keys=True)
         threads = int(spec["fdm_doc"].get("threads_per_rank") or 1)
         env = f"{THREADS_VARIABLE}={threads} " if threads > 1 else ""
-        return (f"mkdir -p {out} && printf '%s\\n' {shlex.quote(doc)} > {out}/spec.yaml && "
-                f"{env}{launch} python -m mpi4py -m sims.fdm run --config {out}/spec.yaml"
-                f" --out {out} --raw-record {shlex.quote(record)} --record-failures")
+        return f"{env}{launch} python -m mpi4py -m {shlex.join(self.runner(spec, record, platform_file))}"
+
+    def runner(self, spec: Mapping[str, Any], record: str, platform_file: str) -> list[str]:
+        """``sims.fdm run`` with the run's document inline: it writes ``results/fdm/<study>/<run_id>/spec.yaml``
+        beside its seismograms itself."""
+        out = f"results/fdm/{spec['study']}/{spec['run_id']}"
+        return ["sims.fdm", "run", "--spec-text", json.dumps(spec["fdm_doc"], sort_keys=True), "--out", out,
+                "--raw-record", record, "--record-failures"]
 
     def with_repetitions(self, spec: Mapping[str, Any], repetitions: int) -> dict[str, Any]:
         """The run's FDM document counts the repetitions its command measures."""

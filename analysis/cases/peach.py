@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from analysis.cases.wp import run_command, two_processor_spec
+from analysis.cases.wp import run_command, run_runner, two_processor_spec
 from analysis.equations import peach
 from analysis.models.energy_roofline import ROOFLINE_ENERGY_MODEL
 from analysis.models.peach import CURVE_KEYS, MODEL
@@ -71,7 +71,8 @@ properties:
 
 RUN_COLUMNS = [*CURVE_KEYS, "run_id", "variant", "alpha", "work", "work_unit", "time_median_s", "time_iqr_s",
                "time_predicted_s", "rate_measured", "rate_predicted", "time_rel_error", "energy_median_j",
-               "energy_source", "eta_measured", "eta_predicted", "energy_rel_error", "endpoint"]
+               "energy_source", "eta_measured", "eta_predicted", "energy_rel_error", "endpoint", "time_reps_s",
+               "rounds_reps"]
 
 
 FIDELITY_COLUMNS = [*CURVE_KEYS, "quantity", "model", "n_alternatives", "kendall_tau", "pairwise_agreement",
@@ -175,7 +176,8 @@ def score_curves(predicted: pd.DataFrame, settings: Settings) -> tuple[pd.DataFr
     strings = [*[k for k in CURVE_KEYS if k != "size"], "run_id", "variant", "work_unit", "energy_source",
                "quantity", "model", "best_measured", "best_predicted"]
     run_df = run_df.astype({c: "string" for c in strings if c in run_df.columns})
-    run_df = run_df.astype({c: "float64" for c in RUN_COLUMNS if c not in strings and c not in ("endpoint", "size")})
+    run_df = run_df.astype({c: "float64" for c in RUN_COLUMNS
+                            if c not in strings and c not in ("endpoint", "size", "time_reps_s", "rounds_reps")})
     run_df["size"] = pd.to_numeric(run_df["size"]).astype("Int64")
     run_df["endpoint"] = run_df["endpoint"].astype("bool")
     fid_df = fid_df.astype({c: "string" for c in strings if c in fid_df.columns})
@@ -213,6 +215,9 @@ class PEACHCase(Case):
 
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         return run_command(spec, record, platform_file, launch)
+
+    def runner(self, spec: Mapping[str, Any], record: str, platform_file: str) -> list[str]:
+        return run_runner(spec, record, platform_file)
 
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         return reduce_repetitions(records)

@@ -67,11 +67,15 @@ def two_processor_spec(config: Mapping[str, Any], case: str, variant: str, param
     return spec
 
 
+def run_runner(spec: Mapping[str, Any], record: str, platform_file: str) -> list[str]:
+    """``sims.run``'s words for a two-processor run (module, then arguments): what a launch runs."""
+    body = json.dumps({k: v for k, v in spec.items() if k != "run_id"}, sort_keys=True)
+    return ["sims.run", "--spec", body, f"--platform-file={platform_file}", "--out", record]
+
+
 def run_command(spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
     """The ``sims.run`` launch of a two-processor run (``launch`` starts its ranks, e.g. ``mpiexec -n 2``)."""
-    body = json.dumps({k: v for k, v in spec.items() if k != "run_id"}, sort_keys=True)
-    return (f"{launch} python -m mpi4py -m sims.run --spec {shlex.quote(body)}"
-            f" --platform-file={shlex.quote(platform_file)} --out {shlex.quote(record)}")
+    return f"{launch} python -m mpi4py -m {shlex.join(run_runner(spec, record, platform_file))}"
 
 
 class WPCase(Case):
@@ -105,6 +109,9 @@ class WPCase(Case):
 
     def command(self, spec: Mapping[str, Any], record: str, platform_file: str, launch: str) -> str:
         return run_command(spec, record, platform_file, launch)
+
+    def runner(self, spec: Mapping[str, Any], record: str, platform_file: str) -> list[str]:
+        return run_runner(spec, record, platform_file)
 
     def phase_work(self, params: Mapping[str, Any]) -> ceilings.Work | None:
         """Per role, the flops per (kernel class, precision) and the memory traffic of a run with these

@@ -209,6 +209,7 @@ class FDMModel(Model):
     """Per-rank roofline of the step's compulsory traffic plus halo messages and marshaling."""
 
     name = MODEL
+    kind = "predictor"
     cases = ("fdm",)
     needs = BACKEND_COLS
     table = "fdm_runs"
@@ -221,6 +222,7 @@ class FDMCalibratedModel(Model):
     """Per-rank, per-phase cost of the solver's own kernels, calibrated by characterisation microbenchmarks."""
 
     name = CALIBRATED
+    kind = "predictor"
     cases = ("fdm",)
     needs = (*BACKEND_COLS, FDM_CALIBRATION_COL)
     table = "fdm_runs"

@@ -88,6 +88,7 @@ class PEACHModel(Model):
     """End-point calibrated PEACH curves; needs whole curves, so it runs on the computed frame."""
 
     name = MODEL
+    kind = "predictor"
     cases = ("peach",)
     needs = ("idle_w",)
     table = "peach_runs"

@@ -138,6 +138,7 @@ class PerOperation(Model):
     """Basic-block max form over each processor's operation counts and bytes (SA runs)."""
 
     name = PEROP_MODEL
+    kind = "predictor"
     cases = ("sa",)
     needs = (*TAU_COLS, "t_b_host", "t_b_accel")
 

@@ -192,12 +192,6 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
         if not is_name(name):
             raise ConfigError(f"{key}: {name!r} is not allowed (allowed: one line of letters, digits, '_', '.', '-', "
                               "starting with a letter or digit)")
-    rounds, reps = config["runs"]["rounds"], config["runs"]["repetitions"]
-    if rounds > reps:
-        raise ConfigError(f"runs.rounds: {rounds} is more than runs.repetitions ({reps}) (allowed: 1 to {reps})")
-    if rounds > 1 and config["batch_runs"] <= 1:
-        raise ConfigError(f"runs.rounds: {rounds} takes effect only in batch jobs (allowed: 1 while batch_runs is 1; "
-                          "set batch_runs above 1 to measure in rounds)")
     names = [p["name"] for p in config["platforms"]]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -294,13 +288,26 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
         "platform": platform,
         "description": layout.get("description", ""),
         "layout": {"host": layout["host"], "accel": layout["accel"]},
-        **{k: config["characterize"][k] for k in ("warmup", "repetitions", "llc_factor", "llc_mib", "memory_fraction",
-                                                  "gemm_sizes")},
+        **{k: config["characterize"][k] for k in ("warmup", "llc_factor", "llc_mib", "memory_fraction", "gemm_sizes")},
+        # each replicate measures its share of the repetitions, at least MIN_REPLICATE_REPETITIONS
+        "repetitions": replicate_repetitions(config),
         "transpose_sizes": transpose_sizes(config, platform),
         "min_region_factor": config["runs"]["min_region_factor"],
         "energy": config["energy"],
         "fdm": _fdm_calibration_spec(config, platform),
     }
+
+
+#: the fewest timed repetitions of a microbenchmark in one characterisation replicate (three can show that two
+#: replicates disagree: every sample of one beyond every sample of the other)
+MIN_REPLICATE_REPETITIONS = 3
+
+
+def replicate_repetitions(config: Mapping[str, Any]) -> int:
+    """Timed repetitions of each microbenchmark in one replicate: ``characterize.repetitions`` shared out over the
+    ``characterize.replicates``, at least :data:`MIN_REPLICATE_REPETITIONS` (the platform file pools them all)."""
+    char = config["characterize"]
+    return max(MIN_REPLICATE_REPETITIONS, -(-int(char["repetitions"]) // int(char["replicates"])))
 
 
 def _fdm_calibration_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any] | None:

@@ -182,30 +182,23 @@ def job_resources(layout: Layout, platform: Mapping[str, Any] | None, launcher: 
     return res
 
 
-#: a run holding at most this much data per rank is short (it streams its data in well under a second per
-#: repetition): only short runs are batched
-SHORT_RUN_BYTES = 256 * 2**20
-
-
 def batches(runs: Mapping[str, Mapping[str, Any]], size: int) -> list[list[str]]:
-    """The study's short runs measured ``size`` at a time in one job (``batch_runs``), in the matrix's order.
+    """The study's runs measured ``size`` at a time in one job (``batch_runs``), in the matrix's order.
 
-    A batch holds short runs (:data:`SHORT_RUN_BYTES`) of one platform and one job shape on one node (ranks,
-    threads and GPUs; the job asks for the memory of its largest run: :func:`batch_layout`), and either all or
-    none of them read the characterised platform (so a run that does not wait for characterisation never
-    does). A pool of runs is cut into as few batches as ``size`` allows, of even sizes. Light runs, long runs
-    and runs over several nodes stay jobs of their own, as does any run left alone in its batch: only
-    batches of two or more are returned.
+    A batch holds runs of one platform on one node, of any job shape: it measures them in rounds
+    (``runs.rounds``), one launch per job shape and round (:mod:`sims.batch`), and its job asks for the most
+    any of them needs (:func:`batch_request`). A pool of runs is cut into as few batches as ``size`` allows, of
+    even sizes. Light runs and runs over several nodes stay jobs of their own, as does any run left alone in its
+    batch: only batches of two or more are returned.
     """
     if size <= 1:
         return []
-    pools: dict[tuple, list[str]] = {}
+    pools: dict[str, list[str]] = {}
     for rid, spec in runs.items():
         layout = Layout.of(spec)
-        if layout.local or layout.nodes > 1 or layout.data_bytes_per_rank > SHORT_RUN_BYTES:
+        if layout.local or layout.nodes > 1:
             continue
-        shape = (layout.ranks, layout.threads_per_rank, layout.gpus_per_node)
-        pools.setdefault((spec["platform"], bool(spec.get("needs_platform")), shape), []).append(rid)
+        pools.setdefault(str(spec["platform"]), []).append(rid)
     out = []
     for pool in pools.values():
         n = -(-len(pool) // size)
@@ -222,9 +215,40 @@ def round_shares(repetitions: int, rounds: int) -> list[int]:
     return [base + (k < extra) for k in range(rounds)]
 
 
-def batch_layout(layouts: Sequence[Layout]) -> Layout:
-    """The layout one job of a batch asks for: its runs' shape, with the data (so the memory) of the largest."""
-    return max(layouts, key=lambda lay: lay.data_bytes_per_rank)
+#: Memory of what runs a batch besides its runs' ranks (MB): the Snakemake process that executes the batch rule's
+#: block and ``sims.batch``
+BATCH_OVERHEAD_MB = 512
+
+
+def batch_request(requests: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What one job of a batch asks for, from its runs' own requests (:func:`job_resources`): the most tasks,
+    CPUs per task and GPUs any of them needs, on one node, and the most memory plus :data:`BATCH_OVERHEAD_MB`; a
+    multi-rank batch's launcher."""
+    out = dict(requests[0])
+    for key in ("tasks", "cpus_per_task", "mem_mb", "gpu"):
+        values = [r[key] for r in requests if r.get(key) is not None]
+        out[key] = max(values) if values else None
+    if out["mem_mb"] is not None:
+        out["mem_mb"] = int(out["mem_mb"]) + BATCH_OVERHEAD_MB
+    out["nodes"] = 1
+    out["tasks_per_node"] = None
+    out["mpi"] = next((r["mpi"] for r in requests if r.get("mpi")), "")
+    return out
+
+
+def batch_cores(layouts: Sequence[Layout]) -> int:
+    """The cores a batch job occupies locally: the most any of its runs occupies."""
+    return max(lay.cores for lay in layouts)
+
+
+def shared_launch_prefix(launcher: str, layout: Layout) -> str:
+    """The prefix of a launch shared by several runs of ``layout``'s shape (:mod:`sims.launch`): the launcher's
+    prefix, after the threads-per-rank variable when a rank runs several threads (the thread pools' size is
+    fixed when the launch starts)."""
+    from sims.placement import THREADS_VARIABLE
+
+    env = f"{THREADS_VARIABLE}={layout.threads_per_rank} " if layout.threads_per_rank > 1 else ""
+    return env + launch_prefix(launcher, layout)
 
 
 def launch_prefix(launcher: str, layout: Layout) -> str:

@@ -255,6 +255,17 @@ def reps_lists(run_id: pd.Series, values: pd.Series) -> pd.Series:
     return pd.Series(lists, index=pd.Index(runs, name=run_id.name), dtype=object)
 
 
+def round_lists(run_id: pd.Series, rounds: pd.Series | None, times: pd.Series) -> pd.Series:
+    """Per run (as :func:`reps_lists`), the round each of its timed repetitions was measured in (beside
+    ``time_reps_s``; NaN where a record says none: measured before rounds were recorded)."""
+    t = pd.to_numeric(times, errors="coerce").to_numpy(dtype="float64")
+    r = (pd.to_numeric(rounds, errors="coerce").to_numpy(dtype="float64") if rounds is not None
+         else np.full(len(t), np.nan))
+    r = np.where(np.isnan(t), np.nan, np.where(np.isnan(r), -1.0, r))  # kept where the time is, -1 = unknown
+    lists = reps_lists(run_id, pd.Series(r, index=run_id.index))
+    return lists.map(lambda xs: [x if x >= 0 else float("nan") for x in xs])
+
+
 def energy_sources(run_id: pd.Series, sources: pd.Series) -> pd.Series:
     """Per run (index sorted), :func:`_energy_source` of its repetitions' sources, every run at once."""
     frame = pd.DataFrame({"run_id": run_id.to_numpy(), "source": sources.astype("string").to_numpy()})
@@ -294,8 +305,8 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
     for c in ("alpha", *_COUNT_COLS):
         base[c] = pd.to_numeric(base[c]).astype("float64")
     # the repetitions in order: only the columns read per repetition are sorted
-    ordered = ok[["run_id", "rep", "time_s", "time_host_s", "time_accel_s", *_ENERGY]].sort_values(
-        ["run_id", "rep"], kind="stable")
+    ordered = ok[["run_id", "rep", "time_s", "time_host_s", "time_accel_s", *_ENERGY,
+                  *(["round"] if "round" in ok else [])]].sort_values(["run_id", "rep"], kind="stable")
     grouped = ordered.groupby("run_id", sort=True)
     first = base.groupby("run_id", sort=True).first()
     t = grouped["time_s"]
@@ -313,6 +324,7 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
                                           ).astype("float64"),
             "energy_source": energy_sources(ok["run_id"], ok["energy_source"]),
             "time_reps_s": reps_lists(ordered["run_id"], ordered["time_s"]),
+            "rounds_reps": round_lists(ordered["run_id"], ordered.get("round"), ordered["time_s"]),
             "energy_reps_j": reps_lists(ordered["run_id"], ordered["energy_j"]),
         }
     )
@@ -321,7 +333,8 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
         out[c] = out[c].astype("string")
     return out[["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *_COUNT_COLS,
                 "n_reps", "time_median_s", "time_min_s", "time_max_s", "time_iqr_s",
-                "time_host_median_s", "time_accel_median_s", *REDUCED_ENERGY, "time_reps_s", "energy_reps_j"]]
+                "time_host_median_s", "time_accel_median_s", *REDUCED_ENERGY, "time_reps_s", "rounds_reps",
+                "energy_reps_j"]]
 
 
 def params_doc(text: Any) -> dict[str, Any]:

@@ -6,22 +6,24 @@ One row per (model, case, platform, workload class), built from the validation t
   intensity (flops per byte of its counted traffic) lies below its platform's host balance ``t_b / t_f``
   (flops per byte at which the two times are equal), else *compute-bound*. An FDM run falls in a scale band
   by its rank count (1; 2-4; 5-16; 17-64; more).
-* **Bounds.** The runs' tightness (measured / predicted performance): its median and a percentile
-  bootstrap interval of the median over the runs (``scipy.stats.bootstrap``, the study's ``uncertainty``
-  settings; for rows of more than about 1.7x10^4 runs at 1000 resamples, the same bootstrap drawing only the order statistics a
-  resample's median is made of, :func:`bootstrap_medians`).
+* **Tightness.** The runs' tightness (measured / predicted performance): its median and an interval that covers
+  what the study shares as well as what its runs do - a three-level bootstrap (:func:`hierarchical`) that
+  resamples the characterisation replicates (each run's tightness as each replicate's platform file predicts
+  it), then the runs, then each run's repetitions. ``interval_level`` names the level whose own interval is the
+  widest (``characterisation``, ``runs`` or ``repetitions``), and ``width_<level>`` holds each level's.
 * **Ranking.** Over the class's groups of alternatives: how many were scored and how many the
   measurements can tell apart (``distinguishable``); over those, the median Kendall tau with an interval
   (the bootstrap of the median over groups with three or more groups; with fewer, the lowest and highest
-  end of the groups' own intervals) and the noise-aware top-1 rate with its Clopper-Pearson interval.
+  end of the groups' own intervals) and the noise-aware top-1 rate with its Clopper-Pearson interval, each
+  widened to what every characterisation replicate's predictions give.
 * **Held-out scale error** where a scaling fit exists: the median relative error of the analytical model at
   the held-out largest scale (``scaling_fits``).
-* **Verdict** (``docs/scorecard.md``), by thresholds on the intervals, never on the medians:
-  bounds are trusted when at least :data:`MIN_RUNS` runs were scored and the whole tightness interval lies
-  in ``[BOUND_LO, BOUND_HI]``; ranking is trusted when at least :data:`MIN_GROUPS` distinguishable groups
-  were scored, the tau interval lies above :data:`TAU_LO` and the top-1 interval's lower end reaches
-  :data:`TOP1_LO`. ``both``, ``trust for bounds``, ``trust for ranking`` or ``neither``; ``not enough
-  data`` when neither aspect has enough to be judged.
+* **Verdicts** (``docs/scorecard.md``), by the intervals, never the medians: each aspect is *trusted* when its
+  interval lies inside its band, *not trusted* when it lies outside, *undecided* when it straddles an edge (and
+  ``decide`` says what would settle it), *not enough data* below :data:`MIN_RUNS` runs or :data:`MIN_GROUPS`
+  distinguishable groups. A model is a *bound* (tightness at most 1 expected: band ``[BOUND_LO, BOUND_HI]``) or
+  a *predictor* (tightness near 1 expected: band ``[PREDICTOR_LO, PREDICTOR_HI]``); ranking's band is a tau
+  above :data:`TAU_LO` with a top-1 rate of at least :data:`TOP1_LO`.
 """
 
 from __future__ import annotations
@@ -33,28 +35,49 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.scoring.intervals import (  # noqa: F401 - SCIPY_BOOTSTRAP_ELEMENTS, bootstrap_medians: re-exported
+    LEVELS,
+    MIN_RUNS,
+    SCIPY_BOOTSTRAP_ELEMENTS,
+    bootstrap_medians,
+    hierarchical,
+    median_interval,
+)
 from analysis.scoring.uncertainty import Settings
 
-#: Fewest runs whose tightness interval is judged.
-MIN_RUNS = 3
 #: Fewest distinguishable groups whose ranking is judged.
 MIN_GROUPS = 2
-#: A trusted bound: the tightness interval within [BOUND_LO, BOUND_HI] (within 2x of what the runs reach,
-#: and not beaten by more than the noise).
+#: A bound's band: its tightness interval within [BOUND_LO, BOUND_HI] (the runs reach at least half of it and do
+#: not beat it by more than the noise).
 BOUND_LO, BOUND_HI = 0.5, 1.1
-#: A trusted ranking: the tau interval's lower end above TAU_LO and the top-1 interval's lower end at least TOP1_LO.
+#: A predictor's band: its tightness interval within [PREDICTOR_LO, PREDICTOR_HI] (within a quarter of the runs).
+PREDICTOR_LO, PREDICTOR_HI = 0.8, 1.25
+#: Each model kind's tightness band (:attr:`analysis.registry.Model.kind`).
+BANDS = {"bound": (BOUND_LO, BOUND_HI), "predictor": (PREDICTOR_LO, PREDICTOR_HI)}
+#: Ranking's band: the tau interval above TAU_LO and the top-1 interval reaching TOP1_LO.
 TAU_LO, TOP1_LO = 0.0, 0.5
-VERDICTS = ("both", "trust for bounds", "trust for ranking", "neither", "not enough data")
-#: Above this many resampled values (runs x resamples) a median's interval draws only its order statistics
-#: (:func:`bootstrap_medians`) instead of calling ``scipy.stats.bootstrap``.
-SCIPY_BOOTSTRAP_ELEMENTS = 2**24
+#: An aspect's verdicts, and a row's.
+JUDGED = ("trusted", "not trusted", "undecided", "not enough data")
+VERDICTS = ("both", "trust for bounds", "trust for predictions", "trust for ranking", "undecided", "neither",
+            "not enough data")
 #: FDM scale bands: (upper rank count, label).
 SCALE_BANDS = ((1, "1 rank"), (4, "2-4 ranks"), (16, "5-16 ranks"), (64, "17-64 ranks"), (math.inf, "over 64 ranks"))
 
-COLUMNS = ["study", "platform", "fingerprint", "case", "model", "workload_class", "runs", "tightness_median", "tightness_lo",
-           "tightness_hi", "groups", "distinguishable_groups", "kendall_tau_median", "kendall_tau_lo",
-           "kendall_tau_hi", "top1_noise_aware_rate", "top1_noise_aware_lo", "top1_noise_aware_hi",
-           "heldout_error", "bounds_verdict", "ranking_verdict", "verdict", "evidence"]
+COLUMNS = ["study", "platform", "fingerprint", "case", "model", "model_kind", "workload_class", "runs",
+           "tightness_median", "tightness_lo", "tightness_hi", "interval_level", "width_characterisation",
+           "width_runs", "width_repetitions", "replicates", "groups", "distinguishable_groups", "kendall_tau_median",
+           "kendall_tau_lo", "kendall_tau_hi", "top1_noise_aware_rate", "top1_noise_aware_lo", "top1_noise_aware_hi",
+           "heldout_error", "bounds_verdict", "ranking_verdict", "verdict", "decide", "evidence"]
+
+
+def model_kind(name: Any) -> str:
+    """``bound`` or ``predictor``: the registered model's kind (a bound when the model is not registered)."""
+    from analysis.registry import RegistryError, models
+
+    try:
+        return str(getattr(models().get(str(name)), "kind", "bound") or "bound")
+    except RegistryError:
+        return "bound"
 
 
 def scale_band(ranks: Any) -> str:
@@ -89,57 +112,30 @@ def _balances(processors: pd.DataFrame | None) -> dict[str, float]:
             if f and not pd.isna(f) and not pd.isna(b)}
 
 
-def _median_interval(values: np.ndarray, settings: Settings) -> tuple[float, float, float]:
-    v = values[np.isfinite(values)]
-    if not len(v):
-        return math.nan, math.nan, math.nan
-    mid = float(np.median(v))
-    if len(v) < 2 or settings.resamples <= 0:
-        return mid, math.nan, math.nan
-    if np.all(v == v[0]):  # no spread at all: the interval is the point
-        return mid, mid, mid
-    if len(v) < MIN_RUNS:
-        return mid, math.nan, math.nan
-    if len(v) * settings.resamples > SCIPY_BOOTSTRAP_ELEMENTS:
-        alpha = (1.0 - settings.level) / 2.0
-        lo, hi = np.percentile(bootstrap_medians(v, settings.resamples, settings.seed), [100 * alpha, 100 * (1 - alpha)])
-        return mid, float(lo), float(hi)
-    from scipy import stats  # here, not at import: the workflow imports this module to plan every job
-
-    res = stats.bootstrap((v,), np.median, confidence_level=settings.level, n_resamples=settings.resamples,
-                          method="percentile", random_state=settings.seed)
-    return mid, float(res.confidence_interval.low), float(res.confidence_interval.high)
+def _replicate_values(frame: pd.DataFrame, figure: str) -> list[np.ndarray]:
+    """Each replicate's ``figure`` over the rows of ``frame`` (from ``<figure>_replicates``; empty without it)."""
+    col = f"{figure}_replicates"
+    if col not in frame or not len(frame):
+        return []
+    lists = [list(v) if isinstance(v, (list, tuple, np.ndarray)) else [] for v in frame[col]]
+    count = max((len(v) for v in lists), default=0)
+    return [np.array([v[k] if k < len(v) and v[k] is not None else np.nan for v in lists], dtype=float)
+            for k in range(count)]
 
 
-def bootstrap_medians(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    """The medians of ``resamples`` bootstrap resamples of ``values``, drawing only the order statistics a
-    resample's median is made of, never the resample (the percentile interval is taken of these).
-
-    A resample of n values draws n positions of the sorted values uniformly with replacement; its median is
-    the value at the k-th smallest drawn position (odd n, k = (n+1)/2) or the mean of the values at the
-    k-th and (k+1)-th (even n, k = n/2). The j-th smallest drawn position is ``floor(n U_(j))`` with
-    ``U_(j)`` the j-th order statistic of n uniforms: ``U_(k) ~ Beta(k, n-k+1)``, and given it,
-    ``U_(k+1) = U_(k) + (1 - U_(k)) B`` with ``B ~ Beta(1, n-k)`` (the least of the n-k uniforms above it).
-    So each resample costs two draws instead of n: the same bootstrap distribution as
-    ``scipy.stats.bootstrap`` (other random numbers, so intervals differ by the Monte Carlo error of
-    ``resamples`` draws). Used above :data:`SCIPY_BOOTSTRAP_ELEMENTS`, where SciPy's resamples-by-n draws
-    cannot hold the million-run validation (a scorecard row of 4x10^5 runs is 4x10^8 draws, gigabytes and
-    tens of seconds per row; ``benchmarks/bench_validate.py``)."""
-    xs = np.sort(np.asarray(values, dtype=np.float64))
-    n = len(xs)
-    rng = np.random.default_rng(seed)
-    k = (n + 1) // 2
-    u_k = rng.beta(k, n - k + 1, size=resamples)
-    lower = xs[np.minimum((n * u_k).astype(np.int64), n - 1)]
-    if n % 2:
-        medians = lower
-    else:
-        u_next = u_k + (1.0 - u_k) * rng.beta(1, n - k, size=resamples)
-        medians = 0.5 * (lower + xs[np.minimum((n * u_next).astype(np.int64), n - 1)])
-    return medians
+def _tau_interval(tau: np.ndarray, dist: pd.DataFrame, settings: Settings) -> tuple[float, float, float]:
+    if len(tau) >= 3:
+        return median_interval(tau, settings)
+    lo = float(np.nanmin(dist["kendall_tau_lo"])) if "kendall_tau_lo" in dist and dist["kendall_tau_lo"].notna().any() \
+        else math.nan
+    hi = float(np.nanmax(dist["kendall_tau_hi"])) if "kendall_tau_hi" in dist and dist["kendall_tau_hi"].notna().any() \
+        else math.nan
+    return float(np.median(tau)), lo, hi
 
 
 def _ranking(groups: pd.DataFrame, settings: Settings) -> dict[str, Any]:
+    """Tau and top-1 over the distinguishable groups, each interval widened to span every characterisation
+    replicate's (the same interval computed from each replicate's figures, where the groups carry them)."""
     out: dict[str, Any] = {"groups": len(groups), "distinguishable_groups": 0}
     nan = {k: math.nan for k in ("kendall_tau_median", "kendall_tau_lo", "kendall_tau_hi", "top1_noise_aware_rate",
                                  "top1_noise_aware_lo", "top1_noise_aware_hi")}
@@ -149,49 +145,100 @@ def _ranking(groups: pd.DataFrame, settings: Settings) -> dict[str, Any]:
     dist = groups[groups["distinguishable"].fillna(False).astype(bool)] if "distinguishable" in groups else groups
     out["distinguishable_groups"] = len(dist)
     tau = dist["kendall_tau"].to_numpy(dtype=float) if len(dist) else np.empty(0)
-    tau = tau[np.isfinite(tau)]
-    if len(tau):
-        if len(tau) >= 3:
-            mid, lo, hi = _median_interval(tau, settings)
-        else:
-            mid = float(np.median(tau))
-            lo = float(np.nanmin(dist["kendall_tau_lo"])) if "kendall_tau_lo" in dist else math.nan
-            hi = float(np.nanmax(dist["kendall_tau_hi"])) if "kendall_tau_hi" in dist else math.nan
+    finite = np.isfinite(tau)
+    if finite.any():
+        mid, lo, hi = _tau_interval(tau[finite], dist[finite], settings)
+        for alone in _replicate_values(dist, "kendall_tau"):
+            alone = alone[finite & np.isfinite(alone)]
+            if len(alone):
+                _, r_lo, r_hi = _tau_interval(alone, dist.iloc[:0], settings) if len(alone) >= 3 else (
+                    math.nan, float(np.min(alone)), float(np.max(alone)))
+                lo = float(np.nanmin([lo, r_lo])) if np.isfinite([lo, r_lo]).any() else lo
+                hi = float(np.nanmax([hi, r_hi])) if np.isfinite([hi, r_hi]).any() else hi
         out.update(kendall_tau_median=mid, kendall_tau_lo=lo, kendall_tau_hi=hi)
     top1 = dist["top1_noise_aware"].to_numpy(dtype=float) if "top1_noise_aware" in dist and len(dist) else np.empty(0)
-    top1 = top1[np.isfinite(top1)]
-    if len(top1):
-        hits = int(round(float(top1.sum())))
+    finite = np.isfinite(top1)
+    if finite.any():
         from scipy import stats
 
-        ci = stats.binomtest(hits, len(top1)).proportion_ci(confidence_level=settings.level, method="exact")
-        out.update(top1_noise_aware_rate=float(top1.mean()), top1_noise_aware_lo=float(ci.low),
-                   top1_noise_aware_hi=float(ci.high))
+        def interval(hits: np.ndarray) -> tuple[float, float]:
+            ci = stats.binomtest(int(round(float(hits.sum()))), len(hits)).proportion_ci(
+                confidence_level=settings.level, method="exact")
+            return float(ci.low), float(ci.high)
+
+        lo, hi = interval(top1[finite])
+        for alone in _replicate_values(dist, "top1_noise_aware"):
+            alone = alone[finite]
+            if len(alone) and np.isfinite(alone).all():
+                r_lo, r_hi = interval(alone)
+                lo, hi = min(lo, r_lo), max(hi, r_hi)
+        out.update(top1_noise_aware_rate=float(top1[finite].mean()), top1_noise_aware_lo=lo, top1_noise_aware_hi=hi)
     return out
 
 
-def verdicts(row: Mapping[str, Any]) -> tuple[str, str, str]:
-    """``(bounds, ranking, overall)`` of one scorecard row by the rule of the module notes."""
-    def judged(ok: bool, enough: bool) -> str:
-        return "not enough data" if not enough else ("trusted" if ok else "not trusted")
+def judge(lo: float, hi: float, band: tuple[float, float], enough: bool) -> str:
+    """An aspect's verdict: its interval ``[lo, hi]`` inside ``band`` (trusted), clear of it (not trusted), across
+    one of its edges (undecided); not enough data when ``enough`` is false or there is no interval."""
+    if not enough or not (np.isfinite(lo) and np.isfinite(hi)):
+        return "not enough data"
+    if band[0] <= lo and hi <= band[1]:
+        return "trusted"
+    if hi < band[0] or lo > band[1]:
+        return "not trusted"
+    return "undecided"
 
-    lo, hi = row["tightness_lo"], row["tightness_hi"]
-    bounds = judged(bool(np.isfinite(lo) and np.isfinite(hi) and lo >= BOUND_LO and hi <= BOUND_HI),
-                    row["runs"] >= MIN_RUNS and bool(np.isfinite(lo) and np.isfinite(hi)))
-    t_lo, p_lo = row["kendall_tau_lo"], row["top1_noise_aware_lo"]
-    ranking = judged(bool(np.isfinite(t_lo) and t_lo > TAU_LO and np.isfinite(p_lo) and p_lo >= TOP1_LO),
-                     row["distinguishable_groups"] >= MIN_GROUPS)
-    if bounds == ranking == "not enough data":
-        overall = "not enough data"
-    elif bounds == "trusted" and ranking == "trusted":
+
+def verdicts(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(tightness, ranking, overall)`` verdicts of one scorecard row by the rule of the module notes."""
+    kind = str(row.get("model_kind") or "bound")
+    bounds = judge(row["tightness_lo"], row["tightness_hi"], BANDS.get(kind, BANDS["bound"]), row["runs"] >= MIN_RUNS)
+    enough = row["distinguishable_groups"] >= MIN_GROUPS
+    t_lo, t_hi, p_lo, p_hi = (row["kendall_tau_lo"], row["kendall_tau_hi"], row["top1_noise_aware_lo"],
+                              row["top1_noise_aware_hi"])
+    if not enough or not np.isfinite([t_lo, t_hi, p_lo, p_hi]).all():
+        ranking = "not enough data"
+    elif t_lo > TAU_LO and p_lo >= TOP1_LO:
+        ranking = "trusted"
+    elif t_hi <= TAU_LO or p_hi < TOP1_LO:
+        ranking = "not trusted"
+    else:
+        ranking = "undecided"
+    aspects = (bounds, ranking)
+    if bounds == "trusted" and ranking == "trusted":
         overall = "both"
     elif bounds == "trusted":
-        overall = "trust for bounds"
+        overall = "trust for predictions" if kind == "predictor" else "trust for bounds"
     elif ranking == "trusted":
         overall = "trust for ranking"
-    else:
+    elif "undecided" in aspects:
+        overall = "undecided"
+    elif "not trusted" in aspects:
         overall = "neither"
+    else:
+        overall = "not enough data"
     return bounds, ranking, overall
+
+
+#: what would settle an undecided tightness, by the level whose interval is the widest
+_SETTLE = {"characterisation": "more characterisation replicates (characterize.replicates) or more studies (the "
+                               "pooled verdict of the history)",
+           "runs": "more runs in the class (more sizes or alternatives) or more studies (the pooled verdict)",
+           "repetitions": "more repetitions per run (runs.repetitions) or more studies (the pooled verdict)"}
+
+
+def decide(row: Mapping[str, Any]) -> str:
+    """For an undecided aspect: which edge its interval straddles and what would settle it ("" otherwise)."""
+    out = []
+    if row["bounds_verdict"] == "undecided":
+        band = BANDS.get(str(row.get("model_kind") or "bound"), BANDS["bound"])
+        edge = next((e for e in band if row["tightness_lo"] < e < row["tightness_hi"]), band[0])
+        out.append(f"tightness [{row['tightness_lo']:.2f}, {row['tightness_hi']:.2f}] straddles {edge:g}; widest "
+                   f"level: {row['interval_level'] or 'runs'}: {_SETTLE.get(row['interval_level'], _SETTLE['runs'])}")
+    if row["ranking_verdict"] == "undecided":
+        out.append(f"ranking over {row['distinguishable_groups']} distinguishable group(s) (tau "
+                   f"[{row['kendall_tau_lo']:.2f}, {row['kendall_tau_hi']:.2f}], top-1 [{row['top1_noise_aware_lo']:.2f}, "
+                   f"{row['top1_noise_aware_hi']:.2f}]): more groups of alternatives, or more studies")
+    return "; ".join(out)
 
 
 def _rows(runs: pd.DataFrame, groups: pd.DataFrame, keys: list[str], evidence: str, settings: Settings,
@@ -199,17 +246,23 @@ def _rows(runs: pd.DataFrame, groups: pd.DataFrame, keys: list[str], evidence: s
     out = []
     if not len(runs):
         return out
-    for key, sub in runs[[*keys, "tightness"]].groupby(keys, sort=True, dropna=False):  # no other column copied
+    extra = [c for c in ("time_reps_s", "rounds_reps", "tightness_replicates") if c in runs]
+    for key, sub in runs[[*keys, "tightness", *extra]].groupby(keys, sort=True, dropna=False):
         study, platform, case, model, wclass = key
         mine = groups
         for k, v in zip(keys, key, strict=True):
             mine = mine[mine[k] == v] if k in mine else mine
-        mid, lo, hi = _median_interval(sub["tightness"].to_numpy(dtype=float), settings)
-        row = {"study": study, "platform": platform, "case": case, "model": model, "workload_class": wclass,
-               "runs": int(np.isfinite(sub["tightness"].to_numpy(dtype=float)).sum()),
-               "tightness_median": mid, "tightness_lo": lo, "tightness_hi": hi, **_ranking(mine, settings),
+        alone = _replicate_values(sub, "tightness")
+        replicates = np.column_stack(alone) if len(alone) >= 2 else None
+        interval = hierarchical(sub["tightness"].to_numpy(dtype=float),
+                                sub["time_reps_s"].tolist() if "time_reps_s" in sub else None, replicates, settings,
+                                sub["rounds_reps"].tolist() if "rounds_reps" in sub else None)
+        row = {"study": study, "platform": platform, "case": case, "model": model, "model_kind": model_kind(model),
+               "workload_class": wclass, "runs": int(np.isfinite(sub["tightness"].to_numpy(dtype=float)).sum()),
+               **interval, "replicates": len(alone), **_ranking(mine, settings),
                "heldout_error": heldout.get((case, model), math.nan), "evidence": evidence}
         row["bounds_verdict"], row["ranking_verdict"], row["verdict"] = verdicts(row)
+        row["decide"] = decide(row)
         out.append(row)
     return out
 
@@ -257,6 +310,10 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
         intensity = np.where(peach["workload"].astype(str) == "MatrixMultiply", 2.0 * n / (3.0 * width), 0.0)
         p = peach.assign(case="peach", model="PEACH (end-point calibrated)",
                          tightness=peach["rate_measured"] / peach["rate_predicted"],
+                         **({"tightness_replicates": [
+                             [m / r if r else math.nan for r in (rs if isinstance(rs, (list, tuple, np.ndarray)) else [])]
+                             for m, rs in zip(peach["rate_measured"].astype(float), peach["rate_predicted_replicates"],
+                                              strict=True)]} if "rate_predicted_replicates" in peach else {}),
                          workload_class=_bound_class(pd.Series(intensity, index=peach.index),
                                                      _each(peach["platform"], lambda p: balance.get(str(p)))))
         p = p[~p["endpoint"].fillna(False).astype(bool)] if "endpoint" in p else p  # end points are the calibration
@@ -280,21 +337,5 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
 
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["fingerprint"] = frame["platform"].astype(str).map(dict(fingerprints or {})).astype("string")
-    return frame.astype({"runs": "int64", "groups": "int64", "distinguishable_groups": "int64"})
-
-
-#: The keys a row of one machine's scorecard is matched on with another's.
-MATCH = ["case", "model", "workload_class"]
-
-
-def compare_machines(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """Two scorecards side by side (``_a``, ``_b``), matched on :data:`MATCH` (and the platform when both
-    scorecards name the same platforms): each side's machine, verdict and intervals, and whether the
-    verdicts agree. Rows one machine has and the other lacks are kept, with the missing side empty."""
-    keys = [*MATCH, "platform"] if set(a["platform"]) == set(b["platform"]) else MATCH
-    cols = ["fingerprint", "platform", "verdict", "runs", "tightness_median", "tightness_lo", "tightness_hi",
-            "kendall_tau_median", "kendall_tau_lo", "kendall_tau_hi", "top1_noise_aware_rate"]
-    keep = [c for c in cols if c not in keys]
-    out = a[[*keys, *keep]].merge(b[[*keys, *keep]], on=keys, how="outer", suffixes=("_a", "_b"))
-    out["same_verdict"] = out["verdict_a"] == out["verdict_b"]
-    return out.sort_values(keys, kind="stable").reset_index(drop=True)
+    return frame.astype({"runs": "int64", "groups": "int64", "distinguishable_groups": "int64", "replicates": "int64",
+                         **{c: "string" for c in ("model_kind", "interval_level", "decide")}})

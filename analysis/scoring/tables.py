@@ -56,9 +56,44 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "top1_noise_aware_lo": ("", "lower end of the Clopper-Pearson interval (uncertainty.level) of top1_noise_aware_rate"),
     "top1_noise_aware_hi": ("", "upper end of the Clopper-Pearson interval (uncertainty.level) of top1_noise_aware_rate"),
     "heldout_error": ("", "median relative error of the analytical model at the held-out largest scale (scaling fits)"),
-    "bounds_verdict": ("", "trusted, not trusted or not enough data: the tightness interval against the rule"),
-    "ranking_verdict": ("", "trusted, not trusted or not enough data: tau and top-1 intervals against the rule"),
-    "verdict": ("", "both, trust for bounds, trust for ranking, neither, or not enough data (docs/scorecard.md)"),
+    "bounds_verdict": ("", "trusted, not trusted, undecided or not enough data: the tightness interval against the "
+                           "model kind's band"),
+    "ranking_verdict": ("", "trusted, not trusted, undecided or not enough data: tau and top-1 intervals against the "
+                            "rule"),
+    "verdict": ("", "both, trust for bounds, trust for predictions, trust for ranking, undecided, neither, or not "
+                    "enough data (docs/scorecard.md)"),
+    "rounds_reps": ("", "the round each ok repetition was measured in, in rep order beside time_reps_s (NaN: not "
+                        "recorded)"),
+    "model_kind": ("", "bound (tightness at most 1 expected) or predictor (tightness near 1 expected): which band the "
+                       "tightness interval is judged against"),
+    "interval_level": ("", "the level whose own interval is the widest: characterisation (its replicates), runs or "
+                           "repetitions"),
+    "width_characterisation": ("fraction", "width of the tightness interval with only the characterisation "
+                                           "replicates resampled"),
+    "width_runs": ("fraction", "width of the tightness interval with only the runs resampled"),
+    "width_repetitions": ("fraction", "width of the tightness interval with only each run's repetitions resampled"),
+    "replicates": ("", "characterisation replicates whose predictions the interval resampled (0: one "
+                       "characterisation)"),
+    "decide": ("", "for an undecided aspect: the edge its interval straddles and what would settle it"),
+    "pooled_snapshots": ("", "history snapshots of this study, code, configuration and machine the pooled verdict "
+                             "rests on (fewer than 2: none)"),
+    "pooled_tightness_median": ("fraction", "random-effects mean of the snapshots' median tightness (log scale, "
+                                            "between-snapshot variance included)"),
+    "pooled_tightness_lo": ("fraction", "lower end of the pooled tightness interval (uncertainty.level)"),
+    "pooled_tightness_hi": ("fraction", "upper end of the pooled tightness interval (uncertainty.level)"),
+    "pooled_tau2": ("", "between-snapshot variance of the log median tightness (DerSimonian-Laird)"),
+    "pooled_kendall_tau_median": ("", "random-effects mean of the snapshots' median Kendall tau"),
+    "pooled_kendall_tau_lo": ("", "lower end of the pooled Kendall tau interval"),
+    "pooled_kendall_tau_hi": ("", "upper end of the pooled Kendall tau interval"),
+    "pooled_top1_rate": ("", "noise-aware top-1 hits over distinguishable groups, summed over the snapshots"),
+    "pooled_top1_lo": ("", "lower end of the pooled top-1 rate's Clopper-Pearson interval"),
+    "pooled_top1_hi": ("", "upper end of the pooled top-1 rate's Clopper-Pearson interval"),
+    "pooled_bounds_verdict": ("", "the tightness verdict of the pooled interval"),
+    "pooled_ranking_verdict": ("", "the ranking verdict of the pooled intervals"),
+    "pooled_verdict": ("", "the row's verdict pooled over the snapshots (docs/scorecard.md)"),
+    "contradicts": ("", "an aspect trusted on one side and not trusted on the other"),
+    "a_in_b": ("", "A's median tightness lies in B's interval"),
+    "b_in_a": ("", "B's median tightness lies in A's interval"),
     "evidence": ("", "which part of the report holds the row's evidence (wp, peach, fdm)"),
     "study": ("", "the study the run belongs to"),
     "case": ("", "the case (sa, la, peach, fdm, published or a plugin's)"),
@@ -219,6 +254,9 @@ def describe(column: str) -> tuple[str, str] | None:
         if column.endswith(end) and describe(column[: -len(end)]):
             unit, what = describe(column[: -len(end)])  # type: ignore[misc]
             return unit, f"{which} end of the bootstrap interval (uncertainty.level) of: {what}"
+    if column.endswith("_replicates") and describe(column[: -len("_replicates")]):
+        unit, what = describe(column[: -len("_replicates")])  # type: ignore[misc]
+        return unit, f"per characterisation replicate, as its own platform file predicts: {what}"
     if column.endswith("_median_s") and column[:-len("_median_s")] in FDM_PHASES:
         return "s", _PHASE + " (median over the repetitions)"
     if column.endswith("_pred_s") and column[:-len("_pred_s")] in (*FDM_MODEL_PARTS, *FDM_PHASES):

@@ -17,14 +17,10 @@ cases are concatenated; every table is written atomically as
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import logging
-import os
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +29,16 @@ import pandas as pd
 from analysis.planning.config import uncertainty_settings
 from analysis.registry import Case, Context, RegistryError, cases, models_for, validation_tables
 from analysis.scoring import tasks
+from analysis.scoring.cluster import (  # noqa: F401 - the cluster's names, as validate has always offered them
+    THREADS_BELOW_RECORDS,
+    ClusterStartError,
+    DaskSettings,
+    dask_client,
+    probe_scheduler,
+    scheduler_address,
+    worker_hosts,
+)
+from analysis.scoring.replicates import attach_replicates
 from analysis.scoring.runs import failed_runs, scoring_on
 from analysis.scoring.scorecard import VERDICTS, scorecard
 from analysis.scoring.tables import to_arrow
@@ -42,6 +48,8 @@ from analysis.storage.dataset import check_layout, partition_files, read_file
 from analysis.storage.platforms import Platforms
 from analysis.storage.schema import RUN_SCHEMA
 from analysis.tracking import history
+from analysis.tracking.pooled import pooled_scorecard
+from analysis.tracking.pooled import summary_line as pooled_line
 from sims.atomic import atomic_write_text, parquet_writer
 
 #: Tables every validation writes besides the cases' own.
@@ -52,168 +60,6 @@ def output_files(out_dir: str | Path = "") -> list[str]:
     """Every file a validation writes (what the workflow's rule declares as outputs)."""
     names = [*validation_tables(), *ENGINE_TABLES]
     return [str(Path(out_dir) / f"{t}.parquet") for t in sorted(set(names))] + [str(Path(out_dir) / "summary.json")]
-
-
-def scheduler_address(configured: str | None) -> str | None:
-    """The scheduler to use: the configured address, else ``$DASK_SCHEDULER_ADDRESS``, else None (local)."""
-    return configured or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
-
-
-@dataclass(frozen=True)
-class DaskSettings:
-    """Where the validation's Dask graph runs (config ``validate``), in this order of precedence:
-
-    1. ``address`` (or ``$DASK_SCHEDULER_ADDRESS``): a running scheduler, e.g. one started with
-       ``dask scheduler`` beside ``dask worker`` processes on the cluster's nodes;
-    2. ``cluster = "slurm"``: a ``dask_jobqueue.SLURMCluster`` whose ``workers`` are SLURM jobs of one
-       core each, on ``partition`` / ``account`` (the study platform's ``slurm`` entry);
-    3. else a ``LocalCluster`` of ``workers`` processes with one thread each.
-
-    ``connect_timeout`` bounds the wait for the scheduler and, for SLURM, for the first worker to start.
-    """
-
-    address: str | None = None
-    cluster: str = "local"
-    workers: int = 2
-    worker_memory: str = "4GiB"
-    worker_walltime: str = "00:30:00"
-    partition: str | None = None
-    account: str | None = None
-    connect_timeout: float = 30.0
-
-    def describe(self, records: int | None = None) -> str:
-        addr = scheduler_address(self.address)
-        if addr:
-            return f"the Dask scheduler at {addr}"
-        if self.cluster == "slurm":
-            return f"a SLURMCluster of {self.workers} worker job(s)"
-        if records is not None and records < THREADS_BELOW_RECORDS:
-            return f"a local cluster of {self.workers} worker thread(s) in this process, the data being small"
-        return f"a local cluster of {self.workers} worker process(es)"
-
-
-class ClusterStartError(RuntimeError):
-    """The Dask cluster the settings ask for cannot be started (one-line message)."""
-
-
-class _SubmitFailures(logging.Filter):
-    """Keeps the background tracebacks of failed worker-job submissions off the terminal, remembering
-    the scheduler's own error line (``sbatch: error: ...``) for the one-line message."""
-
-    def __init__(self, sink: list[str]):
-        super().__init__()
-        self.sink = sink
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        text = str(exc) if exc is not None else record.getMessage()
-        if "Command exited with non-zero exit code" not in text and "Task exception was never retrieved" not in text:
-            return True
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and "error" in ln.lower()]
-        if lines and lines[0] not in self.sink:
-            self.sink.append(lines[0])
-        return False
-
-
-#: Below this many records a local cluster's workers are threads of this process: starting worker processes (each
-#: importing pandas, pyarrow and hetval) costs more CPU than the work, for no gain in time (on 2 cores: 78 records
-#: validate in the same time either way with a third less CPU; at 377 processes are 0.7 s faster).
-THREADS_BELOW_RECORDS = 200
-
-
-@contextlib.contextmanager
-def dask_client(settings: DaskSettings, records: int | None = None) -> Iterator[Any]:
-    """A ``distributed.Client`` on the cluster ``settings`` chooses; the cluster is closed afterwards. A local
-    cluster for fewer ``records`` than :data:`THREADS_BELOW_RECORDS` runs its workers as threads of this process.
-
-    An unreachable scheduler raises ``OSError`` / ``TimeoutError`` within ``connect_timeout``; a SLURM cluster
-    whose first worker does not start in time, or without dask-jobqueue, raises :class:`ClusterStartError`.
-    """
-    from distributed import Client, LocalCluster
-
-    addr = scheduler_address(settings.address)
-    if addr:
-        probe_scheduler(addr, settings.connect_timeout)
-        with Client(addr, timeout=settings.connect_timeout) as client:
-            yield client
-        return
-    if settings.cluster == "slurm":
-        try:
-            from dask_jobqueue import SLURMCluster
-        except ImportError:
-            raise ClusterStartError("validate.cluster is 'slurm' but dask-jobqueue is not installed: "
-                                    "pip install -e '.[slurm]'") from None
-        import sys
-
-        failures: list[str] = []
-        quiet = _SubmitFailures(failures)
-        loggers = [logging.getLogger(n) for n in ("tornado.application", "asyncio", "distributed.deploy.spec")]
-        for lg in loggers:
-            lg.addFilter(quiet)
-        cluster = SLURMCluster(cores=1, processes=1, memory=settings.worker_memory, walltime=settings.worker_walltime,
-                               queue=settings.partition, account=settings.account, python=sys.executable,
-                               worker_extra_args=["--nthreads", "1"])
-        try:
-            cluster.scale(jobs=settings.workers)
-            with Client(cluster, timeout=settings.connect_timeout) as client:
-                try:
-                    client.wait_for_workers(1, timeout=settings.connect_timeout)
-                except TimeoutError:
-                    why = f"; the worker job submission failed: {failures[0]}" if failures else (
-                        f" (are its jobs pending? squeue -u $USER; partition {settings.partition or 'default'})")
-                    raise ClusterStartError(f"no SLURMCluster worker started within "
-                                            f"{settings.connect_timeout:g} s{why}") from None
-                yield client
-                print(f"validate: the SLURMCluster's workers ran on {', '.join(worker_hosts(client)) or 'no node'}",
-                      flush=True)
-        finally:
-            try:
-                cluster.close(timeout=settings.connect_timeout)
-            except Exception:  # noqa: BLE001 - jobs that never started leave the cluster in a state it asserts on
-                # marked closed, or distributed's exit hook retries for 10 s more; a worker job that did start
-                # ends by itself once this process (its scheduler) is gone
-                from distributed.core import Status
-
-                cluster.status = Status.closed
-            for lg in loggers:
-                lg.removeFilter(quiet)
-        return
-    processes = records is None or records >= THREADS_BELOW_RECORDS
-    with LocalCluster(n_workers=settings.workers, threads_per_worker=1, processes=processes,
-                      dashboard_address=None) as cluster, Client(cluster, timeout=settings.connect_timeout) as client:
-        yield client
-
-
-def worker_hosts(client: Any) -> list[str]:
-    """The host names the cluster's workers run on (each worker asked; one that does not answer is left out)."""
-    import socket
-
-    try:
-        return sorted(set(client.run(socket.gethostname, on_error="ignore").values()))
-    except Exception:  # noqa: BLE001 - a worker lost at the end must not fail a finished validation
-        return []
-
-
-def probe_scheduler(address: str, timeout: float) -> None:
-    """Ask the scheduler at ``address`` who it is, within ``timeout`` seconds in all: a host that refuses, does
-    not exist, or accepts the connection and then says nothing (where ``Client`` alone waits forever) raises
-    ``TimeoutError`` / ``OSError`` naming what did not happen."""
-    import asyncio
-
-    from distributed.comm import connect
-
-    async def ask() -> None:
-        comm = await connect(address, timeout=timeout)
-        try:
-            await comm.write({"op": "identity", "reply": True})
-            await comm.read()
-        finally:
-            comm.abort()
-
-    try:
-        asyncio.run(asyncio.wait_for(ask(), timeout))
-    except TimeoutError:
-        raise TimeoutError(f"the scheduler at {address} did not answer within {timeout:g} s") from None
 
 
 def check_needs(case: Case, columns: Any) -> None:
@@ -260,6 +106,12 @@ def case_frame(case_name: str, records: pd.DataFrame, platforms: Platforms | Non
     models = models_for(case_name)
     out["models"] = {m.name: m.predict(joined) for m in models if m.rowwise}
     out["frame"] = joined if any(not m.rowwise for m in models) else None
+    # the same runs as each characterisation replicate alone predicts them (the intervals' platform level)
+    out["replicates"] = []
+    for replicate in (platforms.replicates if platforms is not None else ()):
+        alone = case.join(reduced, replicate)
+        out["replicates"].append({"models": {m.name: m.predict(alone) for m in models if m.rowwise},
+                                  "frame": alone if any(not m.rowwise for m in models) else None})
     return out
 
 
@@ -303,6 +155,10 @@ def _combine(parts: list[dict[str, Any]], empty: dict[str, Any]) -> dict[str, An
         "failed": cat([p["failed"] for p in parts], empty["failed"]),
         "frame": cat([p["frame"] for p in parts], empty["frame"]),
         "models": {m: cat([p["models"][m] for p in parts], f) for m, f in empty["models"].items()},
+        "replicates": [{"frame": cat([p["replicates"][k]["frame"] for p in parts], e["frame"]),
+                        "models": {m: cat([p["replicates"][k]["models"][m] for p in parts], f)
+                                   for m, f in e["models"].items()}}
+                       for k, e in enumerate(empty["replicates"])],
     }
 
 
@@ -396,7 +252,18 @@ def validate(
                     "characterised platform to predict them with")
             with scoring_on(client, patience=where.connect_timeout):  # a large case scores as tasks on the cluster too
                 scored = case.score(predictions, context)
-            del joined, models, predictions
+            # each characterisation replicate's predictions scored alike (no intervals of their own), their
+            # figures attached to the pooled tables' rows (analysis.scoring.replicates)
+            alone = []
+            for k, rep in enumerate(result.pop("replicates")):
+                rep_context = Context(platforms.replicates[k], dataclasses.replace(settings, resamples=0))
+                if rep["frame"] is not None:
+                    rep_context.joined[name] = rep["frame"]
+                alone.append(case.score({m.name: (rep["models"][m.name] if m.rowwise else m.predict(rep["frame"]))
+                                         for m in models_for(name)}, rep_context))
+            if alone:
+                scored = attach_replicates(scored, alone)
+            del joined, models, predictions, alone
             context.joined.pop(name, None)  # a case's runs are its own: the client holds no case's frame longer
             for table, frame in scored.items():
                 tables.setdefault(table, []).append(frame)
@@ -429,14 +296,18 @@ def validate(
         write(to_arrow(failed_pdf, "failed"), out_dir / "failed.parquet")
         files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))
         card = scorecard({t: f[0] for t, f in tables.items()}, platforms.processors, settings, machine_fingerprints(files))
+        study = "+".join(sorted(set(studies))) if studies else "all"
+        # tonight's snapshot first (the scorecard's rows in it), then the scorecard with the verdict of every night
+        # of this code, configuration and machine pooled (analysis.tracking.pooled)
+        where = history.record(history_path, study, {**{t: f[0] for t, f in tables.items()}, "scorecard": card}, files,
+                               config_hash, settings.as_dict(), {t: c.name for c in registered.values() for t in c.tables})
+        card = pooled_scorecard(card, history_path, study, Path(where).stem if where else None, settings.level)
         write(to_arrow(card, "scorecard"), out_dir / "scorecard.parquet")
     log(f"[hetval validate] scorecard: {len(card)} row(s); "
-        + ", ".join(f"{v} {int((card['verdict'] == v).sum())}" for v in VERDICTS if (card["verdict"] == v).any()))
+        + ", ".join(f"{v} {int((card['verdict'] == v).sum())}" for v in VERDICTS if (card["verdict"] == v).any())
+        + f"; {pooled_line(card)}")
     summary = _summary(n_records, counts, tables, failed_pdf, published, platforms)
     summary["runs_measured"] = _merge_windows([w for n in registered for w in done[n]["window"]])
-    study = "+".join(sorted(set(studies))) if studies else "all"
-    where = history.record(history_path, study, {t: f[0] for t, f in tables.items()}, files, config_hash,
-                           settings.as_dict(), {t: c.name for c in registered.values() for t in c.tables})
     summary["provenance"] = _provenance(config_hash, settings, where)
     summary["provenance"].update(study=study, history=str(history_path) if history_path else None)
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=1))

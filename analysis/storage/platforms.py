@@ -48,21 +48,49 @@ FDM_CALIBRATION_COL = "fdm_calibration"
 
 @dataclass(frozen=True)
 class Platforms:
-    """The characterised platforms of one study, as validation joins them."""
+    """The characterised platforms of one study, as validation joins them; ``replicates`` are the same
+    platforms as each characterisation replicate alone measured them (``replicates[k]``: every platform's
+    replicate ``k + 1``, or its pooled file where it has fewer replicates), empty when no platform file names
+    replicates (:mod:`sims.bench.replicates`)."""
 
     processors: pd.DataFrame
     backends: pd.DataFrame
+    replicates: tuple[Platforms, ...] = ()
 
     @classmethod
     def read(cls, platforms_dir: str | Path) -> Platforms:
-        paths = sorted(Path(platforms_dir).glob("*.yaml"))
-        docs = [(p, read_platform(p)) for p in paths]
-        return cls(load_platforms(docs), load_platform_params(docs))
+        return cls.from_files(sorted(Path(platforms_dir).glob("*.yaml")))
 
     @classmethod
     def from_files(cls, paths: list[str | Path]) -> Platforms:
         docs = [(Path(p), read_platform(p)) for p in paths]
-        return cls(load_platforms(docs), load_platform_params(docs))
+        files = [replicate_files(path, doc) for path, doc in docs]
+        count = max((len(f) for f in files), default=0)
+        replicates = []
+        if count >= 2:
+            for k in range(count):
+                chosen = [(f[k], read_platform(f[k])) if k < len(f) else (path, doc)
+                          for (path, doc), f in zip(docs, files, strict=True)]
+                replicates.append(cls(load_platforms(chosen), load_platform_params(chosen)))
+        return cls(load_platforms(docs), load_platform_params(docs), tuple(replicates))
+
+
+def replicate_files(path: Path, doc: dict[str, Any]) -> list[Path]:
+    """The replicates' own platform files a pooled platform file names (beside it), in replicate order."""
+    section = doc.get("replicates") if isinstance(doc, dict) else None
+    files = section.get("files") if isinstance(section, dict) else None
+    if not isinstance(files, list):
+        return []
+    out = []
+    for entry in files:
+        name = entry.get("file") if isinstance(entry, dict) else None
+        if not name:
+            return []
+        where = Path(name) if Path(name).is_absolute() else path.parent / name
+        if not where.exists():
+            raise PlatformFileError(f"{path} names replicate {name}, which is not there (characterise again)")
+        out.append(where)
+    return out
 
 
 def energy_fit_problem(proc: Any) -> str | None:

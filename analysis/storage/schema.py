@@ -36,8 +36,9 @@ RUN_SCHEMA: pa.Schema = pa.schema([pa.field(n, _ARROW[t], nullable=not req) for 
 #: Hive partition keys of ``results/runs/`` (directories ``study=<s>/case=<c>/``).
 PARTITION_KEYS: tuple[str, ...] = ("study", "case")
 PARTITION_SCHEMA: pa.Schema = pa.schema([RUN_SCHEMA.field(k) for k in PARTITION_KEYS])
-#: The version of the dataset's file layout, stamped into every data file (2: versions and phase_times as maps).
-DATASET_SCHEMA = 2
+#: The version of the dataset's file layout, stamped into every data file (2: versions and phase_times as maps;
+#: 3: each repetition's measured_at and round).
+DATASET_SCHEMA = 3
 #: The columns stored inside each partition file (the partition keys live in the path).
 FILE_SCHEMA: pa.Schema = pa.schema([f for f in RUN_SCHEMA if f.name not in PARTITION_KEYS],
                                    metadata={b"hetval.dataset_schema": str(DATASET_SCHEMA).encode()})

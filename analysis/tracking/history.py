@@ -8,8 +8,14 @@ holding, in long form, every tracked figure of one validation:
   the group's alternatives (``n_reps``) - from every ``*fidelity`` table the
   cases write;
 * ``kind = "machine"``: per (platform, processor or network, parameter) the
-  characterised machine parameter with its spread (the central 95 % of its
-  samples), from the study's platform files;
+  characterised machine parameter with its range: its characterisation
+  replicates' lowest and highest value (``n_reps`` = the replicates), or, from a
+  platform characterised once, the central 95 % of its samples;
+* ``kind = "scorecard"``: per scorecard row (case, platform, model; ``group`` = the
+  workload class) its median tightness, median Kendall tau and noise-aware top-1
+  rate with their intervals (``n_reps`` = the runs, ``n_alternatives`` = the
+  distinguishable groups), which the pooled verdict of several nights reads
+  (:mod:`analysis.tracking.pooled`);
 * ``kind = "noise"``: per (case, platform) the study's run-to-run drift floor
   (metric ``drift_floor``, a fraction; ``n_reps`` = the identical-code pairs
   it was measured from) where a case measures one (FDM), which
@@ -161,7 +167,11 @@ def _model_of_table(case: str, table: str) -> str:
 
 
 def _spread(param: Mapping[str, Any]) -> tuple[float, float, int | None]:
-    """A parameter's 95 % range from its samples (rates: the parameter is 1 / rate), else (NaN, NaN)."""
+    """A parameter's range: its characterisation replicates' lowest and highest value where it has two or more
+    (``n`` = the replicates), else the 95 % range of its samples (rates: the parameter is 1 / rate), else NaN."""
+    reps = [float(v) for v in (param.get("replicates") or []) if v is not None and math.isfinite(float(v))]
+    if len(reps) >= 2:
+        return min(reps), max(reps), len(reps)
     samples = param.get("samples")
     if isinstance(samples, list) and len(samples) >= 2:
         s = np.asarray([x for x in samples if x is not None], dtype=float)
@@ -170,6 +180,26 @@ def _spread(param: Mapping[str, Any]) -> tuple[float, float, int | None]:
             lo_rate, hi_rate = np.percentile(s, [2.5, 97.5])
             return 1.0 / float(hi_rate), 1.0 / float(lo_rate), int(len(s))
     return math.nan, math.nan, None
+
+
+#: The scorecard figures a snapshot keeps (``kind = "scorecard"``), each with its interval's columns.
+SCORECARD_FIGURES = {"tightness_median": ("tightness_lo", "tightness_hi"),
+                     "kendall_tau_median": ("kendall_tau_lo", "kendall_tau_hi"),
+                     "top1_noise_aware_rate": ("top1_noise_aware_lo", "top1_noise_aware_hi")}
+
+
+def scorecard_rows(card: pd.DataFrame | None) -> pd.DataFrame:
+    """Long rows (``kind = "scorecard"``) of a scorecard's figures (module notes)."""
+    rows = []
+    for rec in ([] if card is None else card.to_dict("records")):
+        base = {"kind": "scorecard", "case": str(rec["case"]), "platform": str(rec["platform"]),
+                "group": str(rec["workload_class"]), "model": str(rec["model"]), "n_reps": int(rec["runs"]),
+                "n_alternatives": int(rec["distinguishable_groups"])}
+        for metric, (lo, hi) in SCORECARD_FIGURES.items():
+            if math.isfinite(_num(rec.get(metric))):
+                rows.append({**base, "metric": metric, "value": _num(rec[metric]), "lo": _num(rec.get(lo)),
+                             "hi": _num(rec.get(hi))})
+    return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 
 def machine_rows(platform_docs: Iterable[tuple[str, Mapping[str, Any]]]) -> pd.DataFrame:
@@ -301,7 +331,8 @@ def record(path: str | Path | None, study: str, tables: Mapping[str, pd.DataFram
     for f in platform_files:
         doc = read_platform(f)
         docs.append((str(doc.get("platform", Path(f).stem)), doc))
-    rows = pd.concat([model_rows(tables, case_of_table), machine_rows(docs)], ignore_index=True)
+    rows = pd.concat([model_rows(tables, case_of_table), machine_rows(docs), scorecard_rows(tables.get("scorecard"))],
+                     ignore_index=True)
     if not len(rows):
         return None
     return append(path, study, snapshot_table(snapshot_meta(docs, config_hash, bootstrap), rows))

@@ -6,7 +6,8 @@ machine fingerprint, for one (kind, case, platform, group, model, metric).
 own past with one rule, documented here and in ``docs/tracking.md``:
 
 0. **What is judged.** Kendall tau, pairwise agreement, median tightness and
-   PEACH's interior error (:data:`JUDGED`), and every machine parameter.
+   PEACH's interior error (:data:`JUDGED`) of every group, and every machine parameter
+   (a scorecard row's figures are pooled over nights, :mod:`analysis.tracking.pooled`, not judged).
 1. **Badness.** Each metric is mapped to a scale where larger is worse:
    ``-x`` for the metrics where higher is better (Kendall tau, pairwise
    agreement, top-1), ``x`` for the penalties and errors, ``|log x|`` for
@@ -56,6 +57,12 @@ own past with one rule, documented here and in ``docs/tracking.md``:
    above what one invocation on a loaded machine shows (an FDM 24³ run twice as slow
    while another job shared the 2 cores); a rank metric is never judged this way
    (a group of two alternatives flips its tau from 1 to -1 on noise).
+
+6. **Replicates, from the second snapshot.** A machine parameter characterised in several replicates
+   carries their range (``lo``-``hi``: the lowest and highest replicate's value). When every replicate of the
+   latest snapshot lies beyond every replicate of the earlier ones (the latest range apart from the envelope of
+   the earlier ranges) and the value moved by at least ``min_change``, the machine drifted: what the replicates
+   of one study rule out is not noise (``test = "replicates"``).
 
 The false-alarm rate and detection power of this rule on this machine's
 noise are measured by ``benchmarks/bench_track.py``.
@@ -126,7 +133,7 @@ class Finding:
     began: str  # snapshot id where the later segment starts
     began_time: Any
     note: str = ""
-    test: str = "step"  # "step" (the step test) or "large" (a large change, judged from 1 earlier snapshot)
+    test: str = "step"  # "step" (the step test), "large" (a large change) or "replicates" (rule 6), from 1 earlier snapshot
 
     def as_dict(self) -> dict[str, Any]:
         """The finding as plain JSON values (``hetval track --json`` prints one per line)."""
@@ -222,7 +229,7 @@ def judge(series: pd.DataFrame, rule: Rule, drift_floor: float = 0.0) -> dict[st
     """
     s = series.tail(rule.window)
     kind, metric = str(s["kind"].iloc[0]), str(s["metric"].iloc[0])
-    if kind != "machine" and metric not in JUDGED:
+    if kind == "scorecard" or (kind != "machine" and metric not in JUDGED):  # a scorecard row is pooled, not judged
         return None
     x = badness(metric, kind, s["value"].to_numpy(dtype=np.float64))
     ok = np.isfinite(x)
@@ -232,6 +239,10 @@ def judge(series: pd.DataFrame, rule: Rule, drift_floor: float = 0.0) -> dict[st
     step = _step_test(s, x, kind, metric, rule) if len(x) >= rule.min_history + MIN_AFTER else None
     if step is not None and step["flag"]:
         return step
+    if kind == "machine":
+        moved = _replicate_test(s, x, rule)
+        if moved is not None and moved["flag"]:
+            return moved
     large = _large_test(s, x, kind, metric, rule, drift_floor)
     if large is not None and (large["flag"] or step is None):
         return large
@@ -294,6 +305,28 @@ def _large_test(s: pd.DataFrame, x: np.ndarray, kind: str, metric: str, rule: Ru
             "change": change, "threshold": threshold, "before_values": values[:m], "rows": s}
 
 
+def _replicate_test(s: pd.DataFrame, x: np.ndarray, rule: Rule) -> dict[str, Any] | None:
+    """Rule 6 of the module notes: a machine parameter whose latest replicates all lie beyond every replicate of
+    the earlier snapshots (their ``lo``-``hi`` ranges apart), by at least ``min_change``, from 1 earlier snapshot."""
+    lo, hi = s["lo"].to_numpy(dtype=np.float64), s["hi"].to_numpy(dtype=np.float64)
+    values = s["value"].to_numpy(dtype=np.float64)
+    if len(values) < 2 or not (math.isfinite(lo[-1]) and math.isfinite(hi[-1])):
+        return None
+    earlier = np.isfinite(lo[:-1]) & np.isfinite(hi[:-1])
+    if not earlier.any():
+        return None
+    b_lo, b_hi = float(lo[:-1][earlier].min()), float(hi[:-1][earlier].max())
+    v_before, v_after = float(np.median(values[:-1])), float(values[-1])
+    if not (v_before > 0 and v_after > 0):
+        return None
+    apart = lo[-1] > b_hi or hi[-1] < b_lo
+    change = abs(math.log(v_after / v_before))
+    step = float(x[-1] - np.median(x[:-1]))
+    return {"test": "replicates", "z": math.nan, "step": step, "worse": step > 0,
+            "flag": apart and change >= math.log1p(rule.min_change), "m": len(values) - 1, "change": change,
+            "before_values": values[:-1], "rows": s}
+
+
 def _finite_median(a: np.ndarray) -> float:
     """The median of the finite values of ``a`` (NaN when there are none)."""
     a = a[np.isfinite(a)]
@@ -330,7 +363,7 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
     for key, series in recent.groupby(keys, sort=True, dropna=False):
         if tuple(str(k) for k in key) not in wanted:
             continue
-        if key[2] != "machine" and key[-1] not in JUDGED:
+        if key[2] == "scorecard" or (key[2] != "machine" and key[-1] not in JUDGED):
             continue
         stats["series"] += 1
         res = judge(series, rule, floors.get((str(key[3]), str(key[4])), 0.0) if key[2] == "model" else 0.0)

@@ -49,12 +49,12 @@ CLASSES = {**CEILING_CLASSES, **BANDWIDTH_CLASSES}
 DTYPES = CEILING_DTYPES
 #: default square sizes of the GEMM ceiling (the characterize section's ``gemm_sizes`` overrides them)
 GEMM_SIZES = (512, 1024, 2048)
-#: The transposes are measured in this many rounds at different moments of characterisation (after the triad,
-#: with the other ceilings, at the end), each on fresh arrays, and the ceiling is the upper end of all their
+#: The transposes are measured in this many rounds at different moments of each characterisation replicate (after
+#: the triad, at the end), each on fresh arrays, and the ceiling is the upper end of all the replicates' and rounds
 #: samples (:func:`upper_end`): strided access on a shared machine runs at a third to a half of its rate for seconds at a time (one
 #: characterisation here measured a transpose at 0.41-0.46 GB/s in all its samples, which the study's runs
 #: minutes later beat twice over), and a ceiling is the best the machine does.
-TRANSPOSE_ROUNDS = 3
+TRANSPOSE_ROUNDS = 2
 
 
 def gemm_setup(backend: Any, n: int, dtype: str, seed: int) -> dict[str, Any]:
@@ -63,8 +63,8 @@ def gemm_setup(backend: Any, n: int, dtype: str, seed: int) -> dict[str, Any]:
     if n < 1:
         raise ValueError(f"GEMM size must be >= 1, got {n}")
     dt = np.dtype(dtype)
-    return {"n": n, "A": backend.uniform((n, n), -1.0, 1.0, seed=seed * 4 + 1).astype(dt),
-            "B": backend.uniform((n, n), -1.0, 1.0, seed=seed * 4 + 2).astype(dt),
+    return {"n": n, "A": backend.uniform((n, n), -1.0, 1.0, seed=seed * 4 + 1, dtype=dt),
+            "B": backend.uniform((n, n), -1.0, 1.0, seed=seed * 4 + 2, dtype=dt),
             "C": backend.zeros((n, n), dtype=dt)}
 
 
@@ -77,7 +77,7 @@ def gemm(backend: Any, state: dict[str, Any]) -> int:
 def transpose_setup(backend: Any, n: int, dtype: str, seed: int) -> dict[str, Any]:
     """``D`` uniform in [-1, 1] and ``E`` zeros, ``n x n`` of ``dtype``, on ``backend``."""
     dt = np.dtype(dtype)
-    return {"n": int(n), "s": dt.itemsize, "D": backend.uniform((n, n), -1.0, 1.0, seed=seed * 4 + 3).astype(dt),
+    return {"n": int(n), "s": dt.itemsize, "D": backend.uniform((n, n), -1.0, 1.0, seed=seed * 4 + 3, dtype=dt),
             "E": backend.zeros((n, n), dtype=dt)}
 
 
@@ -94,7 +94,10 @@ def vector_setup(backend: Any, dtype: str, seed: int) -> dict[str, Any]:
     state = kernels.fma_setup(backend, seed=seed)
     if dtype != "float32":
         dt = np.dtype(dtype)
-        state.update(acc=state["acc"].astype(dt), x=dt.type(state["x"]), y=dt.type(state["y"]))
+        acc = state["acc"].astype(dt)
+        if backend.name == "numpy":  # on a cache line, as fma_setup places the float32 block
+            acc = kernels.placed_like(acc)
+        state.update(acc=acc, x=dt.type(state["x"]), y=dt.type(state["y"]))
     return state
 
 
@@ -188,7 +191,7 @@ def document(measured: dict[str, dict[int, list[float]]], unit: str, warmup: int
         sizes = sorted(n for n in by_size if n)
         method = (f"{CLASSES[cls]}, {dt}" + (f", n = {', '.join(map(str, sizes))}; the ceiling is the size with "
                                              "the highest median rate" if sizes else "")
-                  + (f"; in {TRANSPOSE_ROUNDS} rounds at different moments, fresh arrays and a warm-up call each"
+                  + (f"; in {TRANSPOSE_ROUNDS} rounds at different moments of each replicate, fresh arrays and a warm-up call each"
                      if cls == "transpose" else "")
                   + "; value = 1 / the upper end of its rates (the fastest sample plus its gap to the second fastest)")
         doc.setdefault(cls, {})[dt] = summarize(by_size, bandwidth_unit if cls in BANDWIDTH_CLASSES else unit,

@@ -25,11 +25,10 @@ from typing import Any
 from sims import record as rec
 from sims._threads import pin_cores
 from sims.atomic import atomic_write_text
-from sims.bench.energy import energy_fit, energy_parameters, idle_summary
-from sims.bench.parameters import parameter
+from sims.bench.document import RAW_FORMAT, choices, document
 from sims.fingerprint import machine_facts
 from sims.timing import measure, mpi_op
-from sims.vocab import BANDWIDTH_CLASSES, ROLES, UNITS
+from sims.vocab import BANDWIDTH_CLASSES, ROLES
 
 
 class Progress:
@@ -63,7 +62,8 @@ def sizing(comm: Any, spec: dict[str, Any]) -> Any:
 
 
 def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
-    """Measure ``t_f`` and ``t_b`` of both processors; rank 0 returns the platform document.
+    """Measure ``t_f``, ``t_b`` and the rest on both processors; rank 0 returns the raw samples (every other
+    rank None), of which :func:`document` makes the platform document, alone or pooled with other replicates'.
 
     One phase's arrays are held at a time (triad, then the sweep's, then the random-access tables), each
     sized by :func:`sizing`, so that a rank's peak is the plan's ``peak_bytes`` above its base.
@@ -151,10 +151,14 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     from sims.bench import sweep
 
     sweep_state = sweep.setup(backend, n_triad, seed=7 + rank)
-    # a point the processor's own t_f and t_b make compute-bound for certain runs over fewer elements
-    own_t_f = 1.0 / statistics.median(mine["t_f"])
-    own_t_b = 1.0 / statistics.median(mine["t_b"])
-    mine["sweep_elements"] = {k: sweep.point_elements(n_triad, k, own_t_f, own_t_b) for k in sweep.KS}
+    chosen = (spec.get("choices") or [None] * len(ROLES))[rank] or {}
+    if chosen.get("sweep_elements"):  # a later replicate measures the points the first one sized
+        mine["sweep_elements"] = {int(k): int(n) for k, n in chosen["sweep_elements"].items()}
+    else:
+        # a point the processor's own t_f and t_b make compute-bound for certain runs over fewer elements
+        own_t_f = 1.0 / statistics.median(mine["t_f"])
+        own_t_b = 1.0 / statistics.median(mine["t_b"])
+        mine["sweep_elements"] = {k: sweep.point_elements(n_triad, k, own_t_f, own_t_b) for k in sweep.KS}
     from sims.meters.node import attribute, node_rank, open_meters, share_or_total
 
     meters = open_meters(spec, role, proc, rank, node_rank(comm))
@@ -211,8 +215,11 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         measured = ops.ops_for(kind)
         say(f"step 4 of 7: per-operation benchmarks on {target}: {', '.join(measured)} x {', '.join(ops.DTYPES)}, "
             f"{len(ops.N_OPS)} operation counts, {reps} repetitions interleaved")
-        passes = {(op, dt): ops.passes_for(op_state[dt], op) if sized else ops.PASSES
-                  for op in measured for dt in ops.DTYPES}
+        given = chosen.get("op_passes") or {}
+        passes = {(op, dt): (int(given[f"{op}/{dt}"]) if f"{op}/{dt}" in given else ops.passes_for(op_state[dt], op))
+                  if sized else ops.PASSES for op in measured for dt in ops.DTYPES}
+        if role == target:
+            mine["op_passes"] = {f"{op}/{dt}": int(n) for (op, dt), n in passes.items()}
         for rep, op, dt, n_ops in ops.schedule(reps, kind):
             def work(op=op, dt=dt, n_ops=n_ops, sized=sized, passes=passes[op, dt]) -> None:
                 if sized:
@@ -234,7 +241,6 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank)
         if role == target:
             mine["ceilings"] = got
-    transpose_round("step 5 of 7")
     fdm = spec.get("fdm") or None
     if fdm:
         mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor, say)
@@ -250,72 +256,39 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     gathered = comm.gather(mine, root=0)
     if rank != 0:
         return None
-    source = "+".join(sorted({m["source"] for d in descs for m in d["meters"].values()})) or "none"
-    # the time base of the energy fit is what each energy reading covers: the window per execution
-    covered = {r: {k: [(w["window"][1] - w["window"][0]) / w["inner"] for w in windows[r][k]] for k in windows[r]}
-               for r in ROLES}
-    energy_fits = {r: energy_fit(covered[r], energies[r], gathered[i]["sweep_elements"], source) if metered else None
-                   for i, r in enumerate(ROLES)}
-
-    processors = {}
-    for r, data in zip(ROLES, gathered, strict=True):
-        p = spec["layout"][r]
-        processors[r] = {
-            "backend": p["backend"],
-            **({"cores": list(p["cores"])} if p.get("cores") else {}),
-            **({"device": p["device"]} if p.get("device") is not None else {}),
-            "t_f": parameter(data["t_f"], UNITS["t_f"], "independent FMA chains, float32, in-cache, FMA = 2 flops", warmup),
-            "t_b": parameter(
-                data["t_b"], UNITS["t_b"],
-                f"STREAM triad a=b+s*c, float32, 12 B/element counted, {n_triad} elements, other processor idle"
-                + (" (capped by the memory budget: see sizing)" if plans[ROLES.index(r)].capped else ""),
-                warmup,
-            ),
-            "ceilings": ceilings.document(data["ceilings"], UNITS["t_f"], warmup, UNITS["t_b"]),
-            "roofline_fit": _roofline_fit(data["sweep"], data["sweep_elements"]),
-            "operations": _operations(data["operations"], p["backend"]),
-            "t_b_shared": parameter(
-                data["t_b_shared"], UNITS["t_b"],
-                "STREAM triad as t_b, both processors streaming at the same time (informational)", warmup,
-            ),
-            **energy_parameters(energy_fits[r]),
-        }
+    versions = rec.versions()
     return {
-        "platform": spec["platform"],
-        "description": spec.get("description", ""),
-        "obtained": "measured",
+        "format": RAW_FORMAT,
         "measured_at": rec.utc_now(),
         "hostname": rec.provenance()["hostname"],
-        "versions": (versions := rec.versions()),
-        # what the history keys this platform's series by: a changed machine is never a model regression
+        "versions": versions,
         "machine": machine_facts(versions.get("mpi_library")),
-        # how large the arrays were and why: the cache rule, the memory budget, whether the cap bit
-        "sizing": {r: plans[i].document() for i, r in enumerate(ROLES)},
-        "energy": ("not measured: no energy meter was found (e_f, e_b, p_s and idle power are null); "
-                   + "; ".join(n for d in descs for n in d["notes"]) if not metered else
-                   f"fitted from the intensity sweep's {source} readings (Choi et al.): E = e_f N_f + e_b N_b "
-                   "+ p_s T; where a meter covers the node, p_s includes the idle processor's static power"),
-        "idle_power": idle,
-        "energy_windows": {
-            "clock": "POSIX seconds of the host running rank 0",
-            "elements": n_triad,
-            "idle": idle_windows,
-            "sweep": {r: [{"k": k, "time_s": t, **w} for k in sorted(windows[r])
-                          for t, w in zip(gathered[i]["sweep"][k], windows[r][k], strict=True)]
-                      for i, r in enumerate(ROLES)},
-        },
-        "processors": processors,
-        "network": _network(pp),
-        **({"fdm_calibration": {fdm["backend"]: gathered[0]["fdm_calibration"]}} if fdm else {}),
+        "warmup": warmup,
+        "elements": n_triad,
+        "plans": [p.document() for p in plans],
+        "capped": [bool(p.capped) for p in plans],
+        "descs": descs,
+        "metered": bool(metered),
+        "idle": idle,
+        "idle_windows": idle_windows,
+        "energies": {r: {str(k): v for k, v in energies[r].items()} for r in ROLES},
+        "windows": {r: {str(k): v for k, v in windows[r].items()} for r in ROLES},
+        "pingpong": {str(m): t for m, t in pp.items()},
+        "ranks": [{**{k: v for k, v in data.items() if k not in ("sweep", "sweep_elements", "ceilings")},
+                   "sweep": {str(k): v for k, v in data["sweep"].items()},
+                   "sweep_elements": {str(k): v for k, v in data["sweep_elements"].items()},
+                   "ceilings": {c: {str(n): v for n, v in by.items()} for c, by in data["ceilings"].items()}}
+                  for data in gathered],
     }
 
 
 def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmup: int, reps: int,
                      factor: float, say: Progress) -> dict[str, Any] | None:
-    """The FDM kernels' calibration (:mod:`sims.bench.fdm_calib`) for the study's FDM backend and orders.
+    """The FDM kernels' calibration samples (:mod:`sims.bench.fdm_calib`) for the study's FDM backend and orders.
 
     Alone on the first processor driving that backend (the host for a CPU backend no processor drives), then,
-    on a CPU backend, shared: every rank running the same kernels at once. Rank 0 returns the document.
+    on a CPU backend, shared: every rank running the same kernels at once. Rank 0 returns the samples (with the
+    backend, blocks and widths), which :func:`document` fits.
     """
     from sims.bench import fdm_calib
     from sims.fdm import cost
@@ -356,15 +329,16 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
     gathered = comm.gather(modes, root=0)
     if rank != 0:
         return None
-    merged = {"alone": gathered[alone_rank]["alone"], **({"shared": gathered[0]["shared"]} if "shared" in modes else {})}
-    return fdm_calib.document(merged, blocks, widths)
+    return {"backend": backend, "blocks": [list(b) for b in blocks], "widths": widths,
+            "samples": {"alone": gathered[alone_rank]["alone"],
+                        **({"shared": gathered[0]["shared"]} if "shared" in modes else {})}}
 
 
 def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[str, Any],
                 metered: bool) -> tuple[dict[str, Any] | None, list[list[float]]]:
     """Static (idle) power: every rank sleeps through three windows of at least 1 s (and 10 meter updates).
 
-    Returns the idle power (None with no meter) and the windows' wall-clock
+    Returns the windows' power samples (None with no meter; :func:`document` takes their median) and their wall-clock
     ``[start, end]`` (rank 0's clock), kept so that a trace attached later can
     measure the idle power too.
     """
@@ -392,85 +366,32 @@ def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[
                             for k, v in row.items() if k in ("energy_j", "energy_host_j", "energy_accel_j")})
     if comm.Get_rank() != 0 or not metered:
         return None, walls
-    return idle_summary(samples, f"all ranks asleep for {window:.3g} s, 3 windows, median; host/accel where "
-                                 "attributable"), walls
-
-
-def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
-    """Per-operation samples and, per op/dtype, the least-squares cost ``tau`` (s per element-operation)."""
-    from sims.bench import ops
-
-    if not rows:
-        return {"note": f"per-operation benchmarks are not implemented for the {backend} backend", "fits": {},
-                "samples": []}
-    return {
-        "method": (f"{ops.BLOCKS[ops.backend_for(backend)]}-element in-cache block x passes "
-                   f"sized so that the shortest chain's call takes >= {ops.MIN_REGION_S * 1e3:g} ms ({ops.PASSES} to "
-                   f"{ops.MAX_PASSES}), chains of n_ops = {list(ops.N_OPS)} operations per element and pass "
-                   "(numba: in registers, one load and one store per element; numpy: one in-place ufunc call per "
-                   "operation, block and operands on cache lines at distinct page offsets), repetitions "
-                   "interleaved across operations (the first after a warm-up call); "
-                   "random = gathers from an array beyond the LLC; numpy only: move = np.copyto from an in-cache "
-                   "operand, short_add = add in calls of one SA buffer row; least squares T = tau * ops + c over "
-                   "each count's median per op/dtype; tau_spread = largest / smallest tau fitted to one repetition alone"),
-        "fits": ops.summarize(rows),
-        "samples": rows,
-    }
-
-
-def _roofline_fit(times: dict[int, list[float]], n: dict[int, int]) -> dict[str, Any]:
-    """The intensity sweep's samples (``n[k]`` elements at point ``k``) and the roofline fitted to them (t_f, t_b
-    with R², residuals)."""
-    from sims.bench import sweep
-
-    ks = sorted(times)
-    flops = [sweep.counts(n[k], k)[0] for k in ks]
-    nbytes = [sweep.counts(n[k], k)[1] for k in ks]
-    med = [statistics.median(times[k]) for k in ks]
-    f = sweep.fit_roofline(flops, nbytes, med)
-    return {
-        "t_f": {"value": f["t_f"], "unit": UNITS["t_f"], "obtained": "fitted", "rate": 1.0 / f["t_f"]},
-        "t_b": {"value": f["t_b"], "unit": UNITS["t_b"], "obtained": "fitted", "rate": 1.0 / f["t_b"]},
-        "balance": f["t_b"] / f["t_f"],
-        "r2": f["r2"],
-        "poor_fit": bool(f["poor_fit"]),
-        "method": (f"least squares T = max(N_f t_f, N_b t_b) over a float32 stream with k FMAs per element "
-                   f"(8 B, 2k flops), k = {ks[0]}..{ks[-1]}, up to {max(n.values())} elements (fewer at a point "
-                   f"compute-bound by {sweep.COMPUTE_MARGIN:g}x at the processor's t_f, t_b); R² of log T"),
-        "samples": [{"k": k, "intensity": 2 * k / sweep.BYTES_PER_ELEMENT, "elements": n[k], "flops": fl, "bytes": b,
-                     "time_median_s": t, "times_s": times[k], "relative_residual": res}
-                    for k, fl, b, t, res in zip(ks, flops, nbytes, med, f["relative_residuals"], strict=True)],
-    }
-
-
-def _network(samples: dict[int, list[float]]) -> dict[str, Any]:
-    """The interconnect between the two ranks (here: MPI over shared memory) from the ping-pong fit."""
-    from sims.bench import pingpong
-
-    f = pingpong.fit(samples)
-    return {
-        "latency": {"value": f["latency_s"], "unit": UNITS["time"], "obtained": "measured",
-                    "method": "MPI ping-pong host <-> accel: median one-way time of the smallest message; t_net from the least-squares T(m) = L + m t_net"},
-        "t_net": {"value": f["t_net"], "unit": UNITS["t_b"], "obtained": "measured", "method": "same fit (slope)",
-                  "rate_median": 1.0 / f["t_net"] if f["t_net"] > 0 else None},
-        "r2": f["r2"],
-        "residuals_s": f["residuals_s"],
-        "samples_s": f["samples_s"],
-    }
+    return {"samples": samples, "window_s": window}, walls
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mpi4py -m sims.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", required=True, help="platform spec as JSON text")
     parser.add_argument("--out", required=True, help="platform YAML to write")
+    parser.add_argument("--raw", default=None,
+                        help="also write the raw samples here (JSON), which sims.bench.replicates pools with other "
+                             "replicates'")
+    parser.add_argument("--choices", default=None,
+                        help="an earlier replicate's raw samples: measure the sweep points and per-operation passes "
+                             "it sized, so that the replicates' samples pool")
     args = parser.parse_args(argv)
     import yaml
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     spec = json.loads(args.spec)
-    doc = characterize(comm, spec)
-    if doc is not None:
+    if args.choices:
+        spec["choices"] = choices(json.loads(open(args.choices, encoding="utf-8").read()))
+    raw = characterize(comm, spec)
+    if raw is not None:
+        if args.raw:
+            atomic_write_text(args.raw, json.dumps(raw))
+        doc = document([raw], spec)
         atomic_write_text(args.out, yaml.safe_dump(doc, sort_keys=False))
         for r, p in doc["processors"].items():
             print(

@@ -3,6 +3,7 @@
 Usage::
 
     mpiexec -n P python -m mpi4py -m sims.fdm run --config SPEC.yaml --out DIR
+    mpiexec -n P python -m mpi4py -m sims.fdm run --spec-text '<JSON>' --out DIR   # writes DIR/spec.yaml first
 
 Writes ``DIR/seismograms.npz`` and ``DIR/record.json`` (the raw-record file
 of docs/contracts.md: ``{"run_id", "records": [...]}``, one record per repetition).
@@ -29,7 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mpi4py -m sims.fdm", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one simulation")
-    run.add_argument("--config", required=True, help="the run spec (YAML)")
+    given = run.add_mutually_exclusive_group(required=True)
+    given.add_argument("--config", help="the run spec (YAML)")
+    given.add_argument("--spec-text", help="the run spec as JSON text (written to OUT/spec.yaml for the record): "
+                       "how sims.launch hands it over, with no file written before the launch")
     run.add_argument("--out", required=True, help="output directory (created)")
     run.add_argument("--raw-record", default=None,
                      help="also write the records to this path (the workflow's results/raw/<study>/<run_id>.json)")
@@ -41,8 +45,17 @@ def main(argv: list[str] | None = None) -> int:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
+    config = args.config
+    if args.spec_text is not None:
+        config = os.path.join(args.out, "spec.yaml")
+        if comm.Get_rank() == 0:
+            from sims.atomic import atomic_write_text
+
+            os.makedirs(args.out, exist_ok=True)
+            atomic_write_text(config, args.spec_text + "\n")
+        comm.Barrier()
     try:
-        result = execute(comm, args.config, args.config_hash)
+        result = execute(comm, config, args.config_hash)
     except Exception:  # noqa: BLE001 - a bug in the driver itself: say where, exit non-zero
         traceback.print_exc()
         return 1

@@ -125,9 +125,10 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
     with flushed():  # subnormals flushed to zero, as the kernels' calibration runs them (sims.fdm.subnormals)
         sim.warm_up()
         for r in range(warmup + reps):
+            began = time.time()
             loop_s = sim.run()
             if r >= warmup:
-                per_rep.append((loop_s, dict(sim.timers.totals)))
+                per_rep.append((loop_s, dict(sim.timers.totals), began))
     traces = sim.gather_traces()
     finite = bool(np.all(np.isfinite(sim.traces.get() if sim.xp is not np else sim.traces)))
     finite = all(comm.allgather(finite))
@@ -152,7 +153,7 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
         phases = {p: [gathered[k][r][1][p] for k in range(size)] for p in PHASES}
         row = dict(base)
         row.update(
-            rep=r, status="ok", time_s=max(loops), phase_times=rec.canonical_json({**phases, "loop": loops}),
+            rep=r, status="ok", time_s=max(loops), measured_at=rec.utc_at(gathered[0][r][2]), phase_times=rec.canonical_json({**phases, "loop": loops}),
             **{f"time_{p}_s": max(phases[p]) for p in PHASES},
         )
         records.append(row)

@@ -27,12 +27,12 @@ def allocate(backend: Any, part: Any, dtype: str, seed: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if part.mm_rows:
         n = part.n_mm
-        out["A"] = backend.uniform((part.mm_rows, n), -1.0, 1.0, seed=seed * 8 + 1).astype(dt)
-        out["B"] = backend.uniform((n, n), -1.0, 1.0, seed=seed * 8 + 2).astype(dt)
+        out["A"] = backend.uniform((part.mm_rows, n), -1.0, 1.0, seed=seed * 8 + 1, dtype=dt)
+        out["B"] = backend.uniform((n, n), -1.0, 1.0, seed=seed * 8 + 2, dtype=dt)
         out["C"] = backend.zeros((part.mm_rows, n), dtype=dt)
     if part.tr_rows:
         m = part.n_tr
-        out["D"] = backend.uniform((part.tr_rows, m), -1.0, 1.0, seed=seed * 8 + 3).astype(dt)
+        out["D"] = backend.uniform((part.tr_rows, m), -1.0, 1.0, seed=seed * 8 + 3, dtype=dt)
         out["E"] = backend.zeros((m, part.tr_rows), dtype=dt)
     return out
 

@@ -19,7 +19,7 @@ def minimal() -> dict:
 def test_defaults_are_filled():
     cfg = validate_config(minimal())
     assert cfg["study"] == "default"
-    assert cfg["runs"] == {"warmup": 1, "repetitions": 5, "rounds": 1, "min_region_factor": 1000, "max_attempts": 2}
+    assert cfg["runs"] == {"warmup": 1, "repetitions": 5, "rounds": 5, "min_region_factor": 1000, "max_attempts": 2}
     assert cfg["retry_failed"] is False and cfg["platforms"][0]["memory_gb"] is None
     assert cfg["cases"]["sa"]["wps"] == ["CO", "GO", "p-DP", "CP", "CP-reverse"]
     assert cfg["characterize"]["repetitions"] >= 5
@@ -36,8 +36,6 @@ def test_shipped_configs_validate(repo):
     [
         ({"runs": {"repetitions": 0}}, "runs.repetitions: 0 is not allowed (allowed: a number >= 1"),
         ({"runs": {"repetitionz": 3}}, "runs.repetitionz: unknown key (allowed here: max_attempts, min_region_factor, repetitions, rounds, warmup)"),
-        ({"runs": {"rounds": 6}, "batch_runs": 8}, "runs.rounds: 6 is more than runs.repetitions (5) (allowed: 1 to 5)"),
-        ({"runs": {"rounds": 5}}, "runs.rounds: 5 takes effect only in batch jobs (allowed: 1 while batch_runs is 1;"),
         ({"bogus": 1}, "bogus: unknown key"),
         ({"cases": {"sa": {"wps": ["CO", "XX"]}}}, "cases.sa.wps[1]: 'XX' is not allowed (allowed: one of CO, GO, p-DP, CP, CP-reverse)"),
         ({"cases": {"sa": {"alphas": [1.5]}}}, "cases.sa.alphas[0]: 1.5 is not allowed (allowed: a number >= 0 and <= 1)"),

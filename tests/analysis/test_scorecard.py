@@ -13,27 +13,56 @@ from analysis.scoring.scorecard import scale_band, scorecard, verdicts
 
 SETTINGS = uncertainty_settings(resamples=400, seed=3)
 BASE = {"runs": 10, "tightness_lo": 0.7, "tightness_hi": 0.95, "distinguishable_groups": 4,
-        "kendall_tau_lo": 0.4, "top1_noise_aware_lo": 0.6}
+        "kendall_tau_lo": 0.4, "kendall_tau_hi": 0.9, "top1_noise_aware_lo": 0.6, "top1_noise_aware_hi": 1.0}
 
 
 @pytest.mark.parametrize(("change", "expect"), [
     ({}, ("trusted", "trusted", "both")),
-    ({"tightness_hi": 1.3}, ("not trusted", "trusted", "trust for ranking")),  # runs beat the bound beyond noise
-    ({"tightness_lo": 0.3}, ("not trusted", "trusted", "trust for ranking")),  # a bound 3x loose
-    ({"kendall_tau_lo": -0.2}, ("trusted", "not trusted", "trust for bounds")),  # tau's interval reaches 0
-    ({"top1_noise_aware_lo": 0.2}, ("trusted", "not trusted", "trust for bounds")),
-    ({"tightness_hi": 1.3, "kendall_tau_lo": -0.2}, ("not trusted", "not trusted", "neither")),
+    ({"tightness_lo": 1.15, "tightness_hi": 1.3}, ("not trusted", "trusted", "trust for ranking")),  # beaten
+    ({"tightness_lo": 0.2, "tightness_hi": 0.3}, ("not trusted", "trusted", "trust for ranking")),  # 3x loose
+    ({"tightness_hi": 1.3}, ("undecided", "trusted", "trust for ranking")),  # across 1.1: the noise may decide
+    ({"tightness_lo": 0.45}, ("undecided", "trusted", "trust for ranking")),  # a median inside, the interval across
+    ({"kendall_tau_lo": -0.2}, ("trusted", "undecided", "trust for bounds")),  # tau's interval reaches 0
+    ({"kendall_tau_lo": -0.6, "kendall_tau_hi": -0.1}, ("trusted", "not trusted", "trust for bounds")),
+    ({"top1_noise_aware_lo": 0.2}, ("trusted", "undecided", "trust for bounds")),
+    ({"top1_noise_aware_lo": 0.0, "top1_noise_aware_hi": 0.4}, ("trusted", "not trusted", "trust for bounds")),
+    ({"tightness_lo": 1.15, "tightness_hi": 1.3, "kendall_tau_lo": -0.6, "kendall_tau_hi": -0.1},
+     ("not trusted", "not trusted", "neither")),
+    ({"tightness_hi": 1.3, "kendall_tau_lo": -0.6, "kendall_tau_hi": -0.1}, ("undecided", "not trusted", "undecided")),
     ({"runs": 2, "distinguishable_groups": 1}, ("not enough data", "not enough data", "not enough data")),
     ({"runs": 2}, ("not enough data", "trusted", "trust for ranking")),
     ({"tightness_lo": math.nan, "tightness_hi": math.nan}, ("not enough data", "trusted", "trust for ranking")),
+    # a predictor's band is 0.8-1.25: a few per cent above 1 is trusted, not a beaten bound
+    ({"model_kind": "predictor", "tightness_lo": 0.99, "tightness_hi": 1.15}, ("trusted", "trusted", "both")),
+    ({"model_kind": "predictor", "tightness_lo": 0.95, "tightness_hi": 1.15, "runs": 10, "distinguishable_groups": 0},
+     ("trusted", "not enough data", "trust for predictions")),
+    ({"model_kind": "predictor", "tightness_lo": 0.75, "tightness_hi": 0.9}, ("undecided", "trusted",
+                                                                               "trust for ranking")),
 ])
 def test_the_verdict_is_a_rule_on_the_intervals(change, expect):
     assert verdicts({**BASE, **change}) == expect
 
 
-def test_a_median_inside_the_band_with_a_wide_interval_is_not_trusted():
-    # median 0.9 would pass on the median alone; the interval does not
-    assert verdicts({**BASE, "tightness_lo": 0.45})[0] == "not trusted"
+def test_two_verdicts_contradict_only_when_an_aspect_is_trusted_on_one_side_and_not_on_the_other():
+    from analysis.scoring.compare import contradicts
+
+    trusted, undecided, bad = ({"bounds_verdict": v, "ranking_verdict": "not enough data"}
+                               for v in ("trusted", "undecided", "not trusted"))
+    assert contradicts(trusted, bad) and contradicts(bad, trusted)
+    assert not contradicts(trusted, undecided) and not contradicts(undecided, bad) and not contradicts(bad, bad)
+    assert contradicts({"bounds_verdict": "trusted", "ranking_verdict": "trusted"},
+                       {"bounds_verdict": "trusted", "ranking_verdict": "not trusted"})
+
+
+def test_an_undecided_row_says_what_would_decide_it():
+    from analysis.scoring.scorecard import decide
+
+    row = {**BASE, "tightness_hi": 1.3, "interval_level": "characterisation", "model_kind": "bound",
+           "kendall_tau_hi": 0.9, "top1_noise_aware_hi": 1.0}
+    row["bounds_verdict"], row["ranking_verdict"], row["verdict"] = verdicts(row)
+    text = decide(row)
+    assert "straddles 1.1" in text and "characterize.replicates" in text
+    assert decide({**row, "bounds_verdict": "trusted"}) == ""
 
 
 def test_scale_bands():
@@ -80,7 +109,7 @@ def test_the_same_seed_gives_the_same_card_and_a_noisy_class_stays_undecided():
     noisy = tables["runs"].copy()
     noisy["tightness"] = np.random.default_rng(2).uniform(0.3, 1.6, len(noisy))  # the median ~0.95, the spread huge
     card = scorecard({**tables, "runs": noisy}, PROCS, SETTINGS)
-    assert (card["bounds_verdict"] == "not trusted").all()
+    assert (card["bounds_verdict"] == "undecided").all() and card["decide"].str.contains("straddles").all()
 
 
 def test_fdm_rows_by_scale_band_and_no_platform_balance_is_unknown():
@@ -97,7 +126,7 @@ def test_two_machines_scorecards_side_by_side(tmp_path, capsys):
     import json
 
     from analysis.cli import main
-    from analysis.scoring.scorecard import compare_machines
+    from analysis.scoring.compare import compare_machines
     from analysis.scoring.tables import to_arrow
     from sims.atomic import atomic_write_parquet
 
@@ -111,12 +140,15 @@ def test_two_machines_scorecards_side_by_side(tmp_path, capsys):
     good = side[side["model"] == "good"]
     assert set(good["verdict_a"]) == {"both"} and set(good["verdict_b"]) == {"trust for ranking"}  # 0.42: too loose
     assert not good["same_verdict"].any() and side[side["model"] == "loose"]["same_verdict"].all()
+    assert good["contradicts"].all() and not side[side["model"] == "loose"]["contradicts"].any()
+    assert not good["a_in_b"].any() and not good["b_in_a"].any()  # halved: neither median in the other's interval
     for name, card in (("a", here), ("b", there)):
         (tmp_path / name).mkdir()
         atomic_write_parquet(to_arrow(card, "scorecard"), tmp_path / name / "scorecard.parquet")
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b" / "scorecard.parquet")]) == 0
     out = capsys.readouterr().out
     assert "machine aaaaaaaaaaaa" in out and "machine bbbbbbbbbbbb" in out and "2 of 4 rows with the same verdict" in out
+    assert "2 contradicting" in out and out.count("[hetval compare] contradicts: good, sa") == 2
     assert main(["compare", "--json", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 4
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "nothing")]) == 2
@@ -128,7 +160,7 @@ def test_the_order_statistic_bootstrap_draws_the_resampled_median_distribution(n
     """Two draws per resample give the medians that resampling all n values gives (odd and even n, ties)."""
     from scipy import stats
 
-    from analysis.scoring import scorecard as sc
+    from analysis.scoring import intervals as sc
 
     values = np.array([1.0, 2.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0][:n])
     rng = np.random.default_rng(1)
@@ -139,7 +171,8 @@ def test_the_order_statistic_bootstrap_draws_the_resampled_median_distribution(n
 def test_a_large_row_s_interval_matches_scipy_s_bootstrap_within_its_monte_carlo_error():
     from scipy import stats
 
-    from analysis.scoring.scorecard import SCIPY_BOOTSTRAP_ELEMENTS, _median_interval
+    from analysis.scoring.intervals import SCIPY_BOOTSTRAP_ELEMENTS
+    from analysis.scoring.intervals import median_interval as _median_interval
 
     v = np.random.default_rng(4).lognormal(0.0, 0.3, 20_001)
     settings = uncertainty_settings(resamples=1000, seed=5)

@@ -29,13 +29,11 @@ from typing import Any
 
 from tests.conftest import BIN, REPO, tool_env
 
-#: A characterised platform file (two ranks of this machine's kind), shared with the Dask tests.
-PLATFORM = REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml"
-
 MICRO = """\
 study: micro
 runs: {warmup: 0, repetitions: 2}
-characterize: {warmup: 1, repetitions: 5, llc_factor: 2, llc_mib: 4, gemm_sizes: [128]}
+characterize: {warmup: 1, repetitions: 5, llc_factor: 2, llc_mib: 4, gemm_sizes: [128],
+               fdm_blocks: [[16, 16, 32], [32, 16, 16], [16, 32, 24]], fdm_widths: [0, 3, 5]}
 uncertainty: {resamples: 100}
 validate: {workers: 1, connect_timeout: 20}
 cases:
@@ -50,8 +48,8 @@ cases:
 
 #: stage -> (what starts it, how its process is recognised); how long it lives is measured (:func:`watch`)
 STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "rank": ("rerun-run", ("python", "-m mpi4py -m sims.")),
-    "runner": ("rerun-run", ("mpiexec", "-m mpi4py -m sims.")),
+    "rank": ("rerun-run", ("python", "-m mpi4py -m sims.launch")),
+    "runner": ("rerun-run", ("mpiexec", "-m mpi4py -m sims.launch")),
     "gather": ("forcerun:gather_runs", ("hetval", "gather")),
     "validate": ("forcerun:validate_models", ("hetval", "validate")),
     "report": ("forcerun:report_validation", ("hetval", "report")),
@@ -73,10 +71,6 @@ def build_base(work: Path, timeout: float = 1800) -> dict[str, float]:
     long each stage's process lives here (:func:`watch`), so that a kill lands at a random point of its life."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "micro.yaml").write_text(MICRO)
-    # a characterised platform of this machine's kind (no stage here characterises: the kills are elsewhere)
-    platforms = work / "results" / "micro" / "platforms"
-    platforms.mkdir(parents=True, exist_ok=True)
-    shutil.copy(PLATFORM, platforms / PLATFORM.name)
     proc = subprocess.Popen(command(work), env=env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     life = watch(proc, timeout)

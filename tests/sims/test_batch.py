@@ -4,10 +4,13 @@ is recorded as failed and the next one still runs; runs measured in rounds are i
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 
@@ -27,7 +30,7 @@ def test_each_run_writes_its_record_and_a_run_that_dies_is_recorded_failed(tmp_p
     out = subprocess.run([sys.executable, "-m", "sims.batch", "--runs", json.dumps(runs)], cwd=REPO,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "run 3/3" in out.stdout and "3 run(s) recorded" in out.stdout
+    assert "launch 3/3" in out.stdout and "3 run(s) recorded" in out.stdout
     failed = json.loads((tmp_path / "raw" / "bbbbbbbbbbbbbbbb.json").read_text())
     assert failed["records"][0]["status"] == "failed" and "exited with status 3" in failed["records"][0]["error"]
     assert (tmp_path / "raw" / "cccccccccccccccc.json").exists()  # the run after the failure still ran
@@ -93,12 +96,12 @@ def test_rounds_launch_every_run_once_per_round_and_merge_its_parts_under_its_ow
     runs = [rounds_entry(tmp_path, name * 16, [2, 1, 1]) for name in "abcd"]
     out = batch(runs)
     assert out.returncode == 0, out.stdout + out.stderr
-    launched = re.findall(r"round (\d)/3, run \d/4: ([a-d]{16})", out.stdout)
+    launched = re.findall(r"round (\d)/3, launch \d/4: ([a-d]{16})", out.stdout)
     assert len(launched) == 12 and all(sorted(r for k2, r in launched if k2 == k) == [c * 16 for c in "abcd"]
                                        for k in "123")  # each round launches every run once
     orders = [[r for k2, r in launched if k2 == k] for k in "123"]
     assert any(order != [c * 16 for c in "abcd"] for order in orders)  # shuffled, not the batch's own order
-    assert orders == [[r for k2, r in re.findall(r"round (\d)/3, run \d/4: ([a-d]{16})", batch(runs).stdout)
+    assert orders == [[r for k2, r in re.findall(r"round (\d)/3, launch \d/4: ([a-d]{16})", batch(runs).stdout)
                        if k2 == k] for k in "123"]  # seeded: the same batch runs in the same orders again
     for name in "abcd":
         doc = json.loads((tmp_path / "raw" / f"{name * 16}.json").read_text())
@@ -125,7 +128,7 @@ def test_a_part_that_fails_ends_its_runs_rounds_and_records_the_run_failed_under
     failed = json.loads((tmp_path / "raw" / f"{'a' * 16}.json").read_text())
     assert failed["run_id"] == "a" * 16 and [r["status"] for r in failed["records"]] == ["failed"]
     assert f"part {'a' * 16}.1.json is failed: so is the run" in out.stdout
-    assert len(re.findall(f"run \\d/\\d: {'a' * 16}", out.stdout)) == 2  # round 3 not launched after round 2 failed
+    assert len(re.findall(f"launch \\d/\\d: {'a' * 16}", out.stdout)) == 2  # round 3 not launched after round 2 failed
     died = json.loads((tmp_path / "raw" / f"{'b' * 16}.json").read_text())  # the guard's record of a dead part,
     assert died["records"][0]["status"] == "failed" and "exited with status 3" in died["records"][0]["error"]
     assert died["records"][0]["run_id"] == "b" * 16  # not the stale one, which the batch removed first
@@ -152,3 +155,72 @@ def test_a_runs_repetitions_split_over_rounds_and_each_parts_spec():
         if name == "fdm":
             assert part["fdm_doc"]["repetitions"] == 1 and '"repetitions": 1' in case(name).command(
                 part, "r.json", "", "mpiexec -n 2")
+
+
+#: a runner module as sims.launch calls it: main(argv) on every rank, rank 0 writing the part's record; one that
+#: is told to die kills its whole process (as the kernel's out-of-memory killer would)
+RUNNER = """import json, os, signal, sys, time
+from mpi4py import MPI
+
+def main(argv):
+    record, run_id, how = argv
+    comm = MPI.COMM_WORLD
+    if how == "die" and comm.Get_rank() == 0 and not os.path.exists(record + ".died"):
+        open(record + ".died", "w").close()
+        print("runner: dying", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    comm.Barrier()
+    if comm.Get_rank() == 0:
+        from sims.guard import failed_record
+        from sims.record import write_raw
+        row = failed_record({"study": "s", "case": "sa", "variant": "CO", "platform": "p", "run_id": run_id}, 2, "x")[0]
+        row.update(status="ok", error=None, time_s=0.5, rep=0, measured_at=row["started_at"])
+        write_raw(record, run_id, [row])
+        print(f"runner: measured {run_id} with {sorted(os.sched_getaffinity(0))}", flush=True)
+    return 0
+"""
+
+
+def shared_entry(tmp_path, name: str, rounds: int, how: list[str] | None = None) -> dict:
+    e = entry(tmp_path, name, "false")
+    e["launch"] = "mpiexec -n 2"
+    e["parts"] = [{"record": str(tmp_path / "raw" / ".parts" / f"{name}.{k}.json"), "command": "false",
+                   "runner": ["fake_runner", str(tmp_path / "raw" / ".parts" / f"{name}.{k}.json"), f"{k:016x}",
+                              (how or ["ok"] * rounds)[k]]} for k in range(rounds)]
+    return e
+
+
+def shared_batch(tmp_path, runs: list[dict]) -> subprocess.CompletedProcess:
+    (tmp_path / "fake_runner.py").write_text(RUNNER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    return subprocess.run([sys.executable, "-m", "sims.batch", "--runs", json.dumps(runs)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+@pytest.mark.mpi
+def test_the_runs_of_one_shape_share_one_launch_per_round_each_with_its_own_record_and_log(tmp_path):
+    runs = [shared_entry(tmp_path, c * 16, 2) for c in "abc"]
+    out = shared_batch(tmp_path, runs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("3 run(s) in one launch (mpiexec -n 2)") == 2  # one launch per round, not per run
+    for c in "abc":
+        doc = json.loads((tmp_path / "raw" / f"{c * 16}.json").read_text())
+        assert [r["round"] for r in doc["records"]] == [0, 1] and [r["rep"] for r in doc["records"]] == [0, 1]
+        assert all(r["measured_at"] for r in doc["records"])
+        log = (tmp_path / "logs" / f"{c * 16}.log").read_text()
+        assert log.count(f"{c * 16}.") == 2 and not any(f"{o * 16}." in log for o in "abc" if o != c)  # its own
+
+
+@pytest.mark.mpi
+def test_a_launch_that_dies_records_the_run_it_was_measuring_failed_and_measures_the_others(tmp_path):
+    runs = [shared_entry(tmp_path, "a" * 16, 1), shared_entry(tmp_path, "b" * 16, 1, ["die"]),
+            shared_entry(tmp_path, "c" * 16, 1)]
+    out = shared_batch(tmp_path, runs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    died = json.loads((tmp_path / "raw" / f"{'b' * 16}.json").read_text())["records"]
+    assert died[0]["status"] == "failed" and "SIGKILL" in died[0]["error"], died
+    for c in "ac":  # measured whether the launch reached them before it died or in the launch after it
+        assert json.loads((tmp_path / "raw" / f"{c * 16}.json").read_text())["records"][0]["status"] == "ok"
+    order = re.findall(r"entry \d/\d: ([abc]{16})", out.stdout)
+    if order.index("b" * 16) < len(order) - 1:  # b was not last: the launch after it measured the rest
+        assert "not started: launching them again" in out.stdout

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from analysis.planning.config import load_config, study_matrix
-from analysis.planning.jobs import Layout, batches
+from analysis.planning.jobs import BATCH_OVERHEAD_MB, Layout, batches
 from tests.conftest import REPO
 from tests.workflow.tiny import job_counts, snakemake
 
@@ -27,7 +27,9 @@ def jobs_of(dry_run: str, rule: str) -> list[dict[str, str]]:
         cmd = re.search(r"^Shell command: (.*)$", body, re.M) or re.search(r"^\s{4}(\S.*python -m mpi4py.*)$", body, re.M)
         resources = dict(kv.split("=", 1) for kv in re.split(r", (?=\w+=)", res.group(1))) if res else {}
         wildcards = dict(kv.split("=", 1) for kv in wc.group(1).split(", ")) if wc else {}
-        out.append({"resources": resources, "wildcards": wildcards, "command": cmd.group(1) if cmd else ""})
+        outputs = re.search(r"^\s+output: (.*)$", body, re.M)
+        out.append({"resources": resources, "wildcards": wildcards, "command": cmd.group(1) if cmd else "",
+                    "output": outputs.group(1).split(", ") if outputs else []})
     return out
 
 
@@ -53,9 +55,10 @@ def test_cluster_study_dry_run_asks_each_job_for_its_own_resources(env, tmp_path
         assert int(res["mem_mb"]) == Layout.of(spec).mem_mb_per_node
         launch = f"srun --mpi=pmi2 -n {ranks}" + (f" -N {nodes}" if nodes > 1 else "") + f" -c {threads}"
         assert launch in job["command"] and f"HETVAL_THREADS_PER_RANK={threads}" in job["command"]
-    [char] = jobs_of(out.stdout, "characterize_platform")  # the platform's node type: same partition
-    assert char["resources"]["slurm_partition"] == "compute" and char["resources"]["tasks"] == "2"
-    assert {j["resources"]["nodes"] for j in runs} >= {"1", "64"}
+    chars = jobs_of(out.stdout, "characterize_platform")  # the platform's node type: same partition
+    assert len(chars) == 2  # two replicates, before the runs and after them
+    assert all(c["resources"]["slurm_partition"] == "compute" and c["resources"]["tasks"] == "2" for c in chars)
+    assert "64" in {j["resources"]["nodes"] for j in runs}  # one-node runs are batched: jobs of their own span nodes
     # its runs span nodes, so the platform's inter-node ping-pong: one rank on each of two nodes, same partition
     [net] = jobs_of(out.stdout, "characterize_inter_node")
     assert net["resources"]["nodes"] == "2" and net["resources"]["tasks"] == "2"  # -N 2 -n 2: one per node
@@ -78,14 +81,14 @@ def test_one_rank_runs_are_plain_jobs_and_short_runs_share_a_job(env, tmp_path):
         assert f"srun --mpi=pmi2 -n {tasks} --kill-on-bad-exit=1 python" in job["command"]
         seen.append(job["wildcards"]["run_id"])
     batches = jobs_of(out.stdout, "simulate_batch_*")
-    assert batches, "the profile's batch_runs=16 batches the tiny study's short runs"
-    for job in batches:  # one job's request fits every run of the batch: one platform, one layout
-        runs = re.findall(r'"run_id": "([0-9a-f]{16})"', job["command"])
-        assert 2 <= len(runs) <= 16 and "python -m sims.batch --runs-file" in job["command"]
+    assert batches, "the profile's batch_runs=16 batches the tiny study's runs"
+    for job in batches:  # one job's request fits every run of the batch: one platform, the most any run needs
+        runs = [re.search(r"([0-9a-f]{16})\.json$", o).group(1) for o in job["output"]]
+        assert 2 <= len(runs) <= 16
         layouts = [Layout.of(specs[r]) for r in runs]
-        assert len({(lay.ranks, lay.threads_per_rank, lay.gpus_per_node) for lay in layouts}) == 1
-        assert int(job["resources"]["tasks"]) == layouts[0].ranks
-        assert int(job["resources"]["mem_mb"]) == max(lay.mem_mb_per_node for lay in layouts)  # the largest run's
+        assert len({specs[r]["platform"] for r in runs}) == 1
+        assert int(job["resources"]["tasks"]) == max(lay.ranks for lay in layouts)
+        assert int(job["resources"]["mem_mb"]) == max(lay.mem_mb_per_node for lay in layouts) + BATCH_OVERHEAD_MB
         seen += runs
     assert sorted(seen) == sorted(measured)  # every measured run once, in a batch or in a job of its own
 

@@ -37,10 +37,14 @@ def test_dry_run_default_study(env, tmp_path):
     assert f"Snakefile: {REPO / 'Snakefile'}" in out.stdout + out.stderr
     assert "workflow specific profile profiles/default" in out.stdout + out.stderr
     counts = job_counts(out.stdout)
-    assert counts["characterize_platform"] == 1
+    assert counts["characterize_platform"] == 2  # two replicates: before the runs and after them
+    assert counts["pool_platform"] == 1
     # SA: two sizes x (five WPs and an 11-point alpha sweep); LA: four WPs; PEACH: two workloads x 11 alphas;
-    # FDM: three designs x (1 + 3 + 1) scale/decompositions
-    assert counts["simulate_run"] == 2 * (5 + 11) + 4 + 2 * 11 + 3 * 5
+    # FDM: three designs x (1 + 3 + 1) scale/decompositions: every one measured in one batch job, in rounds
+    assert counts["simulate_batch_b1"] == 1 and "simulate_run" not in counts
+    outputs = next(line for line in out.stdout[out.stdout.index("rule simulate_batch_b1:"):].splitlines()
+                   if line.strip().startswith("output:"))
+    assert outputs.count("results/raw/default/") == 2 * (5 + 11) + 4 + 2 * 11 + 3 * 5
     assert counts["ingest_run"] == 12  # PEACH Table VIII, ingested where Snakemake runs (a localrule)
     assert counts["gather_runs"] == counts["validate_models"] == counts["report_validation"] == 1
     assert not (tmp_path / "results").exists()

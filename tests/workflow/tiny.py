@@ -54,8 +54,10 @@ def job_counts(output: str) -> dict[str, int]:
 
 
 def runs_redone(counts: dict[str, int]) -> int:
-    """Runs a (dry) run makes: measured (simulate_run) or ingested (ingest_run)."""
-    return counts.get("simulate_run", 0) + counts.get("ingest_run", 0)
+    """Jobs a (dry) run makes that measure or ingest: a run of its own (simulate_run), a batch of a platform's runs
+    measured together in rounds (simulate_batch_*) or a published run ingested (ingest_run)."""
+    return sum(n for rule, n in counts.items() if rule in ("simulate_run", "ingest_run")
+               or rule.startswith("simulate_batch_"))
 
 
 def build(work: Path, env: dict[str, str]) -> SimpleNamespace:
@@ -81,8 +83,9 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     # every job's memory estimate (the mem_mb it declares) covers the peak its whole process tree reached
     jobs = [j for j in jobs if j["rule"]]
-    assert {j["rule"] for j in jobs} >= {"characterize_platform", "simulate_run", "ingest_run", "gather_runs",
-                                         "validate_models", "report_validation"}
+    assert {j["rule"] for j in jobs} >= {"characterize_platform", "pool_platform", "simulate_batch_b1", "ingest_run",
+                                         "gather_runs", "validate_models", "report_validation"}
+    assert sum(j["rule"] == "characterize_platform" for j in jobs) == 2  # two replicates: before and after the runs
     over = [j for j in jobs if j["estimate_mb"] is None or j["peak_mb"] > j["estimate_mb"]]
     assert not over, over
     assert "[hetval run] tiny sa p-DP on cpu-pair-numpy-numba: ok" in first.stdout
@@ -199,31 +202,35 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
                                      "cases": {"fdm": {"steps": 2, "marshaling": ["device-pack"],
                                                        "boundary": {"kind": "cpml", "width": 2},
                                                        "scales": [{"ranks": 1, "shape": [12, 12, 12]}]}}}))
-    # its platform characterised already (the tiny study's file): this part is about the studies' outputs
+    # its platform characterised already (the tiny study's files): this part is about the studies' outputs
     (results / "other" / "platforms").mkdir(parents=True)
     shutil.copy(platform, results / "other" / "platforms" / platform.name)
+    shutil.copytree(study / "platforms" / "replicates", results / "other" / "platforms" / "replicates")
     second = snakemake(["-c2", "--configfile", str(other)], env, tmp_path)
     assert second.returncode == 0, second.stderr[-3000:]
     assert job_counts(second.stdout + second.stderr)["simulate_run"] == 1  # the FDM run only: no SA, LA, PEACH or published runs
     assert digests() == before
     assert (results / "other" / "report" / "index.html").exists()
 
-    # Deleting one raw record redoes only that run (and what depends on it); never a duplicate row. In the same
+    # Deleting one raw record redoes only its job (and what depends on it): a published run its ingest, a measured
+    # run its batch (the platform's runs are measured together, in rounds); never a duplicate row. In the same
     # invocation, a truncated raw record is quarantined with its reason, counted, and redone the next time; and
-    # one SA run forced (--forcerun) is measured anew, its earlier measurement kept.
+    # one SA run forced (--forcerun) is measured anew with its batch, its earlier measurement kept.
     raw = sorted((results / "raw" / "tiny").glob("*.json"))
-    raw[0].unlink()
-    victim = raw[1]
-    victim.write_text(victim.read_text()[:100])
     cases = json.loads((study / "matrix.json").read_text())["runs"]
-    again = next(p for p in raw[2:] if cases.get(p.stem) == "sa")
+    published = [p for p in raw if cases.get(p.stem) == "published"]
+    published[0].unlink()
+    victim = published[1]
+    victim.write_text(victim.read_text()[:100])
+    again = next(p for p in raw if cases.get(p.stem) == "sa")
     measurements = results / "raw" / "tiny" / ".measurements" / again.stem
     before = set(measurements.glob("*.json"))
     forcing = [*tiny, "--forcerun", str(again.relative_to(tmp_path))]
     dry = snakemake([*forcing, "-n"], env, tmp_path)
     counts = job_counts(dry.stdout)
-    # the deleted one and the forced one: the truncated one still reads as there
-    assert runs_redone(counts) == 2 and "characterize_platform" not in counts, dry.stdout[-3000:]
+    # the deleted one (its ingest) and the forced one (its batch): the truncated one still reads as there
+    assert runs_redone(counts) == 2 and counts.get("ingest_run") == 1 and "characterize_platform" not in counts, \
+        dry.stdout[-3000:]
     quarantined = snakemake(forcing, env, tmp_path)
     assert quarantined.returncode == 0, quarantined.stderr[-3000:]
     assert runs_redone(job_counts(quarantined.stdout + quarantined.stderr)) == 2
@@ -253,7 +260,9 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     short = re.search(r"(\d+) series judged, (\d+) with fewer than 8 snapshots judged for large changes only",
                       track.stderr)
     assert short and int(short.group(1)) == 0 and int(short.group(2)) > 0, track.stderr
-    assert all(json.loads(line)["test"] == "large" for line in track.stdout.splitlines()), track.stdout
+    for line in track.stdout.splitlines():  # a large change, or a machine parameter its replicates say moved
+        found = json.loads(line)
+        assert found["test"] == "large" or (found["test"] == "replicates" and found["kind"] == "drift"), line
     assert "History: model accuracy over time" in (report / "index.html").read_text()
     # A broken characterisation: the accel's t_f 20x too small (as a broken benchmark would report it), judged
     # by the default rule on this short history: a 20x change is far outside any noise, flagged the next night.
@@ -261,6 +270,7 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     tf = doc["processors"]["accel"]["t_f"]
     tf["value"] /= 20.0
     tf["samples"] = [s * 20.0 for s in tf["samples"]]
+    tf["replicates"] = [v / 20.0 for v in tf["replicates"]]  # in every replicate: the benchmark itself is broken
     platform.write_text(yaml.safe_dump(doc, sort_keys=False))
     validate = subprocess.run(
         [*hetval, "validate", "--runs", "results/runs", "--study", "tiny", "--platform-file", str(platform),

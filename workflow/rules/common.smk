@@ -10,7 +10,7 @@ from types import SimpleNamespace
 REPO_DIR = os.path.dirname(WORKFLOW_DIR)
 sys.path.insert(0, REPO_DIR)
 
-from analysis.planning.jobs import COMPUTED, Layout, batch_layout, batches, round_shares, interpreter_first_on_path, job_resources, launch_prefix, profile_defaults, scheduler_keys  # noqa: E402
+from analysis.planning.jobs import COMPUTED, Layout, batch_cores, batch_request, batches, round_shares, interpreter_first_on_path, job_resources, launch_prefix, profile_defaults, scheduler_keys, shared_launch_prefix  # noqa: E402
 from analysis.planning.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
@@ -178,15 +178,61 @@ def get_inter_node_files(wildcards):
 def run_command(run_id, record, repetitions=None):
     """The run's command, by its registered case, started by the launcher on the run's layout (a p-DP split
     reads the characterised platform); with ``repetitions``, a command measuring that share of them only."""
-    spec = RUNS[run_id]
-    if repetitions is not None:
-        spec = case(spec["case"]).with_repetitions(spec, repetitions)
+    spec = part_spec(run_id, repetitions)
     return case(spec["case"]).command(spec, record, read_platform_file(spec), launch_prefix(LAUNCHER, LAYOUTS[run_id]))
 
 
+def run_runner(run_id, record, repetitions=None):
+    """The run's MPI program without its launcher (None when its case has only a command), which a shared
+    launch measures (sims.launch); with ``repetitions``, measuring that share of them only."""
+    spec = part_spec(run_id, repetitions)
+    return case(spec["case"]).runner(spec, record, read_platform_file(spec))
+
+
+def part_spec(run_id, repetitions=None):
+    spec = RUNS[run_id]
+    return spec if repetitions is None else case(spec["case"]).with_repetitions(spec, repetitions)
+
+
 def read_platform_file(spec):
-    """The characterised platform a run reads (a p-DP split; an input of its job), else ""."""
-    return f"{OUT}/platforms/{spec['platform']}.yaml" if spec.get("needs_platform") else ""
+    """The characterised platform a run reads (a p-DP split; an input of its job): its first replicate, the one
+    measured before the runs; else ""."""
+    return replicate_file(spec["platform"], 1) if spec.get("needs_platform") else ""
+
+
+# Each platform is characterised REPLICATES times, each in a process of its own (characterize.smk)
+REPLICATES = int(config["characterize"]["replicates"])
+
+
+def replicate_file(platform, k, kind="yaml"):
+    return f"{OUT}/platforms/replicates/{platform}.{k}.{kind}"
+
+
+def _replicate(wildcards):
+    k = int(wildcards.replicate)
+    if wildcards.platform not in PLATFORMS or not 1 <= k <= REPLICATES:
+        raise ValueError(f"replicate {k} of platform {wildcards.platform!r} is not part of study {STUDY!r} "
+                         f"(characterize.replicates: {REPLICATES}; platforms: {', '.join(PLATFORMS)})")
+    return k
+
+
+def get_replicate_inputs(wildcards):
+    """A later replicate comes after every run of its platform (so the replicates bracket the runs' moments; a
+    run measured again later does not characterise again: ancient) and measures what the first one sized (its
+    raw samples: a first replicate made again makes the later ones again)."""
+    if _replicate(wildcards) == 1:
+        return {}
+    runs = [ancient(f"results/raw/{STUDY}/{rid}.json") for rid, spec in RUNS.items()
+            if spec["platform"] == wildcards.platform and not LAYOUTS[rid].local]
+    return {"first": replicate_file(wildcards.platform, 1, "json"), "runs": runs}
+
+
+def get_replicate_choices(wildcards):
+    return "" if _replicate(wildcards) == 1 else f"--choices {shlex.quote(replicate_file(wildcards.platform, 1, 'json'))}"
+
+
+def get_replicate_raws(wildcards):
+    return [replicate_file(wildcards.platform, k, "json") for k in range(1, REPLICATES + 1)]
 
 
 def get_run_command(wildcards, output):
@@ -221,9 +267,10 @@ def batch_inputs(run_ids):
 
 
 def batch_runs_json(run_ids):
-    """What ``python -m sims.batch`` runs: each run's record, spec, ranks, memory estimate, command and log;
-    measured in rounds (runs.rounds), each run's parts too: one launch's record and command per round, each
-    measuring its share of the repetitions (its records under results/raw/<study>/.parts/)."""
+    """What ``python -m sims.batch`` runs: each run's record, spec, ranks, memory estimate, command and log,
+    its runner and its shape's shared launch prefix where its case gives a runner (one launch then measures
+    every run of that shape in a round), and its parts: one launch's record, command and runner per round
+    (runs.rounds), each measuring its share of the repetitions (their records under results/raw/<study>/.parts/)."""
     entries = []
     for rid in run_ids:
         shares = round_shares(int(RUNS[rid].get("repetitions", config["runs"]["repetitions"])), config["runs"]["rounds"])
@@ -231,20 +278,32 @@ def batch_runs_json(run_ids):
         entry = {"record": record, "spec": RUNS[rid], "ranks": LAYOUTS[rid].ranks,
                  "estimate_mb": LAYOUTS[rid].mem_mb_per_node, "command": run_command(rid, record),
                  "log": f"logs/{STUDY}/simulate/{rid}.log"}
+        runner = run_runner(rid, record)
+        if runner is not None:
+            entry.update(runner=runner, launch=shared_launch_prefix(LAUNCHER, LAYOUTS[rid]))
         if len(shares) > 1:
             parts = [f"results/raw/{STUDY}/.parts/{rid}.{k}.json" for k in range(len(shares))]
-            entry["parts"] = [{"record": part, "command": run_command(rid, part, share)}
+            entry["parts"] = [{"record": part, "command": run_command(rid, part, share),
+                               **({"runner": run_runner(rid, part, share)} if runner is not None else {})}
                               for part, share in zip(parts, shares)]
         entries.append(entry)
     return json.dumps(entries, sort_keys=True)
 
 
+def write_runs_file(path, text):
+    """A batch's runs, written atomically where sims.batch reads them."""
+    from sims.atomic import atomic_write_text
+
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    atomic_write_text(path, text)
+
+
 def batch_resources(run_ids):
-    """One job's request fits every run of a batch (their shape, the largest one's memory); its runtime is the
-    runs' runtimes summed."""
-    first = RUNS[run_ids[0]]
-    layout = batch_layout([LAYOUTS[r] for r in run_ids])
-    res = job_resources(layout, platform_layouts(config).get(first["platform"]), LAUNCHER, PROFILE_DEFAULTS)
+    """One job's request fits every run of a batch (the most tasks, CPUs, GPUs and memory any of them asks for);
+    its runtime is the runs' runtimes summed."""
+    requests = [job_resources(LAYOUTS[r], platform_layouts(config).get(RUNS[r]["platform"]), LAUNCHER,
+                              PROFILE_DEFAULTS) for r in run_ids]
+    res = batch_request(requests)
     res = {k: res[k] for k in JOB_RESOURCE_KEYS}
     if res.get("runtime"):
         res["runtime"] = int(res["runtime"]) * len(run_ids)

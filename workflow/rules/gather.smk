@@ -11,6 +11,8 @@ rule study_matrix:
         digest=MATRIX_DIGEST,
     log:
         "logs/{study}/matrix.log",
+    resources:
+        mem_mb=LIGHT_MB["gather"],
     run:
         Matrix(STUDY, MATRIX).write(output[0], log=log[0])
 

@@ -45,14 +45,14 @@ for _batch, _run_ids in BATCHES.items():
         params:
             runs=batch_runs_json(_run_ids),
             runs_file=f"logs/{STUDY}/simulate/batch-{_batch}.runs.json",
-        threads: batch_layout([LAYOUTS[r] for r in _run_ids]).cores
+        threads: batch_cores([LAYOUTS[r] for r in _run_ids])
         resources:
             **batch_resources(_run_ids),
-        # the runs go through a file written by the shell's own printf: one argument of a program's command
-        # line holds at most 128 KiB, which a batch of long specs measured in rounds exceeds
-        shell:
-            "printf '%s' {params.runs:q} > {params.runs_file:q} &&"
-            " python -m sims.batch --runs-file {params.runs_file:q} 2>&1 | tee {log:q}"
+        # the runs go through a file written here, not through the shell: the shell's whole command line is one
+        # argument of bash, which holds at most 128 KiB, and a batch of a study's runs in rounds is several times that
+        run:
+            write_runs_file(params.runs_file, params.runs)
+            shell("python -m sims.batch --runs-file {params.runs_file:q} 2>&1 | tee {log:q}")
 
 
 # Runs that measure nothing (published measurements ingested from the papers' tables) run where

@@ -150,6 +150,12 @@ class HistorySection(Section):
             out.para(status.capitalize() + ".", "missing")
             return out
         snaps = frame.drop_duplicates("snapshot")
+        if snaps["snapshot"].nunique() < 2:
+            out.para(f"One snapshot so far on this machine in {status}: nothing to draw over time until the study "
+                     "runs again (each validation appends one; hetval track and the pooled verdict of several nights "
+                     "start from the second).", "what")
+            out.lines += ["", f"History: one snapshot so far ({status})."]
+            return out
         keep = set(snaps["snapshot"].tail(MAX_SNAPSHOTS))
         frame = frame[frame["snapshot"].isin(keep)]
         out.para(f"{snaps['snapshot'].nunique()} snapshot(s) on this machine in {status}"

@@ -109,6 +109,28 @@ def platform_rows(platforms: Sequence[PlatformFile]) -> list[list[str]]:
     return rows
 
 
+def replicate_rows(plat: PlatformFile) -> tuple[list[list[str]], list[str]]:
+    """The parameters a pooled platform file gives per replicate (:mod:`sims.bench.replicates`): one row each, in
+    the file's order, and the names of those whose replicates disagree."""
+    from sims.platform_file import parameters
+
+    if not isinstance(plat.data.get("replicates"), dict):
+        return [], []
+    rows, flagged = [], []
+    for path, param in parameters(plat.data):
+        reps = param.get("replicates")
+        if not isinstance(reps, list) or len(reps) < 2 or path[-1] in ("latency_inter", "t_net_inter"):
+            continue
+        name = ".".join(p for p in path if p not in ("processors", "ceilings"))
+        spread = param.get("replicate_spread")
+        bad = bool(param.get("replicates_disagree"))
+        if bad:
+            flagged.append(name)
+        rows.append([name, fmt_sig(param.get("value")), ", ".join(fmt_sig(v) for v in reps),
+                     f"{spread:.3f}" if isinstance(spread, (int, float)) else NA, "yes" if bad else ""])
+    return rows, flagged
+
+
 def _sweep_fit_cell(fit: Any) -> str:
     """The intensity sweep's fitted roofline: rates, balance, R², flagged when the fit is poor."""
     if not isinstance(fit, dict):
@@ -249,6 +271,21 @@ class PlatformsSection(Section):
             out.table(HEADER, platform_rows(inputs.platforms))
         for problem in inputs.platform_problems:
             out.para(problem, "missing")
+        for plat in inputs.platforms:
+            rows, flagged = replicate_rows(plat)
+            if not rows:
+                continue
+            count = (plat.data.get("replicates") or {}).get("count")
+            if flagged:
+                out.para(f"{plat.name}: the characterisation replicates disagree beyond their own noise on "
+                         f"{', '.join(flagged)} (every sample of one replicate lies farther from the other's than "
+                         "either replicate's own samples spread): the machine moved between them, and every figure "
+                         "predicted from these parameters carries that spread in its interval.", "alert")
+                out.lines.append(f"{plat.name}: replicates disagree on {', '.join(flagged)}")
+            else:
+                out.para(f"{plat.name}: {count} characterisation replicates, which agree within their own noise on "
+                         "every parameter with samples.", "good")
+            out.table(["parameter", "pooled", "each replicate", "largest / smallest", "disagree"], rows)
         for plat in inputs.platforms:
             for name, size in (plat.data.get("sizing") or {}).items():
                 if isinstance(size, dict) and size.get("capped"):

@@ -1,0 +1,144 @@
+"""The verdict of many nights: a scorecard row pooled over the history's snapshots of the same code and machine.
+
+One study's intervals cover its own characterisation and runs; a second study on the same code and machine
+measures the same things again, and how far the two differ is the between-study variance no single study shows.
+Where the history holds two or more snapshots of one study with the same code (``git_sha`` and whether the tree
+was dirty), configuration (``config_hash``) and machine (``fingerprint``), each scorecard row is pooled over them:
+
+- **tightness**: a random-effects mean of the snapshots' median tightness on the log scale (DerSimonian and Laird:
+  each snapshot weighted by its own interval's variance plus the between-snapshot variance ``tau^2`` the spread of
+  the medians shows beyond those intervals), with its interval at the study's level;
+- **Kendall tau**: the same, on tau's own scale;
+- **top-1**: the distinguishable groups' hits summed over the snapshots, with their Clopper-Pearson interval;
+
+and judged by the scorecard's rule (:func:`analysis.scoring.scorecard.verdicts`). A row seen in one snapshot only
+has no pooled verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: The pooled columns a scorecard gains (:func:`pool`).
+POOLED_COLUMNS = ["pooled_snapshots", "pooled_tightness_median", "pooled_tightness_lo", "pooled_tightness_hi",
+                  "pooled_tau2", "pooled_kendall_tau_median", "pooled_kendall_tau_lo", "pooled_kendall_tau_hi",
+                  "pooled_top1_rate", "pooled_top1_lo", "pooled_top1_hi", "pooled_bounds_verdict",
+                  "pooled_ranking_verdict", "pooled_verdict"]
+#: The history columns pooling reads.
+COLUMNS = ["snapshot", "time", "study", "git_sha", "git_dirty", "config_hash", "fingerprint", "kind", "case",
+           "platform", "group", "model", "metric", "value", "lo", "hi", "n_reps", "n_alternatives"]
+
+
+def random_effects(y: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float) -> tuple[float, float, float, float]:
+    """DerSimonian-Laird random-effects mean of estimates ``y`` whose ``level`` intervals are ``[lo, hi]``:
+    ``(mean, lo, hi, tau^2)``; each estimate's variance ``v_i`` is its interval's longer side over z, squared, and
+    the interval is the mean +- z sqrt(1 / sum of the weights 1 / (v_i + tau^2))."""
+    from scipy import stats
+
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    y, lo, hi = (np.asarray(a, dtype=float) for a in (y, lo, hi))
+    v = (np.maximum(hi - y, y - lo) / z) ** 2  # the longer side of a skewed interval: conservative
+    known = np.isfinite(v) & (v > 0)
+    # a snapshot with no interval weighs as the typical one with an interval (or a tiny variance when none has one)
+    v = np.where(known, v, float(np.median(v[known])) if known.any() else 1e-12)
+    w = 1.0 / v
+    fixed = float(np.sum(w * y) / np.sum(w))
+    q = float(np.sum(w * (y - fixed) ** 2))
+    c = float(np.sum(w) - np.sum(w**2) / np.sum(w))
+    tau2 = max(0.0, (q - (len(y) - 1)) / c) if c > 0 else 0.0
+    ws = 1.0 / (v + tau2)
+    mean = float(np.sum(ws * y) / np.sum(ws))
+    se = math.sqrt(1.0 / float(np.sum(ws)))
+    return mean, mean - z * se, mean + z * se, tau2
+
+
+def same_nights(frame: pd.DataFrame, snapshot: str) -> pd.DataFrame:
+    """The rows of every snapshot of ``snapshot``'s study, code, configuration and machine (it included)."""
+    me = frame[frame["snapshot"] == snapshot]
+    if not len(me):
+        return frame.iloc[:0]
+    first = me.iloc[0]
+    same = frame["study"].astype(str) == str(first["study"])
+    for key in ("git_sha", "git_dirty", "config_hash", "fingerprint"):
+        if key in frame:
+            same &= frame[key].astype(str) == str(first[key])
+    return frame[same]
+
+
+def pool(card: pd.DataFrame, nights: pd.DataFrame, level: float) -> pd.DataFrame:
+    """``card`` with the :data:`POOLED_COLUMNS` from the ``kind = "scorecard"`` rows of ``nights`` (the snapshots
+    :func:`same_nights` chose)."""
+    from scipy import stats
+
+    from analysis.scoring.scorecard import MIN_GROUPS, MIN_RUNS, model_kind, verdicts
+
+    out = card.copy()
+    rows = nights[nights["kind"] == "scorecard"] if len(nights) and "kind" in nights else nights.iloc[:0]
+    pooled: list[dict[str, Any]] = []
+    for rec in card.to_dict("records"):
+        mine = rows[(rows["case"].astype(str) == str(rec["case"])) & (rows["platform"].astype(str) == str(rec["platform"]))
+                    & (rows["group"].astype(str) == str(rec["workload_class"]))
+                    & (rows["model"].astype(str) == str(rec["model"]))]
+        got: dict[str, Any] = {c: math.nan for c in POOLED_COLUMNS}
+        got.update(pooled_bounds_verdict="", pooled_ranking_verdict="", pooled_verdict="")
+        tight = mine[mine["metric"] == "tightness_median"]
+        got["pooled_snapshots"] = int(tight["snapshot"].nunique()) if len(tight) else 0
+        if got["pooled_snapshots"] >= 2:
+            t = tight[(tight["value"] > 0)]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                m, lo, hi, tau2 = random_effects(np.log(t["value"]), np.log(t["lo"]), np.log(t["hi"]), level)
+            got.update(pooled_tightness_median=math.exp(m), pooled_tightness_lo=math.exp(lo),
+                       pooled_tightness_hi=math.exp(hi), pooled_tau2=tau2)
+            tau = mine[mine["metric"] == "kendall_tau_median"]
+            if len(tau) >= 2:
+                m, lo, hi, _ = random_effects(tau["value"], tau["lo"], tau["hi"], level)
+                got.update(pooled_kendall_tau_median=m, pooled_kendall_tau_lo=max(-1.0, lo),
+                           pooled_kendall_tau_hi=min(1.0, hi))
+            top = mine[mine["metric"] == "top1_noise_aware_rate"]
+            groups = pd.to_numeric(top["n_alternatives"], errors="coerce").fillna(0).to_numpy(dtype=float)
+            if len(top) and groups.sum() > 0:
+                hits = int(round(float(np.sum(top["value"].to_numpy(dtype=float) * groups))))
+                ci = stats.binomtest(hits, int(groups.sum())).proportion_ci(confidence_level=level, method="exact")
+                got.update(pooled_top1_rate=hits / groups.sum(), pooled_top1_lo=float(ci.low),
+                           pooled_top1_hi=float(ci.high))
+            judged = verdicts({"model_kind": model_kind(rec["model"]), "tightness_lo": got["pooled_tightness_lo"],
+                               "tightness_hi": got["pooled_tightness_hi"],
+                               "runs": MIN_RUNS if int(tight["n_reps"].min()) >= MIN_RUNS else 0,
+                               "distinguishable_groups": MIN_GROUPS if groups.sum() >= MIN_GROUPS * len(top) > 0 else 0,
+                               "kendall_tau_lo": got["pooled_kendall_tau_lo"], "kendall_tau_hi": got["pooled_kendall_tau_hi"],
+                               "top1_noise_aware_lo": got["pooled_top1_lo"], "top1_noise_aware_hi": got["pooled_top1_hi"]})
+            got["pooled_bounds_verdict"], got["pooled_ranking_verdict"], got["pooled_verdict"] = judged
+        pooled.append(got)
+    frame = pd.DataFrame(pooled, columns=POOLED_COLUMNS, index=card.index)
+    for c in POOLED_COLUMNS:
+        out[c] = frame[c]
+    return out.astype({"pooled_snapshots": "int64", **{c: "string" for c in POOLED_COLUMNS if "verdict" in c}})
+
+
+def pooled_scorecard(card: pd.DataFrame, history_path: Any, study: str, snapshot: str | None,
+                     level: float) -> pd.DataFrame:
+    """``card`` with its pooled columns from the history at ``history_path`` (none pooled without a history or a
+    snapshot)."""
+    from analysis.tracking import history
+
+    nights = pd.DataFrame(columns=COLUMNS)
+    if history_path and snapshot:
+        frame = history.read(history_path, study, columns=COLUMNS)
+        nights = same_nights(frame, snapshot)
+    return pool(card, nights, level)
+
+
+def summary_line(card: Mapping[str, Any] | pd.DataFrame) -> str:
+    """One line on what the pooled verdict rests on."""
+    if not isinstance(card, pd.DataFrame) or "pooled_snapshots" not in card or not len(card):
+        return "no pooled verdict"
+    most = int(card["pooled_snapshots"].max())
+    if most < 2:
+        return ("one snapshot of this code, configuration and machine: no pooled verdict yet (run the study again, "
+                "e.g. nightly, to pool the nights)")
+    return f"pooled over the last {most} snapshots of this code, configuration and machine (between-study variance included)"
