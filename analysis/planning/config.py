@@ -288,9 +288,12 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
         "platform": platform,
         "description": layout.get("description", ""),
         "layout": {"host": layout["host"], "accel": layout["accel"]},
-        **{k: config["characterize"][k] for k in ("warmup", "llc_factor", "llc_mib", "memory_fraction", "gemm_sizes")},
+        **{k: config["characterize"][k] for k in ("warmup", "llc_factor", "llc_mib", "memory_fraction", "gemm_sizes",
+                                                  "plateau")},
         # each replicate measures its share of the repetitions, at least MIN_REPLICATE_REPETITIONS
         "repetitions": replicate_repetitions(config),
+        # the transposes' windows: one per replicate, or two in a platform characterised once
+        "transpose_rounds": 1 if int(config["characterize"]["replicates"]) > 1 else 2,
         "transpose_sizes": transpose_sizes(config, platform),
         "min_region_factor": config["runs"]["min_region_factor"],
         "energy": config["energy"],

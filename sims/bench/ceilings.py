@@ -49,8 +49,9 @@ CLASSES = {**CEILING_CLASSES, **BANDWIDTH_CLASSES}
 DTYPES = CEILING_DTYPES
 #: default square sizes of the GEMM ceiling (the characterize section's ``gemm_sizes`` overrides them)
 GEMM_SIZES = (512, 1024, 2048)
-#: The transposes are measured in this many rounds at different moments of each characterisation replicate (after
-#: the triad, at the end), each on fresh arrays, and the ceiling is the upper end of all the replicates' and rounds
+#: A platform characterised once measures the transposes in this many rounds at different moments (after the triad,
+#: at the end; a replicated one, once per replicate: its replicates are the moments), each on fresh arrays, and
+#: the ceiling is the upper end of all the replicates' and rounds
 #: samples (:func:`upper_end`): strided access on a shared machine runs at a third to a half of its rate for seconds at a time (one
 #: characterisation here measured a transpose at 0.41-0.46 GB/s in all its samples, which the study's runs
 #: minutes later beat twice over), and a ceiling is the best the machine does.
@@ -191,7 +192,8 @@ def document(measured: dict[str, dict[int, list[float]]], unit: str, warmup: int
         sizes = sorted(n for n in by_size if n)
         method = (f"{CLASSES[cls]}, {dt}" + (f", n = {', '.join(map(str, sizes))}; the ceiling is the size with "
                                              "the highest median rate" if sizes else "")
-                  + (f"; in {TRANSPOSE_ROUNDS} rounds at different moments of each replicate, fresh arrays and a warm-up call each"
+                  + ("; in rounds at different moments (each replicate, or two in one characterisation), fresh arrays and a "
+                     "warm-up call each"
                      if cls == "transpose" else "")
                   + "; value = 1 / the upper end of its rates (the fastest sample plus its gap to the second fastest)")
         doc.setdefault(cls, {})[dt] = summarize(by_size, bandwidth_unit if cls in BANDWIDTH_CLASSES else unit,

@@ -86,12 +86,15 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     plans = comm.gather(sizes, root=0)
     if rank == 0:
         p = sizes
-        say(f"{p.elements} elements per triad array ({4 * p.elements / 2**20:.0f} MiB; the cache rule "
+        say(f"at most {p.elements} elements per triad array ({4 * p.elements / 2**20:.0f} MiB; the cache rule "
             f"wants {4 * p.wanted_elements / 2**20:.0f} MiB for an LLC of {p.llc_bytes / 2**20:.0f} MiB, {p.llc_source}); "
             f"budget {p.budget_bytes / 2**30:.2f} GiB per rank of {p.limit_bytes / 2**30:.1f} GiB ({p.limit_source})"
             + ("; CAPPED by the memory budget" if p.capped else "")
             + ("; below 4 x LLC: the triad partly measures the cache" if p.below_stream_rule else ""))
-    n_triad = sizes.elements
+    chosen = (spec.get("choices") or [None] * len(ROLES))[rank] or {}
+    n_triad, found = _triad_length(comm, spec, backend, sizes.elements, chosen, factor, say)
+    if rank == 0:
+        say(f"{n_triad} elements per triad array ({4 * n_triad / 2**20:.0f} MiB): {found['how']}")
     triad_state = kernels.triad_setup(backend, n_triad, seed=1 + rank)
     fma_state = kernels.fma_setup(backend, seed=1 + rank)
     counted: dict[str, int] = {}
@@ -137,21 +140,23 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     tr = "; ".join(f"{dt} n = {', '.join(map(str, ns))}" for dt, ns in transposes.items())
     rounds: list[Any] = []
 
+    transpose_rounds = int(spec.get("transpose_rounds") or ceilings.TRANSPOSE_ROUNDS)
+
     def transpose_round(step: str) -> None:
-        """One of the transposes' rounds (:data:`sims.bench.ceilings.TRANSPOSE_ROUNDS`) on each processor."""
+        """One of the transposes' rounds (``transpose_rounds``: :data:`sims.bench.ceilings.TRANSPOSE_ROUNDS` in a
+        platform characterised once, one per replicate otherwise) on each processor."""
         for target in ROLES:
             say(f"{step}: the transpose's bandwidth on {target} ({tr}), round {len(rounds) // len(ROLES) + 1} of "
-                f"{ceilings.TRANSPOSE_ROUNDS}")
+                f"{transpose_rounds}")
             got = ceilings.measure_transposes(role, target, backend, lambda w: timed(w, 1, round_reps), 17 + rank,
                                               transposes)
             rounds.append(got)
 
-    round_reps = max(2, -(-reps // ceilings.TRANSPOSE_ROUNDS))
+    round_reps = max(2, -(-reps // transpose_rounds))
     transpose_round("step 1 of 7")
     from sims.bench import sweep
 
     sweep_state = sweep.setup(backend, n_triad, seed=7 + rank)
-    chosen = (spec.get("choices") or [None] * len(ROLES))[rank] or {}
     if chosen.get("sweep_elements"):  # a later replicate measures the points the first one sized
         mine["sweep_elements"] = {int(k): int(n) for k, n in chosen["sweep_elements"].items()}
     else:
@@ -251,7 +256,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     say(f"step 7 of 7: MPI ping-pong host <-> accel, {len(pingpong.SIZES)} sizes {pingpong.SIZES[0]} B .. "
         f"{pingpong.SIZES[-1]} B")
     pp = pingpong.measure(comm, repetitions=reps, say=say)
-    transpose_round("step 7 of 7")
+    if transpose_rounds > 1:
+        transpose_round("step 7 of 7")
     mine["ceilings"].update(ceilings.merge_rounds(rounds))  # this rank's own rounds (None where another measured)
     gathered = comm.gather(mine, root=0)
     if rank != 0:
@@ -265,7 +271,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "machine": machine_facts(versions.get("mpi_library")),
         "warmup": warmup,
         "elements": n_triad,
-        "plans": [p.document() for p in plans],
+        "plans": [{**p.document(), "elements": n_triad, "plateau": found} for p in plans],
         "capped": [bool(p.capped) for p in plans],
         "descs": descs,
         "metered": bool(metered),
@@ -280,6 +286,37 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                    "ceilings": {c: {str(n): v for n, v in by.items()} for c, by in data["ceilings"].items()}}
                   for data in gathered],
     }
+
+
+def _triad_length(comm: Any, spec: dict[str, Any], backend: Any, cap: int, chosen: dict[str, Any], factor: float,
+                  say: Progress) -> tuple[int, dict[str, Any]]:
+    """The triad's (and the sweep's, the tables') length on every rank, and how it was found: an earlier
+    replicate's; or where the triad's rate reaches its memory plateau on each processor in turn (the longer of the
+    two; :func:`sims.bench.plan.plateau`), at most ``cap`` (the cache rule capped by the memory budget); or ``cap``
+    itself when ``characterize.plateau`` is off."""
+    from sims.bench import kernels, plan
+
+    if chosen.get("triad_elements"):
+        return int(chosen["triad_elements"]), {"how": "the first replicate's length"}
+    if not spec.get("plateau", True):
+        return cap, {"how": "the cache rule's length (characterize.plateau is off)"}
+    rank, role = comm.Get_rank(), ROLES[comm.Get_rank()]
+    found: dict[str, Any] = {}
+    for target in ROLES:
+        def rate(n: int, target: str = target) -> float:
+            state = kernels.triad_setup(backend, n, seed=1 + rank) if role == target else None
+            m = measure(comm, lambda: kernels.triad(backend, state) if state is not None else None,
+                        backend.synchronize, 1, 3, factor)
+            mine = statistics.median(kernels.TRIAD_BYTES_PER_ELEMENT * n / r.own_s for r in m.repetitions)
+            got = comm.bcast(mine if role == target else None, root=ROLES.index(target))
+            say(f"step 1 of 7: the triad's memory plateau on {target}: {4 * n / 2**20:.0f} MiB per array, "
+                f"{got / 1e9:.1f} GB/s")
+            return got
+
+        n, steps, why = plan.plateau(rate, cap)
+        found[target] = {"elements": n, "why": why, "steps": steps}
+    n = max(f["elements"] for f in found.values())
+    return n, {"how": "the longer of the processors' memory plateaus, at most the cache rule's length", **found}
 
 
 def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmup: int, reps: int,

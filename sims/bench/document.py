@@ -21,10 +21,10 @@ RAW_FORMAT = 1
 
 
 def choices(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    """What a replicate sized by measuring, per rank: its sweep points' elements and its per-operation passes,
-    which later replicates measure again (``spec["choices"]``) so that their samples pool."""
-    return [{"sweep_elements": r.get("sweep_elements") or {}, "op_passes": r.get("op_passes") or {}}
-            for r in raw["ranks"]]
+    """What a replicate sized by measuring, per rank: its triad's length, its sweep points' elements and its
+    per-operation passes, which later replicates measure again (``spec["choices"]``) so that their samples pool."""
+    return [{"sweep_elements": r.get("sweep_elements") or {}, "op_passes": r.get("op_passes") or {},
+             "triad_elements": int(raw["elements"])} for r in raw["ranks"]]
 
 
 def _pool_rows(rows_by_replicate: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -150,6 +150,43 @@ def plan(llc_bytes: int, llc_source: str, llc_factor: float, memory_fraction: fl
                 ranks, budget, wanted, elements)
 
 
+#: the plateau search's first length: 2 MiB of float32 per array, a working set in any last-level cache
+PLATEAU_START = 2**19
+#: rates within this share of each other are one level of the memory hierarchy
+PLATEAU_TOLERANCE = 0.05
+
+
+def plateau(rate: Callable[[int], float], stop: int, start: int = PLATEAU_START,
+            tolerance: float = PLATEAU_TOLERANCE) -> tuple[int, list[dict[str, Any]], str]:
+    """The triad's length at the memory plateau, found by measuring: the length doubles from ``start`` (``rate(n)``:
+    the triad's rate over arrays of ``n`` elements) until the rate has fallen below the cache's (below ``1 -
+    tolerance`` of the fastest seen) and then stayed within ``tolerance`` over two doublings; that last length is
+    the plateau. ``stop`` (the cache rule's length, capped by the memory budget) ends the search without one.
+    Returns the length, every step ``{elements, rate}`` and how the length was chosen.
+
+    A machine's reported last-level cache says little of what one job gets from it (a virtual machine of two cores
+    reports its host socket's whole L3, shared with other tenants), and arrays of four times it cost minutes on
+    such a machine; where the rate stops falling is what the triad must reach."""
+    steps: list[dict[str, Any]] = []
+    n, fastest, dropped = _round(start), 0.0, False
+    while True:
+        n = min(n, stop)
+        r = float(rate(n))
+        steps.append({"elements": int(n), "rate": r})
+        fastest = max(fastest, r)
+        dropped = dropped or r < (1.0 - tolerance) * fastest
+        if dropped and len(steps) >= 3:
+            a, b, c = (x["rate"] for x in steps[-3:])
+            if abs(b / a - 1.0) < tolerance and abs(c / b - 1.0) < tolerance and c < (1.0 - tolerance) * fastest:
+                return n, steps, (f"the memory plateau: the rate fell below the cache's and held within "
+                                  f"{tolerance:.0%} over two doublings")
+        if n >= stop:
+            return n, steps, ("the cache rule's length (capped by the memory budget): no plateau below it"
+                              if dropped or len(steps) < 3 else "the cache rule's length (capped by the memory "
+                              "budget): the rate never fell below the cache's")
+        n *= 2
+
+
 def _round(n: int) -> int:
     return max(1024, int(n) // 1024 * 1024)
 

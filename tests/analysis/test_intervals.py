@@ -1,0 +1,147 @@
+"""The scorecard's interval of the next study's median (analysis.scoring.intervals), the pooled verdict of several
+nights (analysis.tracking.pooled) and a machine parameter its replicates say moved (analysis.tracking.track)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.planning.config import uncertainty_settings
+from analysis.scoring.intervals import hierarchical
+
+SETTINGS = uncertainty_settings(resamples=300, seed=5)
+
+
+def _study(rng: np.random.Generator, true: np.ndarray, sig_c: float, sig_rep: float, sig_round: float,
+           replicates: int = 2, rounds: int = 5):
+    """One simulated study: each replicate's error in the predicted time, each round's moment shared by every
+    run, each repetition's own noise; tightness = predicted / measured time (as FDM's)."""
+    errs = rng.normal(0, sig_c, replicates)
+    moments = rng.normal(0, sig_round, rounds)
+    reps = [np.exp(rng.normal(0, sig_rep, rounds) + moments) for _ in true]
+    meas = np.array([np.median(r) for r in reps])
+    tight = true * np.exp(errs.mean()) / meas
+    alone = np.column_stack([true * np.exp(e) / meas for e in errs])
+    return tight, reps, alone, [np.arange(rounds) for _ in true]
+
+
+def _coverage(sig_c: float, sig_rep: float, sig_round: float, replicates: int, trials: int = 120) -> float:
+    rng = np.random.default_rng(11)
+    true = rng.uniform(0.9, 0.92, 10)  # a homogeneous class: the runs' spread says little
+    hits = 0
+    for _ in range(trials):
+        t, reps, alone, rounds = _study(rng, true, sig_c, sig_rep, sig_round, replicates)
+        iv = hierarchical(t, reps, alone, SETTINGS, rounds)
+        hits += iv["tightness_lo"] <= float(np.median(_study(rng, true, sig_c, sig_rep, sig_round, replicates)[0])) \
+            <= iv["tightness_hi"]
+    return hits / trials
+
+
+@pytest.mark.parametrize(("sig_c", "sig_rep", "sig_round", "replicates"), [
+    (0.0, 0.03, 0.03, 2),   # moments shared by every run dominate: the rounds level
+    (0.0, 0.05, 0.0, 2),    # each repetition's own noise
+    (0.03, 0.02, 0.0, 5),   # the characterisation, five replicates
+])
+def test_the_interval_covers_the_next_studys_median(sig_c, sig_rep, sig_round, replicates):
+    """Nominal 95 % means about 95 % of the next studies' medians inside (the interval is for the next study, not
+    this one's alone: a confidence interval of this study's median holds the next one's about 83 % of the time)."""
+    assert _coverage(sig_c, sig_rep, sig_round, replicates) >= 0.88
+
+
+def test_the_widest_level_is_named_and_the_interval_is_seeded():
+    rng = np.random.default_rng(3)
+    true = rng.uniform(0.9, 0.92, 10)
+    t, reps, alone, rounds = _study(rng, true, 0.0, 0.002, 0.05)
+    a, b = hierarchical(t, reps, alone, SETTINGS, rounds), hierarchical(t, reps, alone, SETTINGS, rounds)
+    assert a == b and a["interval_level"] == "repetitions"
+    t, reps, alone, rounds = _study(rng, true, 0.0, 0.002, 0.0)
+    alone[:, 0] *= 1.1  # the replicates disagree by 10 %: the characterisation dominates
+    assert hierarchical(t, reps, alone, SETTINGS, rounds)["interval_level"] == "characterisation"
+    spread = rng.uniform(0.3, 1.0, 10)
+    t, reps, alone, rounds = _study(rng, spread, 0.0, 0.002, 0.0)
+    got = hierarchical(t, reps, alone, SETTINGS, rounds)
+    assert got["interval_level"] == "runs" and got["width_runs"] > 5 * got["width_repetitions"]
+    assert hierarchical(t[:2], None, None, SETTINGS)["tightness_lo"] != hierarchical(t[:2], None, None, SETTINGS)[
+        "tightness_lo"]  # NaN: two runs are too few for an interval
+
+
+def test_rows_without_rounds_resample_each_runs_repetitions():
+    rng = np.random.default_rng(4)
+    reps = [rng.lognormal(0, 0.05, 5) for _ in range(8)]
+    t = np.array([1.0 / np.median(r) for r in reps])
+    got = hierarchical(t, reps, None, SETTINGS, None)
+    assert got["width_repetitions"] > 0 and got["width_characterisation"] == 0
+    assert got["tightness_lo"] < got["tightness_median"] < got["tightness_hi"]
+
+
+def test_random_effects_pool_widens_with_the_spread_between_nights():
+    from analysis.tracking.pooled import random_effects
+
+    y = np.log([0.90, 0.91, 0.90])
+    lo, hi = y - 0.02, y + 0.02
+    m, a, b, tau2 = random_effects(y, lo, hi, 0.95)
+    assert tau2 == 0 and a < m < b and (b - a) < 0.04  # three agreeing nights: narrower than one
+    y2 = np.log([0.80, 1.00, 0.90])
+    m2, a2, b2, tau2b = random_effects(y2, y2 - 0.02, y2 + 0.02, 0.95)
+    assert tau2b > 0 and (b2 - a2) > 0.1 and a2 < math.log(0.8) + 0.1  # the nights disagree: between-night variance
+
+
+def _night(snapshot: str, sha: str, value: float, lo: float, hi: float, day: int) -> list[dict]:
+    base = {"snapshot": snapshot, "time": pd.Timestamp(f"2026-11-{day:02d}", tz="UTC"), "study": "s", "git_sha": sha,
+            "git_dirty": False, "config_hash": "c", "fingerprint": "m", "kind": "scorecard", "case": "sa",
+            "platform": "p", "group": "compute-bound", "model": "PerDome/PeaPaw", "n_reps": 16, "n_alternatives": 4}
+    return [{**base, "metric": "tightness_median", "value": value, "lo": lo, "hi": hi},
+            {**base, "metric": "kendall_tau_median", "value": 0.9, "lo": 0.8, "hi": 1.0},
+            {**base, "metric": "top1_noise_aware_rate", "value": 1.0, "lo": 0.4, "hi": 1.0}]
+
+
+def test_the_pooled_verdict_pools_the_same_code_only_and_says_when_there_is_one_night():
+    from analysis.tracking.pooled import pool, same_nights, summary_line
+
+    card = pd.DataFrame([{"case": "sa", "platform": "p", "workload_class": "compute-bound", "model": "PerDome/PeaPaw"}])
+    nights = pd.DataFrame(_night("a", "x", 0.80, 0.70, 1.05, 1) + _night("b", "x", 0.82, 0.72, 1.08, 2)
+                          + _night("c", "other", 0.3, 0.25, 0.35, 3))
+    mine = same_nights(nights, "b")
+    assert set(mine["snapshot"]) == {"a", "b"}  # another commit's night is not pooled
+    got = pool(card, mine, 0.95).iloc[0]
+    assert got["pooled_snapshots"] == 2 and got["pooled_tightness_lo"] < 0.81 < got["pooled_tightness_hi"]
+    # each night alone straddles 1.1 (undecided); two agreeing nights narrow it inside the band
+    assert got["pooled_bounds_verdict"] == "trusted" and got["pooled_ranking_verdict"] == "trusted"
+    one = pool(card, same_nights(nights, "c"), 0.95)
+    assert one.iloc[0]["pooled_snapshots"] == 1 and one.iloc[0]["pooled_verdict"] == ""
+    assert "no pooled verdict yet" in summary_line(one) and "pooled over the last 2" in summary_line(pool(card, mine, 0.95))
+
+
+def _machine(snapshot: str, day: int, value: float, lo: float, hi: float) -> dict:
+    return {"snapshot": snapshot, "time": pd.Timestamp(f"2026-11-{day:02d}", tz="UTC"), "study": "s", "git_sha": "x",
+            "git_dirty": False, "fingerprint": "m", "kind": "machine", "case": "", "platform": "p", "group": "host",
+            "model": "", "metric": "t_b", "value": value, "lo": lo, "hi": hi, "n_reps": 2, "n_alternatives": None}
+
+
+def test_a_machine_parameter_its_replicates_say_moved_is_drift_from_the_second_snapshot():
+    from analysis.tracking.track import history_rule, track
+
+    rule = history_rule()
+    moved = pd.DataFrame([_machine("a", 1, 1.00e-10, 0.98e-10, 1.02e-10), _machine("b", 2, 1.12e-10, 1.10e-10, 1.14e-10)])
+    found, _ = track(moved, rule)
+    assert [(f.kind, f.test) for f in found] == [("drift", "replicates")]
+    within = pd.DataFrame([_machine("a", 1, 1.00e-10, 0.95e-10, 1.10e-10), _machine("b", 2, 1.08e-10, 1.06e-10, 1.10e-10)])
+    assert track(within, rule)[0] == []  # its replicates overlap the earlier ones': noise, not drift
+    small = pd.DataFrame([_machine("a", 1, 1.00e-10, 1.00e-10, 1.001e-10), _machine("b", 2, 1.01e-10, 1.01e-10, 1.011e-10)])
+    assert track(small, rule)[0] == []  # apart, but by less than min_change
+
+
+def test_the_triads_plateau_is_found_by_measuring_not_by_the_reported_cache():
+    from sims.bench.plan import plateau
+
+    def machine(cache_elements: int):
+        return lambda n: 100.0 if 3 * n <= cache_elements else 30.0 + 1.0 * (n > 4 * cache_elements)
+
+    n, steps, why = plateau(machine(2**22), stop=2**30)
+    assert n < 2**26 and "plateau" in why and steps[-1]["elements"] == n  # far below the cache rule's length
+    assert [s["elements"] for s in steps] == [2**19 * 2**k for k in range(len(steps))]
+    n, steps, why = plateau(lambda _n: 50.0, stop=2**23)  # never falls: the cache rule's length
+    assert n == 2**23 and "never fell" in why
