@@ -20,7 +20,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.planning.config import ConfigError, load_config, study_matrix, uncertainty_settings
+from analysis.planning.config import (
+    ConfigError,
+    check_launcher,
+    load_config,
+    study_matrix,
+    uncertainty_settings,
+)
 from analysis.planning.config import section as section_of
 from analysis.registry import RegistryError
 
@@ -57,6 +63,7 @@ def _config(args: argparse.Namespace) -> dict:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = _config(args)
+    check_launcher(config)
     runs = study_matrix(config)
     print(f"config ok: study {config['study']!r}, {len(config['platforms'])} platform(s), {len(runs)} run(s)")
     return 0
@@ -245,13 +252,14 @@ def _history(args: argparse.Namespace) -> tuple[Any, str, dict]:
 def cmd_track(args: argparse.Namespace) -> int:
     from analysis.tracking.track import MIN_AFTER, Rule, track
 
-    frame, path, section = _history(args)
     given = {opt: getattr(args, opt) for opt in ("window", "min_history", "z", "min_change", "large_change")
              if getattr(args, opt) is not None}
-    try:  # the flags are held to the schema's bounds like the config's keys
+    section = dict(_config(args).get("history") or {})
+    try:  # the flags are held to the schema's bounds like the config's keys, before the history is read
         rule = Rule.from_config(section_of("history", {**section, **given}))
     except ConfigError as exc:
         raise InputError(str(exc)) from None
+    frame, path, section = _history(args)
     findings, stats = track(frame, rule)
     from analysis.tracking import history
 

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/bench_reproducibility.py --studies 4 [--baseline REF] [--write]
-    python benchmarks/bench_reproducibility.py --from DIR [DIR ...]     # studies already run (their working dirs)
+    python benchmarks/bench_reproducibility.py --from DIR [DIR ...] [--revalidate]   # studies already run
 
 Each fresh study runs the whole default study (``snakemake -c2``, both characterisation replicates included) in
 a new working directory, one after the other, on this checkout's code. Over every pair of studies and every
@@ -71,6 +71,25 @@ def baseline(ref: str, base: Path) -> float:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
 
 
+def revalidate(work: Path) -> None:
+    """Validate a finished study's measurements again with this checkout's code (its validation tables replaced,
+    its snapshot in a history of its own: ``results/history-revalidated``)."""
+    import shutil
+
+    from analysis.planning.config import load_config, uncertainty_settings
+    from analysis.resources import PUBLISHED_MACHINES
+    from analysis.scoring.validate import DaskSettings, validate
+
+    config = load_config(ROOT / "config" / "config.yaml")
+    study = config["study"]
+    history_path = work / "results" / "history-revalidated"
+    shutil.rmtree(history_path, ignore_errors=True)
+    validate(work / "results" / "runs", work / "results" / study / "platforms", work / "results" / study / "validation",
+             studies=[study], log=lambda *_: None, dask_settings=DaskSettings(workers=1),
+             published_dir=PUBLISHED_MACHINES, uncertainty=uncertainty_settings(), history_path=history_path,
+             platform_files=sorted((work / "results" / study / "platforms").glob("*.yaml")))
+
+
 def scorecard(work: Path):
     import pandas as pd
 
@@ -84,7 +103,8 @@ def history(work: Path):
     from analysis.tracking import history as hist
     from analysis.tracking.pooled import COLUMNS
 
-    path = work / "results" / "history"
+    path = work / "results" / "history-revalidated"
+    path = path if path.exists() else work / "results" / "history"
     return hist.read(path, columns=COLUMNS) if path.exists() else None
 
 
@@ -207,6 +227,8 @@ def main() -> int:
     ap.add_argument("--from", dest="dirs", nargs="+", type=Path, help="compare these studies' directories instead")
     ap.add_argument("--keep", type=Path, help="run the studies under this new or empty directory (default: temporary)")
     ap.add_argument("--baseline", help="also time one default study of the code at this git ref (e.g. a tag)")
+    ap.add_argument("--revalidate", action="store_true",
+                    help="with --from: validate the studies' measurements again with this checkout's code first")
     ap.add_argument("--write", action="store_true", help="write the figures into docs/benchmarks.md")
     args = ap.parse_args()
     walls: list[float | None] = []
@@ -214,6 +236,10 @@ def main() -> int:
     if args.dirs:
         works = list(args.dirs)
         walls = [None] * len(works)
+        if args.revalidate:
+            for work in works:
+                revalidate(work)
+                print(f"[bench_reproducibility] {work} validated again", flush=True)
     else:
         base = args.keep or Path(tempfile.mkdtemp(prefix="bench-reproducibility-"))
         if base.exists() and any(base.iterdir()):

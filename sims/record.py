@@ -197,7 +197,13 @@ def package_version(name: str) -> str:
 
 
 def provenance() -> dict[str, Any]:
-    """The provenance fields of a record except ``config_hash`` (which the run spec carries)."""
+    """The provenance fields of a record except ``config_hash`` (which the run spec carries): the same for every
+    record a process writes (one process runs one code: a launch measuring many runs asks git once)."""
+    return dict(_provenance())
+
+
+@functools.cache
+def _provenance() -> dict[str, Any]:
     return {
         "hostname": socket.gethostname(),
         # "<sha>-dirty" when the tree had uncommitted changes (as `git describe --dirty` marks it)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,7 +82,9 @@ def _parsed_schema(path: str) -> dict[str, Any]:
 
 
 def _with_defaults(cls):
-    """A validator class that also fills ``default`` values into the instance (jsonschema FAQ recipe)."""
+    """A validator class that also fills ``default`` values into the instance (jsonschema FAQ recipe), and whose
+    integers are integers: JSON Schema lets ``5.0`` pass as one, and a run's id hashes ``5.0`` apart from ``5``
+    (every run of the study would be measured again)."""
     validate_props = cls.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):
@@ -91,7 +94,8 @@ def _with_defaults(cls):
                     instance[name] = copy.deepcopy(sub["default"])
         yield from validate_props(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(cls, {"properties": set_defaults})
+    strict = cls.TYPE_CHECKER.redefine("integer", lambda _checker, x: isinstance(x, int) and not isinstance(x, bool))
+    return jsonschema.validators.extend(cls, {"properties": set_defaults}, type_checker=strict)
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -192,6 +196,8 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
         if not is_name(name):
             raise ConfigError(f"{key}: {name!r} is not allowed (allowed: one line of letters, digits, '_', '.', '-', "
                               "starting with a letter or digit)")
+    _check_launcher_text(config["launcher"])
+    _check_history_path(config["history"]["path"])
     names = [p["name"] for p in config["platforms"]]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -213,6 +219,105 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
     return config
 
 
+def command_line_values(overrides: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Snakemake's ``--config`` values as the study file would give them: a nested override
+    (``--config 'runs={rounds: 2}'``) reaches the workflow with its scalars as text, which each takes back the
+    type its key's schema asks for (``"2"`` for an integer key is 2; text that is not one stays text, and the
+    check names the key)."""
+    schema = schema if schema is not None else load_schema()
+
+    def types(sub: Mapping[str, Any]) -> list[str]:
+        t = sub.get("type", [])
+        return [t] if isinstance(t, str) else list(t)
+
+    def convert(value: Any, sub: Mapping[str, Any]) -> Any:
+        if isinstance(value, Mapping):
+            props = sub.get("properties") or {}
+            return {k: convert(v, props.get(k) or {}) for k, v in value.items()}
+        if isinstance(value, list):
+            return [convert(v, sub.get("items") or {}) for v in value]
+        if isinstance(value, str) and "string" not in types(sub):
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                return value
+            wanted = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None), "array": list,
+                      "object": dict}
+            if any(isinstance(parsed, wanted[t]) for t in types(sub) if t in wanted) and not (
+                    isinstance(parsed, bool) and "boolean" not in types(sub)):
+                return convert(parsed, sub) if isinstance(parsed, (dict, list)) else parsed
+        return value
+
+    props = schema.get("properties") or {}
+    return {k: convert(v, props.get(k) or {}) for k, v in overrides.items()}
+
+
+def merge_values(config: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with ``overrides`` merged in, nested mappings key by key (as Snakemake merges ``--config``)."""
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(config.get(key), dict):
+            merge_values(config[key], value)
+        else:
+            config[key] = copy.deepcopy(value)
+    return config
+
+
+def _check_launcher_text(launcher: str) -> None:
+    """``launcher`` is one line of words, the first a program name (the command that starts a job's ranks)."""
+    if not launcher.strip() or any(ord(c) < 32 for c in launcher):
+        raise ConfigError(f"launcher: {launcher!r} is not allowed (allowed: one line naming the program that starts "
+                          "a job's ranks, e.g. mpiexec or srun --mpi=pmi2)")
+
+
+def check_launcher(config: Mapping[str, Any]) -> None:
+    """The launcher's program is on this machine's PATH (checked where runs are about to start, and by
+    ``hetval check-config``; a dry run plans for a cluster it need not be on)."""
+    import shutil
+
+    program = str(config["launcher"]).split()[0]
+    if shutil.which(program) is None:
+        raise ConfigError(f"launcher: {program!r} is not found on PATH (allowed: a program that starts MPI ranks here, "
+                          "e.g. mpiexec from the mpich extra, or srun inside a SLURM allocation)")
+
+
+#: where a history must never go: the file system's root and the kernel's pseudo-file systems
+_NO_HISTORY = ("/", "/proc", "/sys", "/dev", "/run")
+
+
+def _check_history_path(path: Any) -> None:
+    """``history.path``: null, a URL of a filesystem pyarrow or fsspec knows, or a directory that can be one: not
+    blank, not the root, not under /proc, /sys, /dev or /run, not an existing file, no control characters."""
+    if path is None:
+        return
+    text = str(path)
+
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(f"history.path: {text!r} is not allowed (allowed: null, a directory or a filesystem URL "
+                           f"such as s3://bucket/history; {why})")
+
+    if not text.strip() or text != text.strip() or any(ord(c) < 32 for c in text):
+        raise refuse("it is blank, padded with spaces or spans lines")
+    if "://" in text:
+        scheme = text.split("://", 1)[0].lower()
+        known = {"file", "s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "az", "memory"}
+        try:
+            import fsspec
+
+            known |= set(fsspec.available_protocols())
+        except ImportError:
+            pass
+        if scheme not in known:
+            raise refuse(f"no filesystem serves {scheme}://")
+        if scheme != "file":
+            return
+        text = text.split("://", 1)[1] or "/"
+    where = os.path.realpath(text)
+    if where in _NO_HISTORY or any(where.startswith(p + "/") for p in _NO_HISTORY[1:]):
+        raise refuse("the file system's root and the kernel's pseudo-file systems are not")
+    if os.path.exists(where) and not os.path.isdir(where):
+        raise refuse("it is a file, not a directory")
+
+
 def section(name: str, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The config section ``name`` holding ``values``, validated against its schema fragment with its
     defaults filled: how code that has no whole study (the CLI, benchmarks, tests) gets a section's
@@ -227,6 +332,9 @@ def section(name: str, values: Mapping[str, Any] | None = None) -> dict[str, Any
         raise ConfigError(f"{name}: unknown config section")
     wrapper = {"type": "object", "properties": {name: schema["properties"][name]}}
     doc = {name: copy.deepcopy(dict(values or {}))}
+    bad = _non_finite(doc)  # NaN passes every bound of a schema (each comparison with it is false)
+    if bad:
+        raise ConfigError(f"{bad}: {_at(doc, bad)!r} is not allowed (allowed: a finite number)")
     cls = _with_defaults(jsonschema.validators.validator_for(schema))
     errors = sorted(cls(wrapper).iter_errors(doc), key=lambda e: len(e.absolute_path))
     if errors:
@@ -417,7 +525,11 @@ def node_memory_mb(config: Mapping[str, Any], platform: str) -> tuple[float | No
         return float(entry["memory_gb"]) * 1024.0, f"platform {platform}'s memory_gb"
     launcher = str(config.get("launcher") or "mpiexec").split()
     if launcher and launcher[0] == "srun":
+        import shutil
+
         partition = (entry.get("slurm") or {}).get("partition")
+        if shutil.which("sinfo") is None:  # no SLURM here: the runs would start here, so this machine is the node
+            return local_memory_mb()
         if not partition:
             return None, ""
         import subprocess
@@ -426,6 +538,8 @@ def node_memory_mb(config: Mapping[str, Any], platform: str) -> tuple[float | No
             out = subprocess.run(["sinfo", "-h", "-p", str(partition), "-o", "%m"], capture_output=True,
                                  text=True, timeout=10, check=True).stdout
             sizes = [float(w.rstrip("+")) for w in out.split() if w.rstrip("+").isdigit()]
+        except FileNotFoundError:  # no SLURM here: the runs would start here, so this machine is the node
+            return local_memory_mb()
         except (OSError, subprocess.SubprocessError, ValueError):
             return None, ""
         return (max(sizes), f"the largest node of SLURM partition {partition}") if sizes else (None, "")
@@ -491,8 +605,12 @@ def _check_jobs(config: Mapping[str, Any], runs: list[dict[str, Any]],
     for job, need, limit in study_jobs(config, runs, node):
         if limit is None or need <= limit:
             continue
-        where = limits[next((n for n in limits if job.endswith(" " + n)), "")][1]
+        platform = next((n for n in limits if n and job.endswith(" " + n)), "")
+        where = limits[platform][1]
+        key = _JOB_KEYS[job.split()[0]]
+        if where.endswith("memory_gb"):  # the node the study declared is too small for the job, whatever sizes it
+            key = f"platforms[{[p['name'] for p in config['platforms']].index(platform)}].memory_gb"
         raise ConfigError(
-            f"{_JOB_KEYS[job.split()[0]]}: job {job} needs about {need / 1024:.1f} GiB (its memory estimate), more "
+            f"{key}: job {job} needs about {need / 1024:.1f} GiB (its memory estimate), more "
             f"than the {limit / 1024:.1f} GiB of {where} (allowed: jobs that fit; give platforms[].memory_gb if its "
             "nodes have more)")

@@ -114,9 +114,11 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
        repetition's round; a round is a moment every run shares), a run's tightness moving by its median time
        over the median of its repetitions in the drawn rounds; without rounds, each run's repetitions alone.
 
-    The interval is for the *next* study's median, not only for this one's: the median plus the central
-    ``settings.level`` of the difference between two independent resamples (both studies' noise counts), so
-    that nominal 95 % means 95 % of the next studies' medians inside. Each level resampled alone gives its own
+    The interval is for the *next* study's median, not only for this one's: what a study shares (its replicates,
+    its rounds) is drawn for two studies and differenced, so that both studies' noise counts and nominal 95 %
+    means 95 % of the next studies' medians inside; the runs, which the next study repeats, are drawn once, as
+    the class's other workloads would be. The interval is the median shifted by the central ``settings.level`` of
+    those draws, their logs added. Each level resampled alone gives its own
     interval: ``width_<level>``, and ``interval_level`` names the widest. A row of more than
     :data:`SCIPY_BOOTSTRAP_ELEMENTS` runs x resamples draws the runs by their order statistics
     (:func:`bootstrap_medians`) and leaves its repetitions alone.
@@ -189,10 +191,22 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
     first, second = draw(), draw()
     mid = out["tightness_median"]
     alpha = (1.0 - settings.level) / 2.0
+    base = float(np.log(np.median(t)))
+
+    def shifts(use: tuple[bool, bool, bool]) -> np.ndarray:
+        """log of each resample's median over this one's: the runs drawn once (the class's other workloads), what a
+        study shares drawn for two studies and differenced (the next study repeats these runs, not this noise)."""
+        use_f, use_runs, use_reps = use
+        runs = np.log(medians(first, (False, True, False))) - base if use_runs else 0.0
+        if use_f or use_reps:
+            noise = (np.log(medians(first, (use_f, False, use_reps)))
+                     - np.log(medians(second, (use_f, False, use_reps))))
+        else:
+            noise = 0.0
+        return np.broadcast_to(runs + noise, (b,))
 
     def interval(use: tuple[bool, bool, bool]) -> tuple[float, float]:
-        diff = np.log(medians(first, use)) - np.log(medians(second, use))
-        lo, hi = np.percentile(diff, [100 * alpha, 100 * (1 - alpha)])
+        lo, hi = np.percentile(shifts(use), [100 * alpha, 100 * (1 - alpha)])
         return mid * math.exp(lo), mid * math.exp(hi)
 
     out["tightness_lo"], out["tightness_hi"] = interval((True, True, True))

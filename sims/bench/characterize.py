@@ -356,7 +356,9 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
     if backend == "numba":
         say(f"step 6 of 7: compiling the FDM kernels (orders {', '.join(map(str, orders))}), one half-step per rank",
             rank=alone_rank)
-        fdm_calib.precompile(rank, comm.Get_size(), backend, orders, blocks, widths)
+        fdm_calib.precompile(rank, comm.Get_size(), backend, orders, blocks, widths,
+                             lambda text: print(f"[hetval characterize] {spec['platform']}: step 6 of 7: compiling "
+                                                f"the FDM kernels, rank {rank}: {text}", flush=True))
         comm.Barrier()
     say(f"step 6 of 7: FDM kernels ({backend}): {points} blocks x {len(widths)} widths, alone"
         + (" then shared" if backend != "cupy" else ""), rank=alone_rank)

@@ -55,13 +55,14 @@ def run_doc(shape: Sequence[int], order: int, width: int, backend: str) -> dict[
 
 
 def precompile(index: int, count: int, backend: str, orders: Sequence[int], blocks: Sequence[Sequence[int]],
-               widths: Sequence[int]) -> None:
+               widths: Sequence[int], say: Callable[[str], None] | None = None) -> None:
     """Compile the Numba kernels the calibration will run, the half-steps split over ``count`` processes.
 
     The C-PML kernels of one order take about half a minute to compile, one half-step's copies no longer than
     the other's; compiled in two ranks at once, each into Numba's on-disk cache, every rank then loads the other's
     from the cache at first call. Process ``index`` compiles the half-steps ``HALF_STEPS[index::count]`` of a
-    block with every kind of box (interior, x, y, x and y layers). Nothing here is timed.
+    block with every kind of box (interior, x, y, x and y layers). Nothing here is timed. ``say`` hears of each
+    kernel ready (compiled, or loaded from the cache), so a compile from nothing is never silent for long.
     """
     if backend != "numba":
         return
@@ -74,7 +75,12 @@ def precompile(index: int, count: int, backend: str, orders: Sequence[int], bloc
     for order in orders:
         for phase in HALF_STEPS[index::count]:
             sim = Simulation(parse(run_doc(blocks[0], order, width, backend)), MPI.COMM_SELF)
-            sim.compile_kernels((phase,))
+
+            def progress(i: int, n: int, kernel: str, took: float, order: int = order, phase: str = phase) -> None:
+                if say is not None:
+                    say(f"order {order} {phase} half-step: kernel {i} of {n} ({kernel}) ready in {took:.1f} s")
+
+            sim.compile_kernels((phase,), progress)
             del sim
 
 

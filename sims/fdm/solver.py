@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -457,11 +458,13 @@ class Simulation:
         self.step(0)
         self.reset()
 
-    def compile_kernels(self, phases: tuple[str, ...] = ("velocity", "stress")) -> None:
+    def compile_kernels(self, phases: tuple[str, ...] = ("velocity", "stress"),
+                        progress: Callable[[int, int, str, float], None] | None = None) -> None:
         """Compile (or load from Numba's cache) each Numba kernel the half-steps of ``phases`` and the halo
         copies call, each by a call on an empty box with the run's own arrays (so with the types of the real
         calls) under that kernel's machine-wide lock (:func:`sims.backends.jit.compile_once`): processes that
-        start together compile each kernel once. Nothing is updated; nothing is communicated."""
+        start together compile each kernel once. Nothing is updated; nothing is communicated. ``progress(i, n,
+        kernel, seconds)`` hears of each kernel done (compiling one from nothing takes seconds)."""
         if not self.use_numba:
             return
         from numba import typeof
@@ -482,8 +485,11 @@ class Simulation:
             calls += [(kernel, (field, np.empty(0, np.float32), 0, 0, 0, 0, 0, 0)) for kernel in (K.pack, K.unpack)]
         # each rank starts at its own share of the list: the ranks of a run compile different kernels side by side
         start = self.cart.Get_rank() * len(calls) // self.cart.Get_size()
-        for kernel, args in calls[start:] + calls[:start]:
+        for i, (kernel, args) in enumerate(calls[start:] + calls[:start], 1):
+            began = time.perf_counter()
             once(kernel, args)
+            if progress is not None:
+                progress(i, len(calls), kernel.__name__, time.perf_counter() - began)
 
     def source_time_function(self) -> tuple[np.ndarray, np.ndarray]:
         """Times and values injected: moment rate (N m/s) at (it + 1/2) dt, or force (N) at it dt."""

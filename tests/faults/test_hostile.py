@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -216,7 +217,24 @@ FDM_SCALE = "    scales: [{ranks: 1, shape: [24, 24, 24]}]\n"
     # a node too small for the characterisation itself: the job, its estimate and the node's memory are named
     ("platforms: [{name: small, host: {backend: numpy, cores: [0]}, accel: {backend: numba, cores: [1]}, "
      "memory_gb: 1.2}]\ncases: {sa: {sizes: [1024]}}",
-     ["characterize.memory_fraction", "job characterize_platform small", "memory estimate", "1.2 GiB"]),
+     ["platforms[0].memory_gb", "job characterize_platform small", "memory estimate", "1.2 GiB"]),
+    ("platforms: [{name: big, host: {backend: numpy, cores: [0]}, accel: {backend: numba, cores: [1]}, "
+     "memory_gb: 1.0e+300}]\ncases: {sa: {}}", ["platforms[0].memory_gb", "<= 1048576"]),
+    # an integer key given as a float would hash every run id anew: every run measured again
+    ("runs: {repetitions: 5.0}\ncases: {sa: {}}", ["runs.repetitions", "5.0", "integer"]),
+    # the history is checked before any measurement, not by the validation after all of them
+    ("history: {path: /proc/x}\ncases: {sa: {}}", ["history.path", "pseudo-file systems"]),
+    ("history: {path: /dev/null}\ncases: {sa: {}}", ["history.path"]),
+    ("history: {path: ' '}\ncases: {sa: {}}", ["history.path", "blank"]),
+    ("history: {path: /}\ncases: {sa: {}}", ["history.path", "root"]),
+    ("history: {path: 'nosuchproto://b/h'}\ncases: {sa: {}}", ["history.path", "nosuchproto://"]),
+    ("history: {path: bad.yaml}\ncases: {sa: {}}", ["history.path", "a file"]),
+    # a launcher that cannot start anything fails every run: refused before the first
+    ("launcher: '   '\ncases: {sa: {}}", ["launcher", "one line"]),
+    ("launcher: \"mpiexec\\n-n\"\ncases: {sa: {}}", ["launcher", "one line"]),
+    ("launcher: no-such-mpiexec\ncases: {sa: {}}", ["launcher", "no-such-mpiexec", "not found on PATH"]),
+    pytest.param("launcher: srun --mpi=pmi2\ncases: {sa: {}}", ["launcher", "srun", "not found on PATH"],
+                 marks=pytest.mark.skipif(shutil.which("srun") is not None, reason="srun is on PATH here")),
 ])
 def test_check_config_refuses_in_one_line(tmp_path, body, needles):
     (tmp_path / "bad.yaml").write_text("study: hostile\n" + body + "\n")
@@ -385,3 +403,24 @@ def test_runs_that_failed_since_the_last_gather_are_retried_at_start(tmp_path):
     manifest.write_text("{}")
     os.utime(path, (1, 1))
     assert heal.retry_new_failures("s", 1, tmp_path, said.append) == []
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_track_refuses_a_non_finite_threshold(tmp_path, value):
+    (tmp_path / "study.yaml").write_text(f"history: {{path: {tmp_path / 'h'}}}\ncases: {{sa: {{}}}}\n")
+    out = cli("track", "--configfile", "study.yaml", f"--z={value}", cwd=tmp_path)
+    one_line_refusal(out, "history.z", "finite")
+
+
+def test_a_nested_key_from_the_command_line_takes_its_keys_type():
+    from analysis.planning.config import command_line_values, merge_values, validate_config
+
+    config = merge_values({"cases": {"sa": {}}, "runs": {"warmup": 1}},
+                          command_line_values({"runs": {"rounds": "2", "repetitions": "4"},
+                                               "characterize": {"plateau": "false"}, "study": "2"}))
+    validate_config(config)
+    assert config["runs"] == {**config["runs"], "rounds": 2, "repetitions": 4, "warmup": 1}
+    assert config["characterize"]["plateau"] is False and config["study"] == "2"  # a name stays text
+    bad = merge_values({"cases": {"sa": {}}}, command_line_values({"runs": {"rounds": "two"}}))
+    with pytest.raises(Exception, match="runs.rounds: 'two'"):
+        validate_config(bad)

@@ -46,3 +46,12 @@ def test_merged_z_layers_match_the_reference_and_leave_the_ghost_cells_alone(ord
 def test_one_z_layer_keeps_its_own_array():
     sim = Simulation(parse(base_spec(free_surface=True)), MPI.COMM_SELF)
     assert not sim.z_merged and (2, 1) in sim.psi_v and (2, 0) not in sim.psi_v
+
+
+def test_compiling_the_kernels_says_each_one_is_ready():
+    """A compile from nothing takes tens of seconds: each kernel ready is reported, so no step is silent long."""
+    heard = []
+    sim = Simulation(parse(base_spec(order=2)), MPI.COMM_SELF)
+    sim.compile_kernels(("velocity", "stress"), lambda i, n, name, took: heard.append((i, n, name, took)))
+    assert heard and [i for i, *_ in heard] == list(range(1, len(heard) + 1))
+    assert all(n == len(heard) and name and took >= 0 for _, n, name, took in heard)

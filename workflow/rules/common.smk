@@ -13,6 +13,9 @@ sys.path.insert(0, REPO_DIR)
 from analysis.planning.jobs import COMPUTED, Layout, batch_cores, batch_request, batches, round_shares, interpreter_first_on_path, job_resources, launch_prefix, profile_defaults, scheduler_keys, shared_launch_prefix  # noqa: E402
 from analysis.planning.config import (  # noqa: E402
     ConfigError,
+    check_launcher,
+    command_line_values,
+    merge_values,
     characterize_spec,
     config_hash,
     node_memory_mb,
@@ -32,7 +35,11 @@ from sims.record import stable_hash  # noqa: E402
 interpreter_first_on_path()
 
 try:
+    # --config 'runs={rounds: 2}': Snakemake passes a nested override's scalars as text; each takes its key's type
+    merge_values(config, command_line_values(dict(workflow.config_settings.config)))
     validate_config(config)
+    if not workflow.dryrun and workflow.is_main_process:
+        check_launcher(config)  # where runs are about to start (a dry run may plan for a cluster elsewhere)
     # the memory check runs where the study is planned, not again inside each batch job (held to its allocation)
     RUNS = {spec["run_id"]: spec for spec in study_matrix(config, check=workflow.is_main_process)}
 except (ConfigError, RegistryError) as exc:
@@ -345,7 +352,8 @@ def get_dask_options(wildcards):
     return " ".join(words)
 
 
-def print_summary():
+def print_summary(log=None):
+    """The report's summary and, from Snakemake's log of this invocation, where its time went."""
     path = f"{OUT}/report/summary.txt"
     try:
         with open(path, encoding="utf-8") as fh:
@@ -353,3 +361,11 @@ def print_summary():
             print(fh.read())
     except FileNotFoundError:
         print(f"(no {path})")
+    if log:
+        from analysis.planning.stages import summary_line
+
+        try:
+            with open(log, encoding="utf-8") as fh:
+                print(summary_line(fh.read()))
+        except OSError:
+            pass
