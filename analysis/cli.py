@@ -5,9 +5,8 @@ Subcommands: ``check-config``, ``matrix``, ``gather``, ``ingest-published``, ``v
 with its default.
 
 Exit codes: 0 done; 1 a finding (``track``: a regression or machine drift) or an unexpected error inside hetval
-(with its traceback, to report); 2 a usage,
-config or input error - a missing or malformed file, a bad option, an unreachable scheduler - said in
-one line on standard error, with no traceback.
+(with its traceback, to report); 2 a usage, config or input error - a missing or malformed file, a bad option,
+an unreachable scheduler - said in one line on standard error, with no traceback.
 """
 
 from __future__ import annotations
@@ -20,13 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.planning.config import (
-    ConfigError,
-    check_launcher,
-    load_config,
-    study_matrix,
-    uncertainty_settings,
-)
+from analysis.planning.checks import check_launcher
+from analysis.planning.config import ConfigError, load_config, study_matrix, uncertainty_settings
 from analysis.planning.config import section as section_of
 from analysis.registry import RegistryError
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,13 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 import yaml
 
+from analysis.planning.checks import (  # noqa: F401 - ConfigError, platform_layouts: re-exported, as ever
+    ConfigError,
+    check_history_path,
+    check_launcher_text,
+    check_memory,
+    platform_layouts,
+)
 from analysis.resources import CONFIG_SCHEMA as SCHEMA_PATH
 from sims.record import meter_names, stable_hash
 from sims.vocab import is_name
@@ -38,10 +44,6 @@ def default_config() -> Path:
             return candidate
     raise ConfigError(f"no study given (--configfile) and no config/config.yaml in {Path.cwd()} (the default study "
                       "lives in a checkout of the repository)")
-
-
-class ConfigError(ValueError):
-    """A configuration value or key is not allowed; the message is one line."""
 
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
@@ -196,8 +198,8 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
         if not is_name(name):
             raise ConfigError(f"{key}: {name!r} is not allowed (allowed: one line of letters, digits, '_', '.', '-', "
                               "starting with a letter or digit)")
-    _check_launcher_text(config["launcher"])
-    _check_history_path(config["history"]["path"])
+    check_launcher_text(config["launcher"])
+    check_history_path(config["history"]["path"])
     names = [p["name"] for p in config["platforms"]]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -217,105 +219,6 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
             if proc["backend"] != "cupy" and "device" in proc:
                 raise ConfigError(f"platforms[{i}].{role}.device: not allowed with backend {proc['backend']} (use cores)")
     return config
-
-
-def command_line_values(overrides: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Snakemake's ``--config`` values as the study file would give them: a nested override
-    (``--config 'runs={rounds: 2}'``) reaches the workflow with its scalars as text, which each takes back the
-    type its key's schema asks for (``"2"`` for an integer key is 2; text that is not one stays text, and the
-    check names the key)."""
-    schema = schema if schema is not None else load_schema()
-
-    def types(sub: Mapping[str, Any]) -> list[str]:
-        t = sub.get("type", [])
-        return [t] if isinstance(t, str) else list(t)
-
-    def convert(value: Any, sub: Mapping[str, Any]) -> Any:
-        if isinstance(value, Mapping):
-            props = sub.get("properties") or {}
-            return {k: convert(v, props.get(k) or {}) for k, v in value.items()}
-        if isinstance(value, list):
-            return [convert(v, sub.get("items") or {}) for v in value]
-        if isinstance(value, str) and "string" not in types(sub):
-            try:
-                parsed = yaml.safe_load(value)
-            except yaml.YAMLError:
-                return value
-            wanted = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None), "array": list,
-                      "object": dict}
-            if any(isinstance(parsed, wanted[t]) for t in types(sub) if t in wanted) and not (
-                    isinstance(parsed, bool) and "boolean" not in types(sub)):
-                return convert(parsed, sub) if isinstance(parsed, (dict, list)) else parsed
-        return value
-
-    props = schema.get("properties") or {}
-    return {k: convert(v, props.get(k) or {}) for k, v in overrides.items()}
-
-
-def merge_values(config: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with ``overrides`` merged in, nested mappings key by key (as Snakemake merges ``--config``)."""
-    for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(config.get(key), dict):
-            merge_values(config[key], value)
-        else:
-            config[key] = copy.deepcopy(value)
-    return config
-
-
-def _check_launcher_text(launcher: str) -> None:
-    """``launcher`` is one line of words, the first a program name (the command that starts a job's ranks)."""
-    if not launcher.strip() or any(ord(c) < 32 for c in launcher):
-        raise ConfigError(f"launcher: {launcher!r} is not allowed (allowed: one line naming the program that starts "
-                          "a job's ranks, e.g. mpiexec or srun --mpi=pmi2)")
-
-
-def check_launcher(config: Mapping[str, Any]) -> None:
-    """The launcher's program is on this machine's PATH (checked where runs are about to start, and by
-    ``hetval check-config``; a dry run plans for a cluster it need not be on)."""
-    import shutil
-
-    program = str(config["launcher"]).split()[0]
-    if shutil.which(program) is None:
-        raise ConfigError(f"launcher: {program!r} is not found on PATH (allowed: a program that starts MPI ranks here, "
-                          "e.g. mpiexec from the mpich extra, or srun inside a SLURM allocation)")
-
-
-#: where a history must never go: the file system's root and the kernel's pseudo-file systems
-_NO_HISTORY = ("/", "/proc", "/sys", "/dev", "/run")
-
-
-def _check_history_path(path: Any) -> None:
-    """``history.path``: null, a URL of a filesystem pyarrow or fsspec knows, or a directory that can be one: not
-    blank, not the root, not under /proc, /sys, /dev or /run, not an existing file, no control characters."""
-    if path is None:
-        return
-    text = str(path)
-
-    def refuse(why: str) -> ConfigError:
-        return ConfigError(f"history.path: {text!r} is not allowed (allowed: null, a directory or a filesystem URL "
-                           f"such as s3://bucket/history; {why})")
-
-    if not text.strip() or text != text.strip() or any(ord(c) < 32 for c in text):
-        raise refuse("it is blank, padded with spaces or spans lines")
-    if "://" in text:
-        scheme = text.split("://", 1)[0].lower()
-        known = {"file", "s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "az", "memory"}
-        try:
-            import fsspec
-
-            known |= set(fsspec.available_protocols())
-        except ImportError:
-            pass
-        if scheme not in known:
-            raise refuse(f"no filesystem serves {scheme}://")
-        if scheme != "file":
-            return
-        text = text.split("://", 1)[1] or "/"
-    where = os.path.realpath(text)
-    if where in _NO_HISTORY or any(where.startswith(p + "/") for p in _NO_HISTORY[1:]):
-        raise refuse("the file system's root and the kernel's pseudo-file systems are not")
-    if os.path.exists(where) and not os.path.isdir(where):
-        raise refuse("it is a file, not a directory")
 
 
 def section(name: str, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -380,11 +283,6 @@ def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
 def config_hash(config: Mapping[str, Any]) -> str:
     """A stable hash of the whole validated configuration (provenance only; not part of run ids)."""
     return stable_hash(dict(config))
-
-
-def platform_layouts(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Platform name -> {description, host, accel}."""
-    return {p["name"]: {k: v for k, v in p.items() if k != "name"} for p in config["platforms"]}
 
 
 def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any]:
@@ -512,105 +410,3 @@ def study_matrix(config: Mapping[str, Any], check: bool = True) -> list[dict[str
     if check:  # not inside a batch job's own Snakemake: its allocation is not the node the study was checked for
         check_memory(config, runs)
     return runs
-
-
-def node_memory_mb(config: Mapping[str, Any], platform: str) -> tuple[float | None, str]:
-    """The memory of one node of ``platform`` (MB) and where that figure comes from: the platform's
-    ``memory_gb``; else, under SLURM (an ``srun`` launcher) with the platform's partition named, the
-    largest node of that partition (``sinfo``); else, for local runs, this machine's memory. ``None`` when
-    nothing says (a cluster whose partition is not named): the scheduler then judges the request. A local
-    machine's figure is what a job may really use (its memory cgroup's limit where that is smaller)."""
-    entry = platform_layouts(config).get(platform) or {}
-    if entry.get("memory_gb"):
-        return float(entry["memory_gb"]) * 1024.0, f"platform {platform}'s memory_gb"
-    launcher = str(config.get("launcher") or "mpiexec").split()
-    if launcher and launcher[0] == "srun":
-        import shutil
-
-        partition = (entry.get("slurm") or {}).get("partition")
-        if shutil.which("sinfo") is None:  # no SLURM here: the runs would start here, so this machine is the node
-            return local_memory_mb()
-        if not partition:
-            return None, ""
-        import subprocess
-
-        try:
-            out = subprocess.run(["sinfo", "-h", "-p", str(partition), "-o", "%m"], capture_output=True,
-                                 text=True, timeout=10, check=True).stdout
-            sizes = [float(w.rstrip("+")) for w in out.split() if w.rstrip("+").isdigit()]
-        except FileNotFoundError:  # no SLURM here: the runs would start here, so this machine is the node
-            return local_memory_mb()
-        except (OSError, subprocess.SubprocessError, ValueError):
-            return None, ""
-        return (max(sizes), f"the largest node of SLURM partition {partition}") if sizes else (None, "")
-    return local_memory_mb()
-
-
-def local_memory_mb() -> tuple[float, str]:
-    """The memory a job started here may use (MB): the machine's, or less when a memory cgroup, an rlimit or a
-    SLURM allocation holds this process (:func:`sims.memory.memory_limit`), and where that figure comes from."""
-    from sims.memory import memory_limit
-
-    limit = memory_limit()
-    return limit.bytes / 2**20, limit.source
-
-
-def check_memory(config: Mapping[str, Any], runs: list[dict[str, Any]]) -> None:
-    """Refuse, before anything runs, a job whose memory estimate per node exceeds its node
-    (:func:`node_memory_mb`), naming the key, the job and both figures: each platform's characterisation and
-    the light jobs first (:func:`_check_jobs`), then every run (its spec's ``resources``: data per rank, ranks
-    per node and slack - what its batch job asks for)."""
-    from analysis.planning.jobs import Layout
-
-    limits: dict[str, tuple[float | None, str]] = {}
-    _check_jobs(config, runs, limits)  # characterisation first: it runs first
-    for spec in runs:
-        layout = Layout.of(spec)
-        platform = spec.get("platform")
-        if layout.local or not platform:
-            continue
-        if platform not in limits:
-            limits[platform] = node_memory_mb(config, platform)
-        limit, where = limits[platform]
-        if limit is None:
-            continue
-        need = layout.mem_mb_per_node
-        if need > limit:
-            doc = spec.get("fdm_doc") or {}
-            what = ", ".join(str(x) for x in (spec.get("variant"), spec.get("size") and f"size {spec['size']}",
-                                               doc.get("grid") and f"grid {doc['grid'].get('shape')}") if x)
-            raise ConfigError(
-                f"cases.{spec['case']}: run {spec['run_id']} ({what}) needs about {need / 1024:.1f} GiB per node "
-                f"({layout.ranks_per_node} rank(s) of {layout.data_bytes_per_rank / 2**30:.2f} GiB data each, with "
-                f"slack), more than the {limit / 1024:.1f} GiB of {where} (allowed: runs that fit; give "
-                "platforms[].memory_gb if its nodes have more)")
-
-
-#: the config key that sizes each kind of job, named when it cannot fit
-_JOB_KEYS = {"characterize_platform": "characterize.memory_fraction", "gather_runs": "cases",
-             "validate_models": "validate.workers", "report_validation": "cases"}
-
-
-def _check_jobs(config: Mapping[str, Any], runs: list[dict[str, Any]],
-                limits: dict[str, tuple[float | None, str]]) -> None:
-    """Refuse a study one of whose other jobs (characterisation, gather, validation, report:
-    :func:`analysis.planning.estimates.study_jobs`) cannot fit the node it runs on, naming the job and both figures."""
-    from analysis.planning.estimates import study_jobs
-
-    for p in config["platforms"]:
-        if p["name"] not in limits:
-            limits[p["name"]] = node_memory_mb(config, p["name"])
-    limits[""] = local_memory_mb()
-    node = {name: mb for name, (mb, _) in limits.items()}
-    for job, need, limit in study_jobs(config, runs, node):
-        if limit is None or need <= limit:
-            continue
-        platform = next((n for n in limits if n and job.endswith(" " + n)), "")
-        where = limits[platform][1]
-        key = _JOB_KEYS[job.split()[0]]
-        if where.endswith("memory_gb"):  # the node the study declared is too small for the job, whatever sizes it
-            key = f"platforms[{[p['name'] for p in config['platforms']].index(platform)}].memory_gb"
-        raise ConfigError(
-            f"{key}: job {job} needs about {need / 1024:.1f} GiB (its memory estimate), more "
-            f"than the {limit / 1024:.1f} GiB of {where} (allowed: jobs that fit; give platforms[].memory_gb if its "
-            "nodes have more)")

@@ -271,7 +271,9 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "machine": machine_facts(versions.get("mpi_library")),
         "warmup": warmup,
         "elements": n_triad,
-        "plans": [{**p.document(), "elements": n_triad, "plateau": found} for p in plans],
+        # the cap the cache rule and the memory budget set, and the length used: the plateau's, at most the cap
+        "plans": [{**p.document(), "cap_elements": p.elements, "elements": n_triad, "triad_bytes_per_array": 4 * n_triad,
+                   "plateau": found} for p in plans],
         "capped": [bool(p.capped) for p in plans],
         "descs": descs,
         "metered": bool(metered),

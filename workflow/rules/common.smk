@@ -11,14 +11,12 @@ REPO_DIR = os.path.dirname(WORKFLOW_DIR)
 sys.path.insert(0, REPO_DIR)
 
 from analysis.planning.jobs import COMPUTED, Layout, batch_cores, batch_request, batches, round_shares, interpreter_first_on_path, job_resources, launch_prefix, profile_defaults, scheduler_keys, shared_launch_prefix  # noqa: E402
+from analysis.planning.checks import check_launcher, command_line_values, merge_values, node_memory_mb  # noqa: E402
 from analysis.planning.config import (  # noqa: E402
     ConfigError,
-    check_launcher,
-    command_line_values,
-    merge_values,
     characterize_spec,
     config_hash,
-    node_memory_mb,
+    load_schema,
     platform_layouts,
     study_matrix,
     validate_config,
@@ -36,7 +34,7 @@ interpreter_first_on_path()
 
 try:
     # --config 'runs={rounds: 2}': Snakemake passes a nested override's scalars as text; each takes its key's type
-    merge_values(config, command_line_values(dict(workflow.config_settings.config)))
+    merge_values(config, command_line_values(dict(workflow.config_settings.config), load_schema()))
     validate_config(config)
     if not workflow.dryrun and workflow.is_main_process:
         check_launcher(config)  # where runs are about to start (a dry run may plan for a cluster elsewhere)
@@ -361,11 +359,12 @@ def print_summary(log=None):
             print(fh.read())
     except FileNotFoundError:
         print(f"(no {path})")
-    if log:
+    logs = [log] if isinstance(log, str) else [str(p) for p in (log or [])]  # Snakemake gives a list of its logs
+    for path in logs[-1:]:
         from analysis.planning.stages import summary_line
 
         try:
-            with open(log, encoding="utf-8") as fh:
+            with open(path, encoding="utf-8") as fh:
                 print(summary_line(fh.read()))
         except OSError:
             pass
