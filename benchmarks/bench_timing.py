@@ -1,0 +1,126 @@
+"""The README's two commands and the FDM scaling study as a new user meets them: wall times, where the time goes,
+and the longest silence, on this machine (its reported last-level cache printed beside them).
+
+Run from the repository root::
+
+    python benchmarks/bench_timing.py [--fdm-scaling] [--suite] [--memory-gib 12] [--write]
+
+(``--suite`` as root with Debian's slurm-wlm and chromium installed runs the SLURM and browser tests too, as CI
+does.)
+
+Clones this checkout's HEAD into a new directory and there runs README command 1 as written (a new virtual
+environment, ``pip install -c constraints.txt -e '.[mpich,test]'``, then ``snakemake -c2``), timing the set-up and
+the study apart and every output line's arrival, and prints the study's own account of where its time went (the
+line it ends with). ``--fdm-scaling`` also runs ``snakemake -c2 --configfile config/studies/fdm-scaling.yaml`` in
+the same clone; ``--suite`` runs README command 2's set-up and ``pytest``. ``--memory-gib`` runs them all under a
+memory cgroup of that size (tests/memory_ceiling.py), as a smaller machine would. The longest silence is the
+longest time between two lines of output (the set-up's pip is quiet by itself and is left out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def timed(words: list[str] | str, cwd: Path, prefix: list[str], env: dict[str, str] | None = None) -> dict:
+    """Run a command, reading its output line by line: wall seconds, the longest gap between two lines (and the
+    line after it), the output, the exit status."""
+    shell = isinstance(words, str)
+    cmd = [*prefix, "bash", "-c", words] if shell else [*prefix, *words]
+    started = last = time.monotonic()
+    gap, after, lines = 0.0, "", []
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        now = time.monotonic()
+        if now - last > gap:
+            gap, after = now - last, line.strip()[:120]
+        last = now
+        lines.append(line)
+    proc.wait()
+    return {"wall_s": time.monotonic() - started, "gap_s": gap, "gap_before": after, "out": "".join(lines),
+            "rc": proc.returncode}
+
+
+def llc_line() -> str:
+    from sims.bench.plan import llc_detected
+
+    size, source = llc_detected()
+    return f"last-level cache reported: {size / 2**20:.0f} MiB ({source})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fdm-scaling", action="store_true", help="also run the fdm-scaling study in the clone")
+    ap.add_argument("--suite", action="store_true", help="also run README command 2 (set-up and pytest)")
+    ap.add_argument("--memory-gib", type=float, default=None, help="under a memory cgroup of this size")
+    ap.add_argument("--keep", type=Path, help="clone into this new directory (default: a temporary one)")
+    ap.add_argument("--write", action="store_true", help="write the figures into docs/benchmarks.md")
+    args = ap.parse_args(argv)
+    base = args.keep or Path(tempfile.mkdtemp(prefix="bench-timing-"))
+    clone = base / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
+    rows = [llc_line(), f"code: the checkout's HEAD ({sha}), cloned afresh"]
+    ceiling = contextlib.nullcontext(None)
+    if args.memory_gib:
+        from tests.memory_ceiling import memory_ceiling
+
+        ceiling = memory_ceiling(int(args.memory_gib * 2**30))
+        rows.append(f"under a memory cgroup of {args.memory_gib:g} GiB")
+    with ceiling as c:
+        prefix = c.words if c is not None else []
+        setup = timed("python3 -m venv .venv && . .venv/bin/activate && pip install -q -c constraints.txt "
+                      "-e '.[mpich,test]'", clone, prefix, env)
+        if setup["rc"]:
+            raise SystemExit(f"set-up failed:\n{setup['out'][-3000:]}")
+        study = timed(". .venv/bin/activate && snakemake -c2", clone, prefix, env)
+        if study["rc"]:
+            raise SystemExit(f"the default study failed:\n{study['out'][-3000:]}")
+        where = re.search(r"^where the time went: .*$", study["out"], re.M)
+        rows += [f"README command 1: set-up {setup['wall_s']:.0f} s, study {study['wall_s']:.0f} s, "
+                 f"{setup['wall_s'] + study['wall_s']:.0f} s in all; {where.group(0) if where else 'no account'}",
+                 f"- the longest silence of the study: {study['gap_s']:.1f} s, before \"{study['gap_before']}\""]
+        print("\n".join(rows), flush=True)
+        if args.fdm_scaling:
+            fdm = timed(". .venv/bin/activate && snakemake -c2 --configfile config/studies/fdm-scaling.yaml", clone,
+                        prefix, env)
+            where = re.search(r"^where the time went: .*$", fdm["out"], re.M)
+            rows += [f"fdm-scaling: {fdm['wall_s']:.0f} s (exit {fdm['rc']}); {where.group(0) if where else ''}",
+                     f"- its longest silence: {fdm['gap_s']:.1f} s, before \"{fdm['gap_before']}\""]
+            print("\n".join(rows[-2:]), flush=True)
+        if args.suite:
+            extra = timed(". .venv/bin/activate && pip install -q -c constraints.txt -e '.[mpich,test,slurm]'", clone,
+                          prefix, env)
+            suite = timed(". .venv/bin/activate && pytest -q -p no:cacheprovider", clone, prefix, env)
+            took = re.search(r"in ([0-9.]+)s", suite["out"].strip().splitlines()[-1] if suite["out"].strip() else "")
+            rows += [f"README command 2 (the set-up above, the slurm extra {extra['wall_s']:.0f} s more, then pytest): "
+                     f"pytest {suite['wall_s']:.0f} s (exit "
+                     f"{suite['rc']}; pytest's own count {took.group(1) if took else '?'} s): "
+                     + (suite["out"].strip().splitlines()[-1] if suite["out"].strip() else "no output")]
+            print(rows[-1], flush=True)
+    text = "\n".join(f"- {r}" if not r.startswith("-") else f"  {r}" for r in rows)
+    print(text)
+    if args.write:
+        from benchmarks.record import write_section
+
+        write_section("bench_timing", "The two commands and fdm-scaling, from a fresh clone", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
