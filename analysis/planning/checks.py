@@ -57,14 +57,14 @@ def command_line_values(overrides: Mapping[str, Any], schema: Mapping[str, Any])
     return {k: convert(v, props.get(k) or {}) for k, v in overrides.items()}
 
 
-def merge_values(config: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with ``overrides`` merged in, nested mappings key by key (as Snakemake merges ``--config``)."""
-    for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(config.get(key), dict):
-            merge_values(config[key], value)
+def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Recursive dict update, as Snakemake merges ``--configfile`` files and ``--config`` (lists are replaced)."""
+    for k, v in update.items():
+        if isinstance(v, Mapping) and isinstance(base.get(k), dict):
+            merge(base[k], v)
         else:
-            config[key] = copy.deepcopy(value)
-    return config
+            base[k] = copy.deepcopy(v)
+    return base
 
 
 def check_launcher_text(launcher: str) -> None:

@@ -22,6 +22,7 @@ from analysis.planning.checks import (  # noqa: F401 - ConfigError, platform_lay
     check_history_path,
     check_launcher_text,
     check_memory,
+    merge,
     platform_layouts,
 )
 from analysis.resources import CONFIG_SCHEMA as SCHEMA_PATH
@@ -268,16 +269,6 @@ def load_config(*paths: str | Path) -> dict[str, Any]:
             raise ConfigError(str(exc)) from None
         merge(merged, doc)
     return validate_config(merged)
-
-
-def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """Recursive dict update, as Snakemake merges ``--configfile`` files (lists are replaced)."""
-    for k, v in update.items():
-        if isinstance(v, Mapping) and isinstance(base.get(k), dict):
-            merge(base[k], v)
-        else:
-            base[k] = copy.deepcopy(v)
-    return base
 
 
 def config_hash(config: Mapping[str, Any]) -> str:

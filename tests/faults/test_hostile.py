@@ -413,16 +413,16 @@ def test_track_refuses_a_non_finite_threshold(tmp_path, value):
 
 
 def test_a_nested_key_from_the_command_line_takes_its_keys_type():
-    from analysis.planning.checks import command_line_values, merge_values
+    from analysis.planning.checks import command_line_values, merge
     from analysis.planning.config import load_schema, validate_config
 
     schema = load_schema()
-    config = merge_values({"cases": {"sa": {}}, "runs": {"warmup": 1}},
+    config = merge({"cases": {"sa": {}}, "runs": {"warmup": 1}},
                           command_line_values({"runs": {"rounds": "2", "repetitions": "4"},
                                                "characterize": {"plateau": "false"}, "study": "2"}, schema))
     validate_config(config)
     assert config["runs"] == {**config["runs"], "rounds": 2, "repetitions": 4, "warmup": 1}
     assert config["characterize"]["plateau"] is False and config["study"] == "2"  # a name stays text
-    bad = merge_values({"cases": {"sa": {}}}, command_line_values({"runs": {"rounds": "two"}}, schema))
+    bad = merge({"cases": {"sa": {}}}, command_line_values({"runs": {"rounds": "two"}}, schema))
     with pytest.raises(Exception, match="runs.rounds: 'two'"):
         validate_config(bad)
