@@ -155,7 +155,10 @@ def shared_launch(prefix: str, items: list[tuple[dict, dict]], where: Path, tag:
             if i in started or not started:  # the entry the launch died in; or a launch that started none twice
                 rows = failed_record(entry["spec"], int(entry["ranks"]), why)
                 rec.write_raw(record, rows[0]["run_id"], rows, keep=True)
-                print(f"[hetval batch] {record.stem}: FAILED - {why}", flush=True)
+                line = f"[hetval batch] {record.stem}: FAILED - {why}"
+                print(line, flush=True)
+                with Path(entry["log"]).open("a", encoding="utf-8") as fh:  # the run's own log says it too
+                    fh.write(line + "\n")
             else:
                 remaining.append((entry, part))
         if remaining:
@@ -263,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     parts = [e.get("parts") or [{"record": e["record"], "command": e["command"],
                                  **({"runner": e["runner"]} if e.get("runner") else {})}] for e in entries]
     rounds = max((len(p) for p in parts), default=0)
-    for e in entries:  # a killed batch's parts are stale: this batch measures every part again
+    for e in entries:  # a killed batch's parts and records are stale: this batch measures every one again
+        Path(e["record"]).unlink(missing_ok=True)
         for p in e.get("parts") or []:
             Path(p["record"]).unlink(missing_ok=True)
             Path(p["record"]).parent.mkdir(parents=True, exist_ok=True)

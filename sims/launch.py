@@ -14,8 +14,10 @@ barrier, so no rank runs ahead into another run's region.
 
 Rank 0 appends ``start <i>`` and ``done <i>`` to the progress file around entry ``i``: when the launch dies
 (a signal, the out-of-memory killer, an MPI abort), the batch knows which entry was running - it is recorded
-failed with the reason - and launches the entries not yet started again. An entry that returned without
-writing its record is recorded failed here, naming what it returned. The launch exits 0 when every entry ran.
+failed with the reason - and launches the entries not yet started again. An exception that escapes a runner on
+one rank aborts the launch (the other ranks could wait in the runner's collectives for ever), with the same
+outcome. An entry that returned without writing its record is recorded failed here, naming what it returned.
+The launch exits 0 when every entry ran.
 """
 
 from __future__ import annotations
@@ -98,9 +100,14 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             try:
                 status = run_entry(entry["runner"])
-            except Exception as exc:  # noqa: BLE001 - one run's runner failing never ends the others'
+            except BaseException:  # noqa: BLE001 - a runner's own errors are its records; this one escaped it
+                # on this rank alone: the other ranks may wait in the runner's collectives for ever. The launch ends
+                # here, as the run's own launch would have, and the batch records this run failed and launches the rest
                 traceback.print_exc()
-                status = f"{type(exc).__name__}: {exc}"
+                sys.stdout.flush()
+                sys.stderr.flush()
+                comm.Abort(1)
+                raise
             # the run's arrays are freed now, not whenever the collector next runs (a job's kernels refer back to
             # it): the next run then reuses their memory instead of faulting in fresh pages, which cost seconds
             gc.collect()

@@ -17,6 +17,9 @@ pytest.register_assert_rewrite("tests.workflow.tiny")
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+# the CLI run in this process (cli) finds this venv's tools as an activated venv would (mpiexec for check-config)
+if str(BIN) not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 def tool_env() -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,7 +80,8 @@ def check_launcher(config: Mapping[str, Any]) -> None:
     ``hetval check-config``; a dry run plans for a cluster it need not be on)."""
     import shutil
 
-    program = str(config["launcher"]).split()[0]
+    words = str(config["launcher"]).split()
+    program = next((w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)), words[0])  # past VAR=value
     if shutil.which(program) is None:
         raise ConfigError(f"launcher: {program!r} is not found on PATH (allowed: a program that starts MPI ranks here, "
                           "e.g. mpiexec from the mpich extra, or srun inside a SLURM allocation)")

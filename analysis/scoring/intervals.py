@@ -119,8 +119,8 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
     means 95 % of the next studies' medians inside; the runs, which the next study repeats, are drawn once, as
     the class's other workloads would be. The interval is the median shifted by the central ``settings.level`` of
     those draws, their logs added. Each level resampled alone gives its own
-    interval: ``width_<level>``, and ``interval_level`` names the widest. A row of more than
-    :data:`SCIPY_BOOTSTRAP_ELEMENTS` runs x resamples draws the runs by their order statistics
+    interval: ``width_<level>``, and ``interval_level`` names the widest (empty when none has width). A row of more
+    than :data:`SCIPY_BOOTSTRAP_ELEMENTS` runs x resamples x repetitions draws the runs by their order statistics
     (:func:`bootstrap_medians`) and leaves its repetitions alone.
     """
     nan = {"tightness_median": math.nan, "tightness_lo": math.nan, "tightness_hi": math.nan, "interval_level": "",
@@ -135,7 +135,8 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
         return out
     n, b = len(t), int(settings.resamples)
     rng = np.random.default_rng(settings.seed)
-    large = n * b > SCIPY_BOOTSTRAP_ELEMENTS
+    per_run = max((len(x) for x in reps if x is not None), default=1) if reps is not None else 1
+    large = n * b * max(1, per_run) > SCIPY_BOOTSTRAP_ELEMENTS
     logf = None
     if replicates is not None and np.ndim(replicates) == 2 and np.shape(replicates)[1] >= 2:
         f = np.asarray(replicates, dtype=float)[keep]
@@ -215,5 +216,6 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
         lo, hi = interval(use)
         widths[level] = hi - lo
         out[f"width_{level}"] = hi - lo
-    out["interval_level"] = max(LEVELS, key=lambda lv: widths[lv])
+    widest = max(LEVELS, key=lambda lv: widths[lv])
+    out["interval_level"] = widest if widths[widest] > 0 else ""
     return out

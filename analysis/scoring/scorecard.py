@@ -222,7 +222,8 @@ def verdicts(row: Mapping[str, Any]) -> tuple[str, str, str]:
 #: what would settle an undecided tightness, by the level whose interval is the widest
 _SETTLE = {"characterisation": "more characterisation replicates (characterize.replicates) or more studies (the "
                                "pooled verdict of the history)",
-           "runs": "more runs in the class (more sizes or alternatives) or more studies (the pooled verdict)",
+           "runs": "more runs in the class (more sizes or alternatives); more studies repeat these runs and do not "
+                   "narrow it",
            "repetitions": "more repetitions per run (runs.repetitions) or more studies (the pooled verdict)"}
 
 
@@ -237,7 +238,7 @@ def decide(row: Mapping[str, Any]) -> str:
     if row["ranking_verdict"] == "undecided":
         out.append(f"ranking over {row['distinguishable_groups']} distinguishable group(s) (tau "
                    f"[{row['kendall_tau_lo']:.2f}, {row['kendall_tau_hi']:.2f}], top-1 [{row['top1_noise_aware_lo']:.2f}, "
-                   f"{row['top1_noise_aware_hi']:.2f}]): more groups of alternatives, or more studies")
+                   f"{row['top1_noise_aware_hi']:.2f}]): more groups of alternatives (more studies rank the same groups)")
     return "; ".join(out)
 
 
@@ -252,7 +253,9 @@ def _rows(runs: pd.DataFrame, groups: pd.DataFrame, keys: list[str], evidence: s
         mine = groups
         for k, v in zip(keys, key, strict=True):
             mine = mine[mine[k] == v] if k in mine else mine
-        alone = _replicate_values(sub, "tightness")
+        # a replicate that could not predict every run would stand for the pooled figure where it is missing
+        finite = np.isfinite(sub["tightness"].to_numpy(dtype=float))
+        alone = [a for a in _replicate_values(sub, "tightness") if np.isfinite(a[finite]).all()]
         replicates = np.column_stack(alone) if len(alone) >= 2 else None
         interval = hierarchical(sub["tightness"].to_numpy(dtype=float),
                                 sub["time_reps_s"].tolist() if "time_reps_s" in sub else None, replicates, settings,

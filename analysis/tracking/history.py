@@ -14,7 +14,8 @@ holding, in long form, every tracked figure of one validation:
 * ``kind = "scorecard"``: per scorecard row (case, platform, model; ``group`` = the
   workload class) its median tightness, median Kendall tau and noise-aware top-1
   rate with their intervals (``n_reps`` = the runs, ``n_alternatives`` = the
-  distinguishable groups), which the pooled verdict of several nights reads
+  distinguishable groups) and the width its runs alone give the tightness
+  interval (metric ``width_runs``), which the pooled verdict of several nights reads
   (:mod:`analysis.tracking.pooled`);
 * ``kind = "noise"``: per (case, platform) the study's run-to-run drift floor
   (metric ``drift_floor``, a fraction; ``n_reps`` = the identical-code pairs
@@ -199,6 +200,9 @@ def scorecard_rows(card: pd.DataFrame | None) -> pd.DataFrame:
             if math.isfinite(_num(rec.get(metric))):
                 rows.append({**base, "metric": metric, "value": _num(rec[metric]), "lo": _num(rec.get(lo)),
                              "hi": _num(rec.get(hi))})
+        if math.isfinite(_num(rec.get("width_runs"))):  # the share of the interval every night repeats (pooling)
+            rows.append({**base, "metric": "width_runs", "value": _num(rec["width_runs"]), "lo": math.nan,
+                         "hi": math.nan})
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 

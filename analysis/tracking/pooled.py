@@ -6,13 +6,20 @@ Where the history holds two or more snapshots of one study with the same code (`
 was dirty), configuration (``config_hash``) and machine (``fingerprint``), each scorecard row is pooled over them:
 
 - **tightness**: a random-effects mean of the snapshots' median tightness on the log scale (DerSimonian and Laird:
-  each snapshot weighted by its own interval's variance plus the between-snapshot variance ``tau^2`` the spread of
-  the medians shows beyond those intervals), with its interval at the study's level;
-- **Kendall tau**: the same, on tau's own scale;
-- **top-1**: the distinguishable groups' hits summed over the snapshots, with their Clopper-Pearson interval;
+  each snapshot weighted by its own noise's variance plus the between-snapshot variance ``tau^2`` the spread of
+  the medians shows beyond that noise). A snapshot's interval is for the next study: the noise of two studies
+  (its characterisation, its rounds), differenced, and the spread of the class's runs, which every night repeats.
+  Pooling shrinks the first (one study's share is half the difference's variance) and keeps the second: the
+  pooled interval is the mean's at the study's level widened by the snapshots' median runs-alone half-width;
+- **Kendall tau**: the random-effects mean on tau's own scale, its interval over the groups kept (every night
+  ranks the same groups) and widened by the spread between nights;
+- **top-1**: the snapshots' mean rate, with the Clopper-Pearson interval of one snapshot's distinguishable groups
+  (every night ranks the same groups: more nights are not more groups).
 
-and judged by the scorecard's rule (:func:`analysis.scoring.scorecard.verdicts`). A row seen in one snapshot only
-has no pooled verdict.
+A snapshot whose figures repeat an earlier one's exactly (the same study validated again) counts once, and only
+snapshots with an interval count. With fewer than two, a row has no pooled verdict. With few nights the
+between-night variance is poorly known (two nights estimate it from one difference): the pooled verdict is
+judged by the scorecard's rule (:func:`analysis.scoring.scorecard.verdicts`) and grows firmer as nights add up.
 """
 
 from __future__ import annotations
@@ -34,17 +41,25 @@ COLUMNS = ["snapshot", "time", "study", "git_sha", "git_dirty", "config_hash", "
            "platform", "group", "model", "metric", "value", "lo", "hi", "n_reps", "n_alternatives"]
 
 
-def random_effects(y: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float) -> tuple[float, float, float, float]:
+def random_effects(y: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
+                   shared: np.ndarray | None = None, differenced: bool = False) -> tuple[float, float, float, float]:
     """DerSimonian-Laird random-effects mean of estimates ``y`` whose ``level`` intervals are ``[lo, hi]``:
-    ``(mean, lo, hi, tau^2)``; each estimate's variance ``v_i`` is its interval's longer side over z, squared, and
-    the interval is the mean +- z sqrt(1 / sum of the weights 1 / (v_i + tau^2))."""
+    ``(mean, lo, hi, tau^2)``.
+
+    An estimate's variance ``v_i`` is its interval's longer side over z, squared, less the square of its
+    ``shared`` half-width (what every estimate repeats, which pooling does not shrink), halved when the intervals
+    are ``differenced`` (each the difference of two studies' noise). The interval is the mean +- the root of
+    ``z^2 / sum of the weights 1 / (v_i + tau^2)`` plus the median shared half-width squared."""
     from scipy import stats
 
     z = float(stats.norm.ppf(0.5 + level / 2.0))
     y, lo, hi = (np.asarray(a, dtype=float) for a in (y, lo, hi))
-    v = (np.maximum(hi - y, y - lo) / z) ** 2  # the longer side of a skewed interval: conservative
+    half = np.maximum(hi - y, y - lo)  # the longer side of a skewed interval: conservative
+    common = np.zeros_like(half) if shared is None else np.nan_to_num(np.asarray(shared, dtype=float), nan=0.0)
+    common = np.minimum(np.abs(common), np.where(np.isfinite(half), half, np.inf))
+    v = (half**2 - common**2) / z**2 / (2.0 if differenced else 1.0)
     known = np.isfinite(v) & (v > 0)
-    # a snapshot with no interval weighs as the typical one with an interval (or a tiny variance when none has one)
+    # an estimate with no noise of its own weighs as the typical one (or a tiny variance when none has any)
     v = np.where(known, v, float(np.median(v[known])) if known.any() else 1e-12)
     w = 1.0 / v
     fixed = float(np.sum(w * y) / np.sum(w))
@@ -53,8 +68,8 @@ def random_effects(y: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float) 
     tau2 = max(0.0, (q - (len(y) - 1)) / c) if c > 0 else 0.0
     ws = 1.0 / (v + tau2)
     mean = float(np.sum(ws * y) / np.sum(ws))
-    se = math.sqrt(1.0 / float(np.sum(ws)))
-    return mean, mean - z * se, mean + z * se, tau2
+    width = math.sqrt(z**2 / float(np.sum(ws)) + float(np.median(common)) ** 2)
+    return mean, mean - width, mean + width, tau2
 
 
 def same_nights(frame: pd.DataFrame, snapshot: str) -> pd.DataFrame:
@@ -86,26 +101,34 @@ def pool(card: pd.DataFrame, nights: pd.DataFrame, level: float) -> pd.DataFrame
                     & (rows["model"].astype(str) == str(rec["model"]))]
         got: dict[str, Any] = {c: math.nan for c in POOLED_COLUMNS}
         got.update(pooled_bounds_verdict="", pooled_ranking_verdict="", pooled_verdict="")
-        tight = mine[mine["metric"] == "tightness_median"]
-        got["pooled_snapshots"] = int(tight["snapshot"].nunique()) if len(tight) else 0
+        tight = mine[(mine["metric"] == "tightness_median") & (mine["value"] > 0) & (mine["lo"] > 0)
+                     & (mine["hi"] >= mine["value"])].drop_duplicates(["value", "lo", "hi"])
+        nights_kept = set(tight["snapshot"])
+        mine = mine[mine["snapshot"].isin(nights_kept)]
+        got["pooled_snapshots"] = len(nights_kept)
         if got["pooled_snapshots"] >= 2:
-            t = tight[(tight["value"] > 0)]
+            width = mine[mine["metric"] == "width_runs"].set_index("snapshot")["value"]
+            shared = (width.reindex(tight["snapshot"]).to_numpy(dtype=float) / 2.0) / tight["value"].to_numpy(dtype=float)
             with np.errstate(divide="ignore", invalid="ignore"):
-                m, lo, hi, tau2 = random_effects(np.log(t["value"]), np.log(t["lo"]), np.log(t["hi"]), level)
+                m, lo, hi, tau2 = random_effects(np.log(tight["value"]), np.log(tight["lo"]), np.log(tight["hi"]),
+                                                 level, shared=shared, differenced=True)
             got.update(pooled_tightness_median=math.exp(m), pooled_tightness_lo=math.exp(lo),
                        pooled_tightness_hi=math.exp(hi), pooled_tau2=tau2)
-            tau = mine[mine["metric"] == "kendall_tau_median"]
+            tau = mine[(mine["metric"] == "kendall_tau_median") & mine["lo"].notna() & mine["hi"].notna()]
             if len(tau) >= 2:
-                m, lo, hi, _ = random_effects(tau["value"], tau["lo"], tau["hi"], level)
+                # its interval is over the groups, which every night repeats: all of it is shared
+                half = np.maximum(tau["hi"] - tau["value"], tau["value"] - tau["lo"]).to_numpy(dtype=float)
+                m, lo, hi, _ = random_effects(tau["value"], tau["lo"], tau["hi"], level, shared=half)
                 got.update(pooled_kendall_tau_median=m, pooled_kendall_tau_lo=max(-1.0, lo),
                            pooled_kendall_tau_hi=min(1.0, hi))
             top = mine[mine["metric"] == "top1_noise_aware_rate"]
             groups = pd.to_numeric(top["n_alternatives"], errors="coerce").fillna(0).to_numpy(dtype=float)
             if len(top) and groups.sum() > 0:
-                hits = int(round(float(np.sum(top["value"].to_numpy(dtype=float) * groups))))
-                ci = stats.binomtest(hits, int(groups.sum())).proportion_ci(confidence_level=level, method="exact")
-                got.update(pooled_top1_rate=hits / groups.sum(), pooled_top1_lo=float(ci.low),
-                           pooled_top1_hi=float(ci.high))
+                # every night ranks the same groups: the mean rate, the interval of one night's groups
+                rate = float(np.sum(top["value"].to_numpy(dtype=float) * groups) / groups.sum())
+                n = int(round(float(np.median(groups[groups > 0]))))
+                ci = stats.binomtest(int(round(rate * n)), n).proportion_ci(confidence_level=level, method="exact")
+                got.update(pooled_top1_rate=rate, pooled_top1_lo=float(ci.low), pooled_top1_hi=float(ci.high))
             judged = verdicts({"model_kind": model_kind(rec["model"]), "tightness_lo": got["pooled_tightness_lo"],
                                "tightness_hi": got["pooled_tightness_hi"],
                                "runs": MIN_RUNS if int(tight["n_reps"].min()) >= MIN_RUNS else 0,

@@ -118,7 +118,8 @@ def document(raws: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, Any]
             "t_b": parameter(
                 data["t_b"], UNITS["t_b"],
                 f"STREAM triad a=b+s*c, float32, 12 B/element counted, {n_triad} elements, other processor idle"
-                + (" (capped by the memory budget: see sizing)" if raw["capped"][i] else ""),
+                + (" (capped by the memory budget: see sizing)"
+                   if raw["capped"][i] and int(raw["plans"][i].get("cap_elements", n_triad)) <= n_triad else ""),
                 warmup,
             ),
             "ceilings": ceilings.document({c: {int(n): v for n, v in by.items()} for c, by in data["ceilings"].items()},

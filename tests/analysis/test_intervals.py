@@ -77,6 +77,26 @@ def test_rows_without_rounds_resample_each_runs_repetitions():
     assert got["tightness_lo"] < got["tightness_median"] < got["tightness_hi"]
 
 
+def test_a_row_too_large_to_resample_draws_its_runs_by_order_statistics(monkeypatch):
+    """Above the element cut-off (runs x resamples x repetitions) the runs are drawn by their order statistics and
+    the repetitions left alone: the runs' interval stays about as wide as the full resample's."""
+    import analysis.scoring.intervals as intervals
+    rng = np.random.default_rng(6)
+    t, reps, alone, rounds = _study(rng, rng.uniform(0.3, 1.0, 40), 0.0, 0.002, 0.0)
+    full = hierarchical(t, reps, alone, SETTINGS, rounds)
+    # 40 runs x 300 resamples fit, but not with their five repetitions each: the repetitions count
+    monkeypatch.setattr(intervals, "SCIPY_BOOTSTRAP_ELEMENTS", 40 * 300 * 2)
+    big = hierarchical(t, reps, alone, SETTINGS, rounds)
+    assert big["width_repetitions"] == 0 and full["width_repetitions"] > 0
+    assert big["tightness_lo"] < big["tightness_median"] < big["tightness_hi"]
+    assert 0.6 < big["width_runs"] / full["width_runs"] < 1.6
+
+
+def test_a_row_whose_runs_agree_exactly_names_no_widest_level():
+    got = hierarchical(np.full(6, 0.8), [np.ones(5)] * 6, None, SETTINGS, [np.arange(5)] * 6)
+    assert got["tightness_lo"] == got["tightness_hi"] == pytest.approx(0.8) and got["interval_level"] == ""
+
+
 def test_random_effects_pool_widens_with_the_spread_between_nights():
     from analysis.tracking.pooled import random_effects
 
@@ -89,13 +109,16 @@ def test_random_effects_pool_widens_with_the_spread_between_nights():
     assert tau2b > 0 and (b2 - a2) > 0.1 and a2 < math.log(0.8) + 0.1  # the nights disagree: between-night variance
 
 
-def _night(snapshot: str, sha: str, value: float, lo: float, hi: float, day: int) -> list[dict]:
+def _night(snapshot: str, sha: str, value: float, lo: float, hi: float, day: int, width_runs: float = 0.05,
+           groups: int = 8) -> list[dict]:
     base = {"snapshot": snapshot, "time": pd.Timestamp(f"2026-11-{day:02d}", tz="UTC"), "study": "s", "git_sha": sha,
             "git_dirty": False, "config_hash": "c", "fingerprint": "m", "kind": "scorecard", "case": "sa",
-            "platform": "p", "group": "compute-bound", "model": "PerDome/PeaPaw", "n_reps": 16, "n_alternatives": 4}
+            "platform": "p", "group": "compute-bound", "model": "PerDome/PeaPaw", "n_reps": 16,
+            "n_alternatives": groups}
     return [{**base, "metric": "tightness_median", "value": value, "lo": lo, "hi": hi},
+            {**base, "metric": "width_runs", "value": width_runs, "lo": math.nan, "hi": math.nan},
             {**base, "metric": "kendall_tau_median", "value": 0.9, "lo": 0.8, "hi": 1.0},
-            {**base, "metric": "top1_noise_aware_rate", "value": 1.0, "lo": 0.4, "hi": 1.0}]
+            {**base, "metric": "top1_noise_aware_rate", "value": 1.0, "lo": 0.6, "hi": 1.0}]
 
 
 def test_the_pooled_verdict_pools_the_same_code_only_and_says_when_there_is_one_night():
@@ -113,6 +136,28 @@ def test_the_pooled_verdict_pools_the_same_code_only_and_says_when_there_is_one_
     one = pool(card, same_nights(nights, "c"), 0.95)
     assert one.iloc[0]["pooled_snapshots"] == 1 and one.iloc[0]["pooled_verdict"] == ""
     assert "no pooled verdict yet" in summary_line(one) and "pooled over the last 2" in summary_line(pool(card, mine, 0.95))
+
+
+def test_pooling_shrinks_the_studies_noise_not_the_runs_nor_the_groups_every_night_repeats():
+    from analysis.tracking.pooled import pool
+
+    card = pd.DataFrame([{"case": "sa", "platform": "p", "workload_class": "compute-bound", "model": "PerDome/PeaPaw"}])
+    # the runs alone make nearly all of each night's width: four nights say no more than one about the class
+    runs = pd.DataFrame(sum((_night(k, "x", 0.90 + 0.005 * i, 0.75, 1.15, i + 1, width_runs=0.40)
+                             for i, k in enumerate("abcd")), []))
+    got = pool(card, runs, 0.95).iloc[0]
+    assert got["pooled_snapshots"] == 4 and got["pooled_tightness_hi"] > 1.1 and got["pooled_bounds_verdict"] == "undecided"
+    noise = pd.DataFrame(sum((_night(k, "x", 0.90 + 0.005 * i, 0.75, 1.15, i + 1, width_runs=0.02)
+                              for i, k in enumerate("abcd")), []))
+    assert pool(card, noise, 0.95).iloc[0]["pooled_bounds_verdict"] == "trusted"  # the noise of four studies: shrunk
+    # the same night validated twice counts once; a night with no interval does not count
+    again = pd.DataFrame(_night("a", "x", 0.80, 0.70, 1.05, 1) + _night("a2", "x", 0.80, 0.70, 1.05, 1)
+                         + _night("z", "x", 0.80, math.nan, math.nan, 2))
+    assert pool(card, again, 0.95).iloc[0]["pooled_snapshots"] == 1
+    # every night ranks the same four groups: two nights' 4 of 4 are not 8 of 8
+    four = pd.DataFrame(_night("a", "x", 0.80, 0.70, 1.05, 1, groups=4) + _night("b", "x", 0.82, 0.72, 1.08, 2, groups=4))
+    got = pool(card, four, 0.95).iloc[0]
+    assert got["pooled_top1_rate"] == 1.0 and got["pooled_top1_lo"] < 0.5 and got["pooled_ranking_verdict"] == "undecided"
 
 
 def _machine(snapshot: str, day: int, value: float, lo: float, hi: float) -> dict:

@@ -29,8 +29,9 @@ rule simulate_run:
         " --estimate-mb {resources.mem_mb} -- {params.command:q} 2>&1 | tee {log:q}"
 
 
-# Batches (batch_runs > 1): runs of one platform and job shape measured one after another in one job, each
-# under the guard and writing its own record, exactly as a job of its own would (sims.batch).
+# Batches (batch_runs > 1): up to batch_runs runs of one platform, of any job shape, in one job measured in
+# rounds: each round one MPI launch per job shape runs every run of that shape once more (sims.batch,
+# sims.launch), and each run writes its own record under the guard, exactly as a job of its own would.
 for _batch, _run_ids in BATCHES.items():
 
     rule:

@@ -96,7 +96,7 @@ class ScorecardSection(Section):
             f"A bound is trusted when at least {MIN_RUNS} runs were scored and the whole tightness interval lies in "
             f"[{BOUND_LO}, {BOUND_HI}], a predictor when it lies in [{PREDICTOR_LO}, {PREDICTOR_HI}]; ranking when at "
             f"least {MIN_GROUPS} groups of alternatives can be told apart, the tau interval lies above {TAU_LO} and "
-            f"the top-1 interval reaches {TOP1_LO}. An interval clear of its band is not trusted, one across an edge "
+            f"the top-1 interval's lower end is at least {TOP1_LO}. An interval clear of its band is not trusted, one across an edge "
             "undecided. Intervals cover the characterisation replicates, the runs and their repetitions; 'widest "
             "level' names the one whose own interval is widest. 'Verdict of all nights' pools every snapshot of this "
             "code, configuration and machine in the history (docs/scorecard.md). A cell links to its evidence."))
