@@ -96,7 +96,6 @@ def main(argv: list[str] | None = None) -> int:
                 progress.write(f"start {i}\n")
                 progress.flush()
                 print(f"[hetval launch] entry {i + 1}/{len(plan)}: {Path(entry['record']).name}", flush=True)
-            t_entry = time.monotonic()
             started = time.monotonic()
             try:
                 status = run_entry(entry["runner"])
@@ -120,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows = failed_record(spec, int(entry.get("ranks") or comm.Get_size()), why) if spec else []
                     if rows:
                         rec.write_raw(entry["record"], rows[0]["run_id"], rows, keep=True)
-                print(f"[hetval launch] entry {i + 1} took {time.monotonic() - t_entry:.2f} s", flush=True)
+                print(f"[hetval launch] entry {i + 1} took {time.monotonic() - started:.2f} s", flush=True)
                 if progress is not None:
                     progress.write(f"done {i}\n")
                     progress.flush()
