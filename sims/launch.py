@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             # the run's arrays are freed now, not whenever the collector next runs (a job's kernels refer back to
             # it): the next run then reuses their memory instead of faulting in fresh pages, which cost seconds
             gc.collect()
+            gc.freeze()  # what survived (modules the runner imported, their caches) is not traversed again
             comm.Barrier()
             if rank == 0:
                 if not Path(entry["record"]).exists():

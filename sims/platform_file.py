@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,33 @@ def network_overlay_path(platform_file: str | Path) -> Path:
     return p.with_name(p.stem + NETWORK_SUFFIX)
 
 
+#: platform files parsed in this process, by path and the file's identity (a rewrite is a new file: atomic rename)
+_PARSED: dict[tuple[str, int, int, int], dict[str, Any]] = {}
+
+
 def read_raw(path: str | Path) -> dict[str, Any]:
-    """The platform file exactly as characterisation wrote it (no overlay)."""
+    """The platform file exactly as characterisation wrote it (no overlay).
+
+    A process that measures many runs (:mod:`sims.launch`) reads the same file for each: it is parsed once per
+    version of the file, and each caller gets its own copy."""
+    import copy
+
     try:
-        return load_mapping(path, "platform file")
+        st = os.stat(path)
+        key = (os.path.abspath(path), st.st_ino, st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _PARSED:
+        return copy.deepcopy(_PARSED[key])
+    try:
+        doc = load_mapping(path, "platform file")
     except YAMLFileError as exc:
         raise PlatformFileError(str(exc)) from None
+    if key is not None:
+        if len(_PARSED) >= 8:
+            _PARSED.clear()
+        _PARSED[key] = copy.deepcopy(doc)
+    return doc
 
 
 def read_platform(path: str | Path) -> dict[str, Any]:
