@@ -8,6 +8,7 @@ too large to resample; :func:`median_interval` is the plain percentile bootstrap
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -76,8 +77,8 @@ def bootstrap_medians(values: np.ndarray, resamples: int, seed: int) -> np.ndarr
 
 
 def _round_matrix(reps: list[Any], rounds: list[Any] | None) -> np.ndarray | None:
-    """Runs x rounds: each run's repetition time in each round (NaN where it has none), when every run has at most
-    one repetition per round and the runs share their rounds; None otherwise."""
+    """Runs x rounds x repetitions: each run's repetition times in each round (NaN-padded: a round holds a share
+    of a run's repetitions, one or more), when the runs share two or more rounds; None otherwise."""
     if rounds is None:
         return None
     labels: set[int] = set()
@@ -85,16 +86,21 @@ def _round_matrix(reps: list[Any], rounds: list[Any] | None) -> np.ndarray | Non
     for r, k in zip(reps, rounds, strict=True):
         r = np.asarray(r if r is not None else [], dtype=float)
         k = np.asarray(k if k is not None else [], dtype=float)
-        if len(r) != len(k) or not len(r) or not np.isfinite(k).all() or len(set(k.tolist())) != len(k):
+        if len(r) != len(k) or not len(r) or not np.isfinite(k).all():
             return None
         pairs.append((r, k.astype(int)))
         labels.update(k.astype(int).tolist())
     if len(labels) < 2:
         return None
     order = {lab: j for j, lab in enumerate(sorted(labels))}
-    out = np.full((len(pairs), len(order)), np.nan)
+    per = max(int(np.max(np.unique(k, return_counts=True)[1])) for _, k in pairs)
+    out = np.full((len(pairs), len(order), per), np.nan)
     for i, (r, k) in enumerate(pairs):
-        out[i, [order[x] for x in k]] = r
+        seen = dict.fromkeys(order.values(), 0)
+        for value, lab in zip(r, k, strict=True):
+            j = order[int(lab)]
+            out[i, j, seen[j]] = value
+            seen[j] += 1
     return out
 
 
@@ -111,8 +117,9 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
        ``(R - 1) / R`` of their variance: half of it with two replicates);
     2. **the runs**, with replacement;
     3. **the repetitions**: the study's rounds with replacement, the same rounds for every run (``rounds``: each
-       repetition's round; a round is a moment every run shares), a run's tightness moving by its median time
-       over the median of its repetitions in the drawn rounds; without rounds, each run's repetitions alone.
+       repetition's round, one or more repetitions in a round; a round is a moment every run shares), a run's
+       tightness moving by its median time over the median of its repetitions in the drawn rounds, scaled by
+       ``sqrt(R / (R - 1))`` as the replicates are; without rounds, each run's repetitions alone.
 
     The interval is for the *next* study's median, not only for this one's: what a study shares (its replicates,
     its rounds) is drawn for two studies and differenced, so that both studies' noise counts and nominal 95 %
@@ -135,7 +142,8 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
         return out
     n, b = len(t), int(settings.resamples)
     rng = np.random.default_rng(settings.seed)
-    per_run = max((len(x) for x in reps if x is not None), default=1) if reps is not None else 1
+    per_run = max((int(np.size(x)) for x, k in zip(reps, keep, strict=True) if k and x is not None),
+                  default=1) if reps is not None else 1
     large = n * b * max(1, per_run) > SCIPY_BOOTSTRAP_ELEMENTS
     logf = None
     if replicates is not None and np.ndim(replicates) == 2 and np.shape(replicates)[1] >= 2:
@@ -160,11 +168,15 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
             got["f"] = counts @ (logf.T if not large else np.median(logf, axis=0)[:, None])
         got["runs"] = None if large else rng.integers(0, n, size=(b, n))
         if by_round is not None:
-            drawn = rng.integers(0, by_round.shape[1], size=(b, by_round.shape[1]))
-            with np.errstate(invalid="ignore"):
-                med = np.nanmedian(by_round[:, drawn], axis=2).T  # b x n
-                got["reps"] = np.where(np.isfinite(med), np.log(np.nanmedian(by_round, axis=1))[None, :] - np.log(med),
-                                       0.0)
+            runs_n, r, per = by_round.shape
+            drawn = rng.integers(0, r, size=(b, r))
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a run with no repetition in the drawn rounds
+                med = np.nanmedian(by_round[:, drawn, :].reshape(runs_n, b, r * per), axis=2).T  # b x n
+                whole = np.nanmedian(by_round.reshape(runs_n, r * per), axis=1)
+                # the bootstrap of r rounds sees (r - 1) / r of their variance, as with the replicates
+                got["reps"] = np.where(np.isfinite(med), (np.log(whole)[None, :] - np.log(med))
+                                       * math.sqrt(r / (r - 1)), 0.0)
         elif kept_reps is not None and not large:
             shift = np.zeros((b, n))
             for i, x in enumerate(kept_reps):

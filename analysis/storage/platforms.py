@@ -50,7 +50,7 @@ FDM_CALIBRATION_COL = "fdm_calibration"
 class Platforms:
     """The characterised platforms of one study, as validation joins them; ``replicates`` are the same
     platforms as each characterisation replicate alone measured them (``replicates[k]``: every platform's
-    replicate ``k + 1``, or its pooled file where it has none, as many as the fewest replicated platform has),
+    replicate ``k + 1``, or its pooled file where it has fewer than two, as many as the fewest replicated platform has),
     empty when no platform file names replicates (:mod:`sims.bench.replicates`)."""
 
     processors: pd.DataFrame
@@ -67,11 +67,11 @@ class Platforms:
         files = [replicate_files(path, doc) for path, doc in docs]
         # a platform with no replicates (published) is its pooled file in each; the replicated ones give as many
         # replicates as the fewest of them has, so that no replicate's figure is the pooled one standing in
-        count = min((len(f) for f in files if f), default=0)
+        count = min((len(f) for f in files if len(f) >= 2), default=0)
         replicates = []
         if count >= 2:
             for k in range(count):
-                chosen = [(f[k], read_platform(f[k])) if f else (path, doc)
+                chosen = [(f[k], read_platform(f[k])) if len(f) >= 2 else (path, doc)
                           for (path, doc), f in zip(docs, files, strict=True)]
                 replicates.append(cls(load_platforms(chosen), load_platform_params(chosen)))
         return cls(load_platforms(docs), load_platform_params(docs), tuple(replicates))

@@ -14,9 +14,10 @@ was dirty), configuration (``config_hash``) and machine (``fingerprint``), each 
 - **Kendall tau**: the random-effects mean on tau's own scale, its interval over the groups kept (every night
   ranks the same groups) and widened by the spread between nights;
 - **top-1**: the snapshots' mean rate, with the Clopper-Pearson interval of one snapshot's distinguishable groups
-  (every night ranks the same groups: more nights are not more groups).
+  (every night ranks the same groups: more nights are not more groups), never narrower than the snapshots' median
+  interval (which also spans their characterisation replicates).
 
-A snapshot whose figures repeat an earlier one's exactly (the same study validated again) counts once, and only
+A snapshot whose figures of the row all repeat an earlier one's (the same study validated again) counts once, and only
 snapshots with an interval count. With fewer than two, a row has no pooled verdict. With few nights the
 between-night variance is poorly known (two nights estimate it from one difference): the pooled verdict is
 judged by the scorecard's rule (:func:`analysis.scoring.scorecard.verdicts`) and grows firmer as nights add up.
@@ -102,13 +103,16 @@ def pool(card: pd.DataFrame, nights: pd.DataFrame, level: float) -> pd.DataFrame
         got: dict[str, Any] = {c: math.nan for c in POOLED_COLUMNS}
         got.update(pooled_bounds_verdict="", pooled_ranking_verdict="", pooled_verdict="")
         tight = mine[(mine["metric"] == "tightness_median") & (mine["value"] > 0) & (mine["lo"] > 0)
-                     & (mine["hi"] >= mine["value"])].drop_duplicates(["value", "lo", "hi"])
-        nights_kept = set(tight["snapshot"])
+                     & (mine["hi"] >= mine["value"])]
+        nights_kept = _distinct_nights(mine[mine["snapshot"].isin(set(tight["snapshot"]))])
+        tight = tight[tight["snapshot"].isin(nights_kept)].drop_duplicates("snapshot")
         mine = mine[mine["snapshot"].isin(nights_kept)]
         got["pooled_snapshots"] = len(nights_kept)
         if got["pooled_snapshots"] >= 2:
             width = mine[mine["metric"] == "width_runs"].set_index("snapshot")["value"]
             shared = (width.reindex(tight["snapshot"]).to_numpy(dtype=float) / 2.0) / tight["value"].to_numpy(dtype=float)
+            if np.isfinite(shared).any():  # a night without the figure (older code) shares what the others share
+                shared = np.where(np.isfinite(shared), shared, float(np.nanmedian(shared)))
             with np.errstate(divide="ignore", invalid="ignore"):
                 m, lo, hi, tau2 = random_effects(np.log(tight["value"]), np.log(tight["lo"]), np.log(tight["hi"]),
                                                  level, shared=shared, differenced=True)
@@ -126,9 +130,14 @@ def pool(card: pd.DataFrame, nights: pd.DataFrame, level: float) -> pd.DataFrame
             if len(top) and groups.sum() > 0:
                 # every night ranks the same groups: the mean rate, the interval of one night's groups
                 rate = float(np.sum(top["value"].to_numpy(dtype=float) * groups) / groups.sum())
-                n = int(round(float(np.median(groups[groups > 0]))))
-                ci = stats.binomtest(int(round(rate * n)), n).proportion_ci(confidence_level=level, method="exact")
-                got.update(pooled_top1_rate=rate, pooled_top1_lo=float(ci.low), pooled_top1_hi=float(ci.high))
+                n = int(math.floor(float(np.median(groups[groups > 0])) + 0.5))
+                ci = stats.binomtest(int(math.floor(rate * n + 0.5)), n).proportion_ci(confidence_level=level,
+                                                                                       method="exact")
+                # a night's own interval also spans its characterisation replicates: never narrower than theirs
+                lo = np.nanmedian(top["lo"].to_numpy(dtype=float)) if top["lo"].notna().any() else math.nan
+                hi = np.nanmedian(top["hi"].to_numpy(dtype=float)) if top["hi"].notna().any() else math.nan
+                got.update(pooled_top1_rate=rate, pooled_top1_lo=float(np.nanmin([ci.low, lo])),
+                           pooled_top1_hi=float(np.nanmax([ci.high, hi])))
             judged = verdicts({"model_kind": model_kind(rec["model"]), "tightness_lo": got["pooled_tightness_lo"],
                                "tightness_hi": got["pooled_tightness_hi"],
                                "runs": MIN_RUNS if int(tight["n_reps"].min()) >= MIN_RUNS else 0,
@@ -141,6 +150,21 @@ def pool(card: pd.DataFrame, nights: pd.DataFrame, level: float) -> pd.DataFrame
     for c in POOLED_COLUMNS:
         out[c] = frame[c]
     return out.astype({"pooled_snapshots": "int64", **{c: "string" for c in POOLED_COLUMNS if "verdict" in c}})
+
+
+def _distinct_nights(rows: pd.DataFrame) -> list[str]:
+    """The snapshots of one scorecard row whose figures are not all an earlier snapshot's (the same study validated
+    again is one night), in time order."""
+    seen: set[tuple] = set()
+    kept = []
+    order = rows.sort_values("time", kind="stable") if "time" in rows else rows
+    for snap, sub in order.groupby("snapshot", sort=False):
+        figures = tuple(sorted((str(m), *(round(float(x), 12) if pd.notna(x) else None for x in (v, lo, hi)))
+                               for m, v, lo, hi in sub[["metric", "value", "lo", "hi"]].itertuples(index=False)))
+        if figures not in seen:
+            seen.add(figures)
+            kept.append(snap)
+    return kept
 
 
 def pooled_scorecard(card: pd.DataFrame, history_path: Any, study: str, snapshot: str | None,
