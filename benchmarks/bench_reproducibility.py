@@ -17,6 +17,8 @@ scorecard row (model, case, platform, workload class) it counts
 prints every row's verdicts and intervals study by study, the verdict pooled over all the studies (as the history
 pools nights: :mod:`analysis.tracking.pooled`), and each study's wall time. ``--baseline REF`` also times one
 default study of the code at git ``REF`` (its own virtual environment, in a temporary worktree) on this machine.
+Each study keeps its wall time in its directory (``wall_s``), the baseline's in ``baseline/`` beside them, so
+``--from`` (with ``--revalidate``: the same measurements judged by this checkout's code) reports them again.
 """
 
 from __future__ import annotations
@@ -48,7 +50,17 @@ def run_study(work: Path, snakefile: Path = ROOT / "Snakefile", python: str = sy
     (work / "snakemake.log").write_text(out.stdout + out.stderr, encoding="utf-8")
     if out.returncode != 0:
         raise SystemExit(f"the study in {work} failed:\n{out.stderr[-3000:]}")
-    return time.monotonic() - started
+    wall = time.monotonic() - started
+    (work / "wall_s").write_text(f"{wall:.1f}\n", encoding="utf-8")  # what --from reports again
+    return wall
+
+
+def recorded_wall(work: Path) -> float | None:
+    """The wall seconds :func:`run_study` kept in ``work`` (None when it kept none)."""
+    try:
+        return float((work / "wall_s").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def baseline(ref: str, base: Path) -> float:
@@ -235,7 +247,8 @@ def main() -> int:
     base_wall = None
     if args.dirs:
         works = list(args.dirs)
-        walls = [None] * len(works)
+        walls = [recorded_wall(w) for w in works]
+        base_wall = recorded_wall(works[0].parent / "baseline")
         if args.revalidate:
             for work in works:
                 revalidate(work)
