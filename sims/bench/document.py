@@ -128,7 +128,7 @@ def document(raws: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, Any]
             "operations": _operations(data["operations"], p["backend"]),
             "t_b_shared": parameter(
                 data["t_b_shared"], UNITS["t_b"],
-                "STREAM triad as t_b, both processors streaming at the same time (informational)", warmup,
+                "STREAM triad as t_b, both processors streaming at the same time, at three moments of each replicate", warmup,
             ),
             **energy_parameters(energy_fits[r]),
         }

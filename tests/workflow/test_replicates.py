@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from analysis.storage.platforms import Platforms
+from sims.bench.characterize import SHARED_MOMENTS
 from sims.bench.replicates import merge
 
 
@@ -25,6 +26,10 @@ def test_the_platform_file_pools_both_replicates_samples_and_keeps_each_ones_val
     assert raws[1]["elements"] == raws[0]["elements"]
     assert [r["sweep_elements"] for r in raws[1]["ranks"]] == [r["sweep_elements"] for r in raws[0]["ranks"]]
     assert [r["op_passes"] for r in raws[1]["ranks"]] == [r["op_passes"] for r in raws[0]["ranks"]]
+    # the shared triad at SHARED_MOMENTS moments of each replicate, each as many repetitions as the triad alone
+    for raw in raws:
+        for r in raw["ranks"]:
+            assert len(r["t_b_shared"]) == SHARED_MOMENTS * len(r["t_b"])
     doc = yaml.safe_load((where / "cpu-pair-numpy-numba.yaml").read_text())
     singles = [yaml.safe_load((where / "replicates" / f"cpu-pair-numpy-numba.{k}.yaml").read_text()) for k in (1, 2)]
     t_f = doc["processors"]["host"]["t_f"]
