@@ -19,7 +19,7 @@ def minimal() -> dict:
 def test_defaults_are_filled():
     cfg = validate_config(minimal())
     assert cfg["study"] == "default"
-    assert cfg["runs"] == {"warmup": 1, "repetitions": 5, "rounds": 5, "min_region_factor": 1000, "max_attempts": 2}
+    assert cfg["runs"] == {"warmup": 1, "repetitions": 5, "rounds": 3, "min_region_factor": 1000, "max_attempts": 2}
     assert cfg["retry_failed"] is False and cfg["platforms"][0]["memory_gb"] is None
     assert cfg["cases"]["sa"]["wps"] == ["CO", "GO", "p-DP", "CP", "CP-reverse"]
     assert cfg["characterize"]["repetitions"] >= 5

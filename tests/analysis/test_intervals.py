@@ -61,7 +61,7 @@ def _layout_coverage(layout: list[int], sig_rep: float, sig_round: float, trials
 
 
 def test_two_repetitions_in_a_round_keep_the_rounds_level():
-    """Five repetitions in three rounds (2, 2, 1; runs.rounds 3): the rounds are still drawn as moments every run shares. Three
+    """Five repetitions in three rounds (2, 2, 1; the default): the rounds are still drawn as moments every run shares. Three
     moments are few: where they dominate, coverage is below nominal (docs/scorecard.md), not what it would be
     with each run's repetitions drawn alone (about 0.6)."""
     got = hierarchical(*_two_per_round())
@@ -77,8 +77,8 @@ def _two_per_round():
 
 
 @pytest.mark.parametrize(("sig_c", "sig_rep", "sig_round", "replicates", "rounds"), [
-    (0.0, 0.03, 0.03, 2, 5),   # moments shared by every run dominate: the rounds level (the default five)
-    (0.0, 0.03, 0.03, 2, 3),   # ... measured in three rounds
+    (0.0, 0.03, 0.03, 2, 5),   # moments shared by every run dominate: the rounds level
+    (0.0, 0.03, 0.03, 2, 3),   # ... measured in three rounds (the default)
     (0.0, 0.05, 0.0, 2, 3),    # each repetition's own noise
     (0.03, 0.02, 0.0, 5, 3),   # the characterisation, five replicates
 ])
