@@ -181,10 +181,25 @@ def pooled_verdicts(works: list[Path]):
     return pool(card, nights[nights["snapshot"].isin(set(nights["snapshot"]))], 0.95)
 
 
+def _rounds(work: Path) -> int | None:
+    """The most rounds any run of the study at ``work`` was measured in (from its repetitions' rounds)."""
+    import pandas as pd
+
+    path = work / "results" / "default" / "validation" / "runs.parquet"
+    if not path.exists():
+        return None
+    col = pd.read_parquet(path, columns=["rounds_reps"])["rounds_reps"]
+    found = [int(max(x for x in r if x == x)) + 1 for r in col if r is not None and any(x == x for x in r)]
+    return max(found, default=None)
+
+
 def report(works: list[Path], walls: list[float | None], base_wall: float | None) -> str:
     cards = [scorecard(w) for w in works]
     counts, rows = compare(cards)
-    lines = [f"{len(works)} studies of the default study, one after the other on the same code and machine.", ""]
+    rounds = sorted({n for n in (_rounds(w) for w in works) if n})
+    lines = [f"{len(works)} studies of the default study, one after the other on the same code and machine; "
+             f"each run's repetitions measured in {' or '.join(map(str, rounds)) or 'an unknown number of'} "
+             f"rounds (runs.rounds).", ""]
     lines.append("| row | " + " | ".join(f"study {i + 1}" for i in range(len(works))) + " | all studies pooled |")
     lines.append("|---|" + "---|" * (len(works) + 1))
     pooled = pooled_verdicts(works)
