@@ -65,8 +65,9 @@ def run(spec: dict, words: list[str], out: Path, choices: Path | None = None) ->
 
 
 def previous(spec: dict) -> dict:
-    """The spec characterised the previous way: the cache rule's length, 7 repetitions, three transpose rounds."""
-    return {**spec, "plateau": False, "repetitions": 7, "transpose_rounds": 3}
+    """The spec characterised the previous way: the cache rule's length, 2 warm-ups and 7 repetitions of everything
+    (fixed counts, no stopping once narrow), three transpose rounds."""
+    return {**spec, "plateau": False, "repetitions": 7, "transpose_rounds": 3, "precision": None, "warmup": 2}
 
 
 def compared(new: dict, old: dict) -> list[str]:
@@ -159,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
                       "1 triad and FMA chains, 2 idle windows, 3 intensity sweep, 4 per-operation, 5 compute "
                       "ceilings, 6 FDM kernels, 7 ping-pong. Peak = resident memory of the whole process tree, "
                       "polled every 20 ms; estimate = the job's `mem_mb`. The previous way: the triad at the "
-                      "cache rule's length, 7 repetitions, 3 transpose rounds, per replicate.\n\n"
+                      "cache rule's length, 2 warm-ups and 7 repetitions of each measurement, 3 transpose rounds, per replicate; "
+                      "the study's way: its share of the repetitions, more while a cheap measurement is not yet "
+                      "narrow (the platform file's `repetitions`).\n\n"
                       + "\n".join(head + rows + comparisons))
     return 0
 

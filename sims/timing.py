@@ -68,9 +68,67 @@ class Measurement:
     repetitions: list[Repetition] = field(default_factory=list)
     resolution_s: float = 0.0
     inner: int = 1  # executions of ``work`` per timed region (> 1 only when lengthened for a meter)
+    stopped: str = "fixed"  # why the repetitions stopped: fixed, or an Until's narrow / at most / budget
+    extra_warmups: int = 0  # first timed repetitions an Until took as warm-ups
 
 
 PROBES = 4  # at most this many probes to find how many executions span a meter's window
+
+
+@dataclass(frozen=True)
+class Until:
+    """When to stop repeating a measurement (pyperf's and criterion's idea): at least ``at_least`` timed
+    repetitions; past that, stop once the 95 % interval of the judged ranks' mean log time is within
+    ``precision`` of it (Student's t over the repetitions), or at ``at_most``, or once another repetition would
+    take the timed total past ``budget_s``.
+
+    A first timed repetition slower than every later one by more than ``precision`` is a warm-up that was still
+    needed: it is taken as one (at most ``extra_warmup`` times) and measured again, so that a short fixed warm-up
+    costs no accuracy.
+    """
+
+    at_least: int = 3
+    at_most: int = 6
+    precision: float = 0.05
+    budget_s: float = 2.0
+    extra_warmup: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.at_least <= self.at_most:
+            raise ValueError(f"Until needs 1 <= at_least <= at_most, got {self.at_least} and {self.at_most}")
+        if not self.precision > 0 or not self.budget_s > 0:
+            raise ValueError(f"Until needs precision > 0 and budget_s > 0, got {self.precision} and {self.budget_s}")
+
+    def half_width(self, times: list[float]) -> float:
+        """The relative half-width of the 95 % interval of the mean log time (inf below two samples)."""
+        from scipy import stats
+
+        if len(times) < 2 or min(times) <= 0:
+            return math.inf
+        logs = [math.log(t) for t in times]
+        mean = sum(logs) / len(logs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+        return math.expm1(float(stats.t.ppf(0.975, len(logs) - 1)) * sd / math.sqrt(len(logs)))
+
+    def warm_outlier(self, times: list[float]) -> bool:
+        """Whether the first of ``times`` is slower than every later one by more than the precision."""
+        return len(times) >= 2 and times[0] > (1 + self.precision) * max(times[1:])
+
+    def verdict(self, series: list[list[float]], warmups_taken: int) -> str | None:
+        """``"warm-up"`` (drop the first repetition), ``"narrow"``/``"at most"``/``"budget"`` (stop), or None (go on),
+        from each judged rank's series of own times (all the same length)."""
+        n = len(series[0]) if series else 0
+        if warmups_taken < self.extra_warmup and n >= self.at_least and any(self.warm_outlier(s) for s in series):
+            return "warm-up"
+        if n < self.at_least:
+            return None
+        if all(self.half_width(s) <= self.precision for s in series):
+            return "narrow"
+        if n >= self.at_most:
+            return "at most"
+        if max(sum(s) * (n + 1) / n for s in series) > self.budget_s:
+            return "budget"
+        return None
 
 
 def measure(
@@ -82,6 +140,8 @@ def measure(
     min_region_factor: float = 1000.0,
     meter_read: Callable[[], Any] | None = None,
     min_window_s: float = 0.0,
+    until: Until | None = None,
+    active: bool = True,
 ) -> Measurement:
     """Run ``work`` ``warmup`` times untimed, then ``repetitions`` times timed on every rank.
 
@@ -113,6 +173,10 @@ def measure(
         time is the region divided by ``inner`` - a meter that updates slowly
         then still sees a long enough window. :attr:`Measurement.inner` says
         how many.
+    until
+        Adaptive repetitions instead of ``repetitions`` of them (:class:`Until`), judged on the own times of the
+        ranks whose ``active`` is true (every rank decides alike); :attr:`Measurement.stopped` says why they
+        stopped.
     """
     if repetitions < 1:
         raise ValueError("repetitions must be >= 1")
@@ -140,6 +204,9 @@ def measure(
     resolution = timer_resolution()
     result = Measurement(resolution_s=resolution, inner=inner)
     restarts = 0
+    judged = [i for i, a in enumerate(comm.allgather(bool(active))) if a] if until is not None else []
+    if until is not None:
+        repetitions = until.at_most
     while len(result.repetitions) < repetitions:
         comm.Barrier()
         before = meter_read() if meter_read else None
@@ -164,6 +231,17 @@ def measure(
             restarts += 1
             continue
         result.repetitions.append(Repetition(own, per_rank, before, after, (wall_start, wall_end)))
+        if until is not None and judged:
+            verdict = until.verdict([[r.per_rank_s[i] for r in result.repetitions] for i in judged],
+                                    result.extra_warmups)
+            if verdict == "warm-up":
+                del result.repetitions[0]
+                result.extra_warmups += 1
+            elif verdict is not None:
+                result.stopped = verdict
+                break
+    if until is not None and result.stopped == "fixed":
+        result.stopped = "at most"
     shortest = min(r.slowest_s for r in result.repetitions)
     if shortest < resolution * min_region_factor:
         raise RegionTooShortError(

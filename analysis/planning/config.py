@@ -289,6 +289,9 @@ def characterize_spec(config: Mapping[str, Any], platform: str) -> dict[str, Any
                                                   "plateau")},
         # each replicate measures its share of the repetitions, at least MIN_REPLICATE_REPETITIONS
         "repetitions": replicate_repetitions(config),
+        # past that share, a measurement goes on while its interval is wider than the precision (sims.timing.Until)
+        "precision": config["characterize"]["precision"],
+        "max_repetitions": max(replicate_repetitions(config), int(config["characterize"]["max_repetitions"])),
         # the transposes' windows: one per replicate, or two in a platform characterised once
         "transpose_rounds": 1 if int(config["characterize"]["replicates"]) > 1 else 2,
         "transpose_sizes": transpose_sizes(config, platform),

@@ -20,14 +20,17 @@ import argparse
 import json
 import statistics
 import sys
+from dataclasses import replace
 from typing import Any
 
 from sims import record as rec
 from sims._threads import pin_cores
 from sims.atomic import atomic_write_text
 from sims.bench.document import RAW_FORMAT, choices, document
+from sims.bench.stopping import Tally, stop_rule
+from sims.memory import release_freed
 from sims.fingerprint import machine_facts
-from sims.timing import measure, mpi_op
+from sims.timing import Until, measure, mpi_op
 from sims.vocab import BANDWIDTH_CLASSES, ROLES
 
 
@@ -90,6 +93,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     warmup, reps = int(spec["warmup"]), int(spec["repetitions"])
     factor = float(spec.get("min_region_factor", 1000.0))
     say = Progress(comm, spec["platform"])
+    until = stop_rule(spec)
+    tally = Tally(until)
     sizes = sizing(comm, spec)
     plans = comm.gather(sizes, root=0)
     if rank == 0:
@@ -115,7 +120,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                 else:
                     counted[kind] = kernels.fma_peak(backend, fma_state)
 
-        m = measure(comm, work, backend.synchronize, warmup, reps, factor)
+        m = measure(comm, work, backend.synchronize, warmup, reps, factor, until=until, active=role in active)
+        tally.add("shared triad" if len(active) > 1 else f"{kind} alone", m)
         if role not in active:
             return None
         return [counted[kind] / r.own_s for r in m.repetitions]
@@ -143,14 +149,16 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     shared_triad("step 1 of 7", 0)
     from sims.bench import ceilings, plan
 
-    def timed(work: Any, warm: int = warmup, n: int = reps) -> list[float] | None:
+    def timed(work: Any, warm: int = warmup, n: int = reps, step: str = "ceilings") -> list[float] | None:
         done: dict[str, int] = {}
 
         def body() -> None:
             if work is not None:
                 done["count"] = work()
 
-        m = measure(comm, body, backend.synchronize, warm, n, factor)
+        rule = None if until is None else replace(until, at_least=n, at_most=max(n, until.at_most))
+        m = measure(comm, body, backend.synchronize, warm, n, factor, until=rule, active=work is not None)
+        tally.add(step, m)
         return [done["count"] / r.own_s for r in m.repetitions] if work is not None else None
 
     transposes = {dt: plan.transpose_sizes(spec.get("transpose_sizes"), n_triad, dt, sizes.budget_bytes, say)
@@ -166,7 +174,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         for target in ROLES:
             say(f"{step}: the transpose's bandwidth on {target} ({tr}), round {len(rounds) // len(ROLES) + 1} of "
                 f"{transpose_rounds}")
-            got = ceilings.measure_transposes(role, target, backend, lambda w: timed(w, 1, round_reps), 17 + rank,
+            got = ceilings.measure_transposes(role, target, backend, lambda w: timed(w, 1, round_reps, "transposes"), 17 + rank,
                                               transposes)
             rounds.append(got)
 
@@ -207,7 +215,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                 sweep.run(backend, sweep_state, k, mine["sweep_elements"][k])
 
         m = measure(comm, work, backend.synchronize, 1, reps, factor, meter_read=meters.read if metered else None,
-                    min_window_s=min_window)
+                    min_window_s=min_window, until=until, active=role == target)
+        tally.add("intensity sweep", m)
         if metered:
             # a node meter covers both processors: the idle one's static power is in every sample
             energies[target][k] = [joules(r.meter_before, r.meter_after, target, m.inner) for r in m.repetitions]
@@ -215,8 +224,12 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
                                "elements": point_n[ROLES.index(target)][k]} for r in m.repetitions]
         return [r.own_s for r in m.repetitions] if role == target else None
 
-    say("step 2 of 7: idle power")
-    idle, idle_windows = _idle_power(comm, meters, descs, spec, metered)
+    if metered or not chosen:
+        say("step 2 of 7: idle power")
+        idle, idle_windows = _idle_power(comm, meters, descs, spec, metered)
+    else:  # no meter: the first replicate's idle windows are kept for a trace attached later; more add nothing
+        say("step 2 of 7: idle power: no meter, and the first replicate kept its idle windows for a trace")
+        idle, idle_windows = None, []
     for target in ROLES:
         times = {}
         for i, k in enumerate(sweep.KS):
@@ -267,7 +280,8 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             mine["ceilings"] = got
     fdm = spec.get("fdm") or None
     if fdm:
-        mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor, say)
+        mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor, say, until, tally)
+        release_freed()  # the calibration's blocks were heap arrays: the triad's third moment would stand on them
     else:
         say("step 6 of 7: no FDM runs on this platform: the FDM kernels are not calibrated")
     from sims.bench import pingpong
@@ -302,6 +316,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         "energies": {r: {str(k): v for k, v in energies[r].items()} for r in ROLES},
         "windows": {r: {str(k): v for k, v in windows[r].items()} for r in ROLES},
         "pingpong": {str(m): t for m, t in pp.items()},
+        "repetitions": tally.document(),
         "ranks": [{**{k: v for k, v in data.items() if k not in ("sweep", "sweep_elements", "ceilings")},
                    "sweep": {str(k): v for k, v in data["sweep"].items()},
                    "sweep_elements": {str(k): v for k, v in data["sweep_elements"].items()},
@@ -342,7 +357,8 @@ def _triad_length(comm: Any, spec: dict[str, Any], backend: Any, cap: int, chose
 
 
 def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmup: int, reps: int,
-                     factor: float, say: Progress) -> dict[str, Any] | None:
+                     factor: float, say: Progress, until: Until | None = None,
+                     tally: Tally | None = None) -> dict[str, Any] | None:
     """The FDM kernels' calibration samples (:mod:`sims.bench.fdm_calib`) for the study's FDM backend and orders.
 
     Alone on the first processor driving that backend (the host for a CPU backend no processor drives), then,
@@ -361,8 +377,15 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
     drivers = [i for i, r in enumerate(ROLES) if spec["layout"][r]["backend"] == backend]
     alone_rank = drivers[0] if drivers else 0
 
+    # the calibration fits one model to hundreds of such measurements, whose number sets its precision: each keeps
+    # its share of the repetitions (a warm-up that was still needed is taken as one, as everywhere)
+    until = None if until is None else replace(until, at_most=until.at_least)
+
     def seconds(work: Any) -> list[float] | None:
-        m = measure(comm, work if work is not None else (lambda: None), lambda: None, warmup, reps, factor)
+        m = measure(comm, work if work is not None else (lambda: None), lambda: None, warmup, reps, factor,
+                    until=until, active=work is not None)
+        if tally is not None:
+            tally.add("FDM kernels", m)
         return [r.own_s for r in m.repetitions] if work is not None else None
 
     points = len(orders) * len(blocks)

@@ -144,6 +144,8 @@ def document(raws: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, Any]
         "machine": raw["machine"],
         # how large the arrays were and why: the cache rule, the memory budget, whether the cap bit
         "sizing": {r: raw["plans"][i] for i, r in enumerate(ROLES)},
+        # how many timed repetitions each step's measurements took in each replicate, and why they stopped
+        "repetitions": [r["repetitions"] for r in raws if r.get("repetitions")] or None,
         "energy": ("not measured: no energy meter was found (e_f, e_b, p_s and idle power are null); "
                    + "; ".join(n for d in descs for n in d["notes"]) if not metered else
                    f"fitted from the intensity sweep's {source} readings (Choi et al.): E = e_f N_f + e_b N_b "

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from sims.bench import plan
-from sims.memory import MemoryLimit, cgroup_limit, memory_limit
+from sims.memory import MemoryLimit, cgroup_limit, memory_limit, release_freed
 from tests.conftest import REPO
 from tests.memory_ceiling import memory_ceiling
 
@@ -69,6 +69,42 @@ def test_memory_limit_reads_cgroups(tmp_path):
     (v2 / "a" / "memory.max").write_text(str(2**30))
     assert cgroup_limit(proc, mounts).bytes == 2**30
     assert memory_limit().bytes > 0
+
+
+FREED = """
+import gc
+import numpy as np
+from sims.memory import release_freed
+
+def rss():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * 4096
+
+big = np.ones(8 * 2**20 // 8)
+del big  # freeing an 8 MiB mapping raises glibc's mmap threshold to it: the blocks that follow come from the heap
+blocks = [np.ones(2**20 // 8 * 3) for _ in range(64)]  # 64 x 3 MiB
+pin = np.ones(1024)  # a small live allocation above them keeps the heap's top from shrinking by itself
+before = rss()
+del blocks
+gc.collect()
+kept = rss()
+print(release_freed(), (before - kept) // 2**20, (before - rss()) // 2**20)
+"""
+
+
+def test_freed_heap_memory_goes_back_to_the_system():
+    """Blocks of a few MiB come from glibc's heap once a larger one was freed; after they are freed, the RSS may stay
+    until malloc_trim (the FDM calibration's blocks before the triad's third moment). In a fresh process, whose
+    heap has no history."""
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip(f"malloc_trim is glibc's; this C library is {platform.libc_ver()[0] or 'unknown'}")
+    out = subprocess.run([sys.executable, "-c", FREED], capture_output=True, text=True, cwd=REPO, timeout=60,
+                         check=True).stdout.split()
+    trimmed, freed_alone, freed_trimmed = out[0] == "True", int(out[1]), int(out[2])
+    # glibc sometimes trims by itself (how much depends on the heap's layout); after release_freed it always has
+    assert trimmed and freed_trimmed >= max(100, freed_alone), out
 
 
 @pytest.mark.mpi
