@@ -28,8 +28,8 @@ from sims._threads import pin_cores
 from sims.atomic import atomic_write_text
 from sims.bench.document import RAW_FORMAT, choices, document
 from sims.bench.stopping import Tally, stop_rule
-from sims.memory import release_freed
 from sims.fingerprint import machine_facts
+from sims.memory import release_freed
 from sims.timing import Until, measure, mpi_op
 from sims.vocab import BANDWIDTH_CLASSES, ROLES
 

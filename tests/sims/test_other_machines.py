@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from sims.bench import plan
-from sims.memory import MemoryLimit, cgroup_limit, memory_limit, release_freed
+from sims.memory import MemoryLimit, cgroup_limit, memory_limit
 from tests.conftest import REPO
 from tests.memory_ceiling import memory_ceiling
 
