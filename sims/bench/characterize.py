@@ -129,7 +129,9 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     mine: dict[str, Any] = {}
     for i, target in enumerate(ROLES):
         say(f"step 1 of 7: triad over {n_triad} elements, then FMA chains, on {target} "
-            f"({spec['layout'][target]['backend']}), {warmup} warm-up + {reps} timed each ({i + 1} of {len(ROLES)})")
+            f"({spec['layout'][target]['backend']}), {warmup} warm-up + {reps} timed each"
+            + (f" (up to {until.at_most} while wider than {until.precision:.0%})" if until else "")
+            + f" ({i + 1} of {len(ROLES)})")
         t_b = run("triad", {target})
         t_f = run("fma", {target})
         if role == target:
