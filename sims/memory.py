@@ -148,7 +148,8 @@ def release_freed() -> bool:
     """Give the memory this process freed back to the system: a garbage collection, then glibc's
     ``malloc_trim(0)``. Arrays of a few MiB (an FDM block's fields) come from the heap, whose freed pages glibc
     keeps; a phase that allocates after many such arrays were freed would count twice against a memory cgroup.
-    False where the C library has no ``malloc_trim``."""
+    True once ``malloc_trim`` ran (whether or not it found pages to give back); False where the C library has
+    none."""
     import ctypes
     import ctypes.util
     import gc
@@ -156,7 +157,8 @@ def release_freed() -> bool:
     gc.collect()
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.malloc_trim(0))
+        libc.malloc_trim(0)
+        return True
     except (OSError, AttributeError):
         return False
 

@@ -26,10 +26,17 @@ def test_the_platform_file_pools_both_replicates_samples_and_keeps_each_ones_val
     assert raws[1]["elements"] == raws[0]["elements"]
     assert [r["sweep_elements"] for r in raws[1]["ranks"]] == [r["sweep_elements"] for r in raws[0]["ranks"]]
     assert [r["op_passes"] for r in raws[1]["ranks"]] == [r["op_passes"] for r in raws[0]["ranks"]]
-    # the shared triad at SHARED_MOMENTS moments of each replicate, each as many repetitions as the triad alone
+    # the shared triad at SHARED_MOMENTS moments of each replicate; every measurement took at least the replicate's
+    # share of the repetitions and at most the cap, and the platform file's tally counts each sample
     for raw in raws:
-        for r in raw["ranks"]:
-            assert len(r["t_b_shared"]) == SHARED_MOMENTS * len(r["t_b"])
+        steps = raw["repetitions"]["steps"]
+        shared = steps["shared triad"]
+        assert shared["measurements"] == SHARED_MOMENTS
+        for r in raw["ranks"]:  # both ranks stream in every shared measurement
+            assert len(r["t_b_shared"]) == sum(int(n) * k for n, k in shared["repetitions"].items())
+        for step in steps.values():
+            assert sum(step["stopped"].values()) == step["measurements"]
+            assert all(3 <= int(n) <= 6 for n in step["repetitions"]), step
     doc = yaml.safe_load((where / "cpu-pair-numpy-numba.yaml").read_text())
     singles = [yaml.safe_load((where / "replicates" / f"cpu-pair-numpy-numba.{k}.yaml").read_text()) for k in (1, 2)]
     t_f = doc["processors"]["host"]["t_f"]
