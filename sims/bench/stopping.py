@@ -25,7 +25,7 @@ def stop_rule(spec: dict[str, Any]) -> Until | None:
         return None
     reps = int(spec["repetitions"])
     return Until(at_least=reps, at_most=max(reps, int(spec.get("max_repetitions") or reps)),
-                 precision=float(spec["precision"]), budget_s=float(spec.get("budget_s") or EXTENSION_BUDGET_S))
+                 precision=float(spec["precision"]), budget_s=EXTENSION_BUDGET_S)
 
 
 class Tally:
