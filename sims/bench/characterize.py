@@ -47,12 +47,14 @@ class Progress:
             print(f"[hetval characterize] {self.platform}: {text} [{self._clock() - self.t0:.0f} s]", flush=True)
 
 
-#: moments of a replicate at which the shared triad (``t_b_shared``) is measured: the end of step 1, of step 4 and
-#: of step 7. On a virtual machine the two ranks' shared bandwidth moves for seconds to minutes between two states
-#: (each rank streaming as fast as alone, or both sharing one path), each tight in its own samples, and a
-#: replicate that measured it at one moment saw one state; spread like the runs, its median is the state the
-#: runs mostly saw.
-SHARED_MOMENTS = 3
+#: moments of a replicate at which the triad and the FMA chains are measured, on each processor alone (``t_b``,
+#: ``t_f``) and the triad on both at once (``t_b_shared``): step 1, the end of step 4 and of step 7. On a virtual
+#: machine these move for seconds to minutes between states, each tight in its own samples: the two ranks' shared
+#: bandwidth (each streaming as fast as alone, or both sharing one path), and the host's NumPy FMA chains, which
+#: run from the core's L2 (22 or 13-15 GFLOP/s here, as whoever shares that core's cache comes and goes). A
+#: replicate that measured them at one moment saw one state; spread like the runs, its median is the state the
+#: runs mostly saw, and its replicates disagree where they saw different ones.
+MOMENTS = 3
 
 
 def sizing(comm: Any, spec: dict[str, Any]) -> Any:
@@ -126,29 +128,30 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
             return None
         return [counted[kind] / r.own_s for r in m.repetitions]
 
-    mine: dict[str, Any] = {}
-    for i, target in enumerate(ROLES):
-        say(f"step 1 of 7: triad over {n_triad} elements, then FMA chains, on {target} "
-            f"({spec['layout'][target]['backend']}), {warmup} warm-up + {reps} timed each"
-            + (f" (up to {until.at_most} while wider than {until.precision:.0%})" if until else "")
-            + f" ({i + 1} of {len(ROLES)})")
-        t_b = run("triad", {target})
-        t_f = run("fma", {target})
-        if role == target:
-            mine["t_b"], mine["t_f"] = t_b, t_f
-    mine["t_b_shared"] = []
+    mine: dict[str, Any] = {"t_b": [], "t_f": [], "t_b_shared": []}
 
-    def shared_triad(step: str, moment: int) -> None:
-        """The triad on both processors at once, at one of :data:`SHARED_MOMENTS` moments of the replicate (its
-        arrays set up again after the first, and freed: one phase's arrays at a time)."""
+    def moment(step: str, k: int) -> None:
+        """The triad, then the FMA chains, on each processor alone, then the triad on both at once, at moment ``k``
+        of :data:`MOMENTS` of the replicate (the triad's arrays set up again after the first, and freed: one
+        phase's arrays at a time)."""
         nonlocal triad_state
-        if moment:
+        if k:
             triad_state = kernels.triad_setup(backend, n_triad, seed=1 + rank)
-        say(f"{step}: triad on both processors at once, moment {moment + 1} of {SHARED_MOMENTS}")
+        for i, target in enumerate(ROLES):
+            say(f"{step}: triad over {n_triad} elements, then FMA chains, on {target} "
+                f"({spec['layout'][target]['backend']}), {warmup} warm-up + {reps} timed each"
+                + (f" (up to {until.at_most} while wider than {until.precision:.0%})" if until else "")
+                + f" ({i + 1} of {len(ROLES)}), moment {k + 1} of {MOMENTS}")
+            t_b = run("triad", {target})
+            t_f = run("fma", {target})
+            if role == target:
+                mine["t_b"] += t_b
+                mine["t_f"] += t_f
+        say(f"{step}: triad on both processors at once, moment {k + 1} of {MOMENTS}")
         mine["t_b_shared"] += run("triad", set(ROLES))
         triad_state.clear()
 
-    shared_triad("step 1 of 7", 0)
+    moment("step 1 of 7", 0)
     from sims.bench import ceilings, plan
 
     def timed(work: Any, warm: int = warmup, n: int = reps, step: str = "ceilings") -> list[float] | None:
@@ -272,7 +275,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         if role == target:
             mine["operations"] = rows if backend.name != "cupy" else []
     op_state.clear()
-    shared_triad("step 4 of 7", 1)
+    moment("step 4 of 7", 1)
     gemm_sizes = [int(n) for n in spec.get("gemm_sizes") or ceilings.GEMM_SIZES]
     for target in ROLES:
         say(f"step 5 of 7: ceilings on {target}: vector FMA chains and GEMM n = {', '.join(map(str, gemm_sizes))}, "
@@ -291,7 +294,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     say(f"step 7 of 7: MPI ping-pong host <-> accel, {len(pingpong.SIZES)} sizes {pingpong.SIZES[0]} B .. "
         f"{pingpong.SIZES[-1]} B")
     pp = pingpong.measure(comm, repetitions=reps, say=say)
-    shared_triad("step 7 of 7", 2)
+    moment("step 7 of 7", 2)
     if transpose_rounds > 1:
         transpose_round("step 7 of 7")
     mine["ceilings"].update(ceilings.merge_rounds(rounds))  # this rank's own rounds (None where another measured)

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from analysis.storage.platforms import Platforms
-from sims.bench.characterize import SHARED_MOMENTS
+from sims.bench.characterize import MOMENTS
 from sims.bench.replicates import merge
 
 
@@ -26,14 +26,20 @@ def test_the_platform_file_pools_both_replicates_samples_and_keeps_each_ones_val
     assert raws[1]["elements"] == raws[0]["elements"]
     assert [r["sweep_elements"] for r in raws[1]["ranks"]] == [r["sweep_elements"] for r in raws[0]["ranks"]]
     assert [r["op_passes"] for r in raws[1]["ranks"]] == [r["op_passes"] for r in raws[0]["ranks"]]
-    # the shared triad at SHARED_MOMENTS moments of each replicate; every measurement took at least the replicate's
-    # share of the repetitions and at most the cap, and the platform file's tally counts each sample
+    # the triad and the FMA chains alone on each processor, and the shared triad, at MOMENTS moments of each
+    # replicate; every measurement took at least the replicate's share of the repetitions and at most the cap, and
+    # the platform file's tally counts each sample
     for raw in raws:
         steps = raw["repetitions"]["steps"]
         shared = steps["shared triad"]
-        assert shared["measurements"] == SHARED_MOMENTS
+        assert shared["measurements"] == MOMENTS
         for r in raw["ranks"]:  # both ranks stream in every shared measurement
             assert len(r["t_b_shared"]) == sum(int(n) * k for n, k in shared["repetitions"].items())
+        for kind, name in (("triad alone", "t_b"), ("fma alone", "t_f")):
+            assert steps[kind]["measurements"] == MOMENTS * len(raw["ranks"])  # each processor in turn
+            assert sum(len(r[name]) for r in raw["ranks"]) == sum(
+                int(n) * k for n, k in steps[kind]["repetitions"].items())
+            assert all(len(r[name]) >= MOMENTS * 3 for r in raw["ranks"])
         for step in steps.values():
             assert sum(step["stopped"].values()) == step["measurements"]
             assert all(3 <= int(n) <= 6 for n in step["repetitions"]), step
