@@ -184,3 +184,47 @@ def test_characterize_without_a_meter_then_attach_a_later_trace(mpiexec, env, tm
     again = json.loads(overlay_path(out).read_text())
     assert {k: v for k, v in again.items() if k != "attached_at"} == {k: v for k, v in overlay.items()
                                                                       if k != "attached_at"}
+
+
+class SlowFirst:
+    """A job (loaded by name, as a case's is) whose first execution sleeps 0.3 s and every later one 0.1 s, on the
+    host only: a run that needed its warm-up."""
+
+    def __init__(self, spec, role, platform_file):
+        from types import SimpleNamespace
+
+        self.role, self.calls = role, 0
+        self.parts = {"host": SimpleNamespace(flops=1, bytes=1, idle=False),
+                      "accel": SimpleNamespace(flops=0, bytes=0, idle=True)}
+        self.alpha, self.executed = None, {"host": 1, "accel": 0}
+
+    def work(self):
+        if self.role == "host":
+            self.calls += 1
+            time.sleep(0.3 if self.calls == 1 else 0.1)
+
+    def sync(self):
+        pass
+
+    def describe(self):
+        return {}
+
+
+@pytest.mark.parametrize(("warmup", "check", "executions"), [(1, 0.05, 3), (0, 0.05, 2), (1, None, 3), (1, 0.05, 1)])
+def test_a_first_execution_stands_in_for_the_warmup_unless_it_was_slow(mpiexec, env, tmp_path, warmup, check,
+                                                                        executions):
+    """``warmup_check``: the first timed execution is the warm-up only when it was slower than the rest (one more
+    measured, the records as many as asked); without the check, or with one repetition, the fixed warm-up."""
+    from sims.run import warmup_rule
+
+    reps = 2 if executions != 1 else 1
+    s = spec("CO", warmup=warmup, warmup_check=check, repetitions=reps, job="tests.sims.test_run_mpi:SlowFirst",
+             min_region_factor=1)
+    doc, stdout = run(mpiexec, env, tmp_path, s)
+    times = [r["time_s"] for r in doc["records"]]
+    assert len(times) == reps and all(0.09 < t < 0.2 for t in times) == bool(warmup), times
+    assert ("taken as the warm-up, one more measured" in stdout) == (warmup == 1 and check is not None and reps > 1)
+    # the rule itself: the untimed executions, and whether the first timed one may stand in
+    fixed, until = warmup_rule(s)
+    assert (fixed, until is None) == ((0, False) if warmup and check and reps > 1 else (warmup, True))
+    assert warmup_rule(s, metered=True) == (warmup, None)  # a meter's probes are the warm-up there
