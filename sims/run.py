@@ -214,8 +214,8 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
             except OSError as exc:  # writing cpufreq files went wrong mid-way
                 failure.append(f"rank {rank}: setting the frequency failed: {exc}")
             if not any(comm.allgather(bool(skipped or failure))):
+                warmup, until = warmup_rule(spec, metered=min_window > 0)
                 try:
-                    warmup, until = warmup_rule(spec, metered=min_window > 0)
                     m = measure(
                         comm, guarded, job.sync, warmup, int(spec["repetitions"]),
                         float(spec.get("min_region_factor", 1000.0)),
