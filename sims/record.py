@@ -121,14 +121,9 @@ def stable_hash(obj: Any, length: int = 16) -> str:
 RUN_ID_KEYS = ("study", "case", "variant", "params", "platform", "layout", "warmup", "repetitions", "seed")
 
 
-#: Keys that define a run where they are set (a spec without them keeps the id it had before they existed).
-RUN_ID_OPTIONAL_KEYS = ("warmup_check",)
-
-
 def run_id_of(spec: dict[str, Any]) -> str:
     """The stable id of a run: a hash of everything that defines it (not of where it is written)."""
-    return stable_hash({**{k: spec.get(k) for k in RUN_ID_KEYS},
-                        **{k: spec[k] for k in RUN_ID_OPTIONAL_KEYS if spec.get(k) is not None}})
+    return stable_hash({k: spec.get(k) for k in RUN_ID_KEYS})
 
 
 def utc_now() -> str:

@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import importlib
 import json
-import math
 import os
 import statistics
 import sys
@@ -31,7 +30,7 @@ from typing import Any
 from sims import placement
 from sims import record as rec
 from sims._threads import limit_threads, pin_cores
-from sims.timing import Measurement, Until, measure, mpi_op
+from sims.timing import Measurement, measure, mpi_op
 from sims.vocab import ROLES
 
 
@@ -214,13 +213,11 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
             except OSError as exc:  # writing cpufreq files went wrong mid-way
                 failure.append(f"rank {rank}: setting the frequency failed: {exc}")
             if not any(comm.allgather(bool(skipped or failure))):
-                warmup, until = warmup_rule(spec, metered=min_window > 0)
                 try:
                     m = measure(
-                        comm, guarded, job.sync, warmup, int(spec["repetitions"]),
+                        comm, guarded, job.sync, int(spec["warmup"]), int(spec["repetitions"]),
                         float(spec.get("min_region_factor", 1000.0)),
                         meter_read=meters.read if metered else None, min_window_s=min_window,
-                        until=until, active=not job.parts[role].idle,
                     )
                 except Exception as exc:  # noqa: BLE001 - RegionTooShortError is raised on all ranks alike
                     failure.append(f"{type(exc).__name__}: {exc}")
@@ -246,30 +243,8 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
         else:
             row.update(rep=0, status="skipped", error=skipped)
         return [row]
-    if m.extra_warmups:
-        print(f"[hetval run] {spec.get('case')} {spec.get('variant')}: the first timed execution was still warming "
-              f"up (slower than every later one by more than {float(spec['warmup_check']):.0%}): taken as the warm-up, "
-              "one more measured", flush=True)
     extra = {"executions_per_region": m.inner} if m.inner > 1 else {}
     return _records(spec, run_id, started_at, size, job, m, energy, extra, where)
-
-
-def warmup_rule(spec: dict[str, Any], metered: bool = False) -> tuple[int, Until | None]:
-    """The untimed executions before a run's timed ones, and the rule that may take its first timed one as a
-    warm-up instead (:class:`sims.timing.Until`, fixed count).
-
-    ``warmup`` untimed executions, unless the spec's ``warmup_check`` is set and the run times two or more
-    repetitions (and no meter lengthens its regions): then its first timed execution stands in for the warm-ups,
-    and is taken as one (and one more measured, at most ``warmup`` times) only when it was slower than every later
-    one by more than ``warmup_check``, judged on the ranks that work. A warm-up is one execution in which nothing
-    is learnt; most runs of a shared launch are warm from the start (their code compiled, their library loaded by
-    the run before), and a round of two repetitions then costs two executions instead of three.
-    """
-    warmup, reps = int(spec["warmup"]), int(spec["repetitions"])
-    check = spec.get("warmup_check")
-    if check is None or warmup < 1 or reps < 2 or metered:
-        return warmup, None
-    return 0, Until(at_least=reps, at_most=reps, precision=float(check), budget_s=math.inf, extra_warmup=warmup)
 
 
 def _progress(records: list[dict[str, Any]]) -> str:

@@ -53,8 +53,7 @@ def two_processor_spec(config: Mapping[str, Any], case: str, variant: str, param
     spec = {
         "study": config["study"], "case": case, "variant": variant, "params": params, "platform": platform,
         "layout": {"host": layout["host"], "accel": layout["accel"]},
-        "warmup": config["runs"]["warmup"], "warmup_check": config["runs"]["warmup_check"],
-        "repetitions": config["runs"]["repetitions"], "seed": seed,
+        "warmup": config["runs"]["warmup"], "repetitions": config["runs"]["repetitions"], "seed": seed,
         "min_region_factor": config["runs"]["min_region_factor"],
         # how energy is measured is not part of what defines a run (not hashed into run_id)
         "energy": config["energy"],

@@ -19,8 +19,7 @@ def minimal() -> dict:
 def test_defaults_are_filled():
     cfg = validate_config(minimal())
     assert cfg["study"] == "default"
-    assert cfg["runs"] == {"warmup": 1, "warmup_check": 0.05, "repetitions": 5, "rounds": 3, "min_region_factor": 1000,
-                           "max_attempts": 2}
+    assert cfg["runs"] == {"warmup": 1, "repetitions": 5, "rounds": 3, "min_region_factor": 1000, "max_attempts": 2}
     assert cfg["retry_failed"] is False and cfg["platforms"][0]["memory_gb"] is None
     assert cfg["cases"]["sa"]["wps"] == ["CO", "GO", "p-DP", "CP", "CP-reverse"]
     assert cfg["characterize"]["repetitions"] >= 5
@@ -36,7 +35,7 @@ def test_shipped_configs_validate(repo):
     ("patch", "expected"),
     [
         ({"runs": {"repetitions": 0}}, "runs.repetitions: 0 is not allowed (allowed: a number >= 1"),
-        ({"runs": {"repetitionz": 3}}, "runs.repetitionz: unknown key (allowed here: max_attempts, min_region_factor, repetitions, rounds, warmup, warmup_check)"),
+        ({"runs": {"repetitionz": 3}}, "runs.repetitionz: unknown key (allowed here: max_attempts, min_region_factor, repetitions, rounds, warmup)"),
         ({"bogus": 1}, "bogus: unknown key"),
         ({"cases": {"sa": {"wps": ["CO", "XX"]}}}, "cases.sa.wps[1]: 'XX' is not allowed (allowed: one of CO, GO, p-DP, CP, CP-reverse)"),
         ({"cases": {"sa": {"alphas": [1.5]}}}, "cases.sa.alphas[0]: 1.5 is not allowed (allowed: a number >= 0 and <= 1)"),
@@ -153,14 +152,3 @@ def test_cli_matrix_prints_a_runnable_spec(repo, env):
     assert cli("matrix", "--run-id", "0" * 16).returncode == 2
     specs = json.loads(cli("matrix", "--json").stdout)
     assert len(specs) == len(listing.stdout.splitlines()) - 1 and specs[0]["run_id"] == run_id
-
-
-def test_the_warmup_check_is_part_of_a_runs_id_only_where_it_is_set():
-    """``runs.warmup_check`` changes how a run is measured, so its id; a spec without it (an FDM or published run,
-    a record from before it existed) keeps its id."""
-    from sims.record import run_id_of
-
-    base = {"study": "s", "case": "sa", "variant": "CO", "params": {}, "platform": "p", "layout": None,
-            "warmup": 1, "repetitions": 5, "seed": 1}
-    assert run_id_of(base) == run_id_of({**base, "warmup_check": None})
-    assert len({run_id_of(base), run_id_of({**base, "warmup_check": 0.05}), run_id_of({**base, "warmup_check": 0.1})}) == 3
