@@ -122,6 +122,8 @@ class Until:
             return "warm-up"
         if n < self.at_least:
             return None
+        if n >= self.at_most == self.at_least:  # a fixed count: no interval to judge
+            return "at most"
         if all(self.half_width(s) <= self.precision for s in series):
             return "narrow"
         if n >= self.at_most:
