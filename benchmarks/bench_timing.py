@@ -12,7 +12,8 @@ Clones this checkout's HEAD into a new directory and there runs README command 1
 environment, ``pip install -c constraints.txt -e '.[mpich,test]'``, then ``snakemake -c2``), timing the set-up and
 the study apart and every output line's arrival, and prints the study's own account of where its time went (the
 line it ends with). ``--fdm-scaling`` also runs ``snakemake -c2 --configfile config/studies/fdm-scaling.yaml`` in
-the same clone; ``--suite`` runs README command 2's set-up and ``pytest``. ``--memory-gib`` runs them all under a
+the same clone; ``--suite`` runs README command 2's set-up and ``pytest`` (with ``--durations=10``: its ten longest
+test phases are printed). ``--memory-gib`` runs them all under a
 memory cgroup of that size (tests/memory_ceiling.py), as a smaller machine would. The longest silence is the
 longest time between two lines of output (the set-up's pip is quiet by itself and is left out).
 """
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.suite:
             extra = timed(". .venv/bin/activate && pip install -q -c constraints.txt -e '.[mpich,test,slurm]'", clone,
                           prefix, env)
-            suite = timed(". .venv/bin/activate && pytest -q -p no:cacheprovider", clone, prefix, env)
+            suite = timed(". .venv/bin/activate && pytest -q -p no:cacheprovider --durations=10", clone, prefix, env)
             (base / "pytest.log").write_text(suite["out"], encoding="utf-8")
             for line in suite["out"].splitlines():
                 if line.startswith(("FAILED", "ERROR")):
@@ -119,6 +120,14 @@ def main(argv: list[str] | None = None) -> int:
                      f"{suite['rc']}; pytest's own count {took.group(1) if took else '?'} s): "
                      + (suite["out"].strip().splitlines()[-1] if suite["out"].strip() else "no output")]
             print(rows[-1], flush=True)
+            # where the suite's wall time went: its ten longest phases (a test that waits for a study running in the
+            # background carries that wait)
+            slowest = re.findall(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S+)", suite["out"], re.M)
+            if slowest:
+                rows.append("- its ten longest test phases: " + "; ".join(
+                    f"{float(sec):.0f} s {phase} {name.split('::', 1)[-1]} ({name.split('::', 1)[0]})"
+                    for sec, phase, name in slowest[:10]))
+                print(rows[-1], flush=True)
     text = "\n".join(f"- {r}" if not r.startswith("-") else f"  {r}" for r in rows)
     print(text)
     if args.write:
