@@ -32,7 +32,7 @@ from tests.conftest import BIN, REPO, tool_env
 MICRO = """\
 study: micro
 runs: {warmup: 0, repetitions: 2}
-characterize: {warmup: 1, repetitions: 5, llc_factor: 2, llc_mib: 4, gemm_sizes: [128],
+characterize: {warmup: 1, repetitions: 5, replicates: 1, llc_factor: 2, llc_mib: 4, gemm_sizes: [128],
                fdm_blocks: [[16, 16, 32], [32, 16, 16], [16, 32, 24]], fdm_widths: [0, 3, 5]}
 uncertainty: {resamples: 100}
 validate: {workers: 1, connect_timeout: 20}
