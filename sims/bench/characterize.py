@@ -247,34 +247,51 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     sweep_state.clear()
     from sims.bench import ops
 
-    op_state = ops.states(n_triad, seed=11 + rank, backend=ops.backend_for(backend.name))
+    given = chosen.get("op_passes") or {}
+    op_passes: dict[str, dict[tuple[str, str], int]] = {}  # each target's passes, sized in the first slot
+    mine["operations"] = []
 
-    for target in ROLES:
-        rows = []
-        sized = role == target and backend.name != "cupy"
-        kind = ops.backend_for(spec["layout"][target]["backend"])  # the target's: every rank runs its schedule
-        measured = ops.ops_for(kind)
-        say(f"step 4 of 7: per-operation benchmarks on {target}: {', '.join(measured)} x {', '.join(ops.DTYPES)}, "
-            f"{len(ops.N_OPS)} operation counts, {reps} repetitions interleaved")
-        given = chosen.get("op_passes") or {}
-        passes = {(op, dt): (int(given[f"{op}/{dt}"]) if f"{op}/{dt}" in given else ops.passes_for(op_state[dt], op))
-                  if sized else ops.PASSES for op in measured for dt in ops.DTYPES}
-        if role == target:
-            mine["op_passes"] = {f"{op}/{dt}": int(n) for (op, dt), n in passes.items()}
-        for rep, op, dt, n_ops in ops.schedule(reps, kind):
-            def work(op=op, dt=dt, n_ops=n_ops, sized=sized, passes=passes[op, dt]) -> None:
-                if sized:
-                    ops.run(op_state[dt], op, n_ops, passes)
-
-            m = measure(comm, work, backend.synchronize, 1 if rep == 0 else 0, 1, factor)
+    def ops_slot(step: str, slot: int) -> None:
+        """The per-operation benchmarks' repetitions of slot ``slot`` of :data:`MOMENTS` (repetition ``r`` in slot
+        ``r % MOMENTS``): spread over the replicate like the triad and the FMA chains, since the host's operations
+        run from its L2 cache as its FMA chains do, and one moment sees one state of it. Each slot sets up its
+        arrays, warms every call up once and frees them again."""
+        mine_reps = [r for r in range(reps) if r % MOMENTS == slot]
+        if not mine_reps:
+            return
+        op_state = ops.states(n_triad, seed=11 + rank, backend=ops.backend_for(backend.name))
+        for target in ROLES:
+            sized = role == target and backend.name != "cupy"
+            kind = ops.backend_for(spec["layout"][target]["backend"])  # the target's: every rank runs its schedule
+            measured = ops.ops_for(kind)
+            say(f"{step}: per-operation benchmarks on {target}: {', '.join(measured)} x {', '.join(ops.DTYPES)}, "
+                f"{len(ops.N_OPS)} operation counts, repetition(s) {', '.join(str(r + 1) for r in mine_reps)} of "
+                f"{reps} interleaved")
+            if target not in op_passes:
+                op_passes[target] = {
+                    (op, dt): (int(given[f"{op}/{dt}"]) if f"{op}/{dt}" in given else ops.passes_for(op_state[dt], op))
+                    if sized else ops.PASSES for op in measured for dt in ops.DTYPES}
+            passes = op_passes[target]
             if role == target:
-                elements = ops.elements(op_state[dt], op, passes[op, dt])
-                rows += [{"op": op, "dtype": dt, "rep": rep, "n_ops": n_ops, "elements": elements, "ops": elements * n_ops,
-                          "bytes": ops.bytes_of(op_state[dt], op, n_ops, passes[op, dt]), "time_s": r.own_s}
-                         for r in m.repetitions]
-        if role == target:
-            mine["operations"] = rows if backend.name != "cupy" else []
-    op_state.clear()
+                mine["op_passes"] = {f"{op}/{dt}": int(n) for (op, dt), n in passes.items()}
+            for rep, op, dt, n_ops in ops.schedule(reps, kind):
+                if rep not in mine_reps:
+                    continue
+
+                def work(op=op, dt=dt, n_ops=n_ops, sized=sized, passes=passes[op, dt]) -> None:
+                    if sized:
+                        ops.run(op_state[dt], op, n_ops, passes)
+
+                m = measure(comm, work, backend.synchronize, 1 if rep == mine_reps[0] else 0, 1, factor)
+                if role == target and backend.name != "cupy":
+                    elements = ops.elements(op_state[dt], op, passes[op, dt])
+                    mine["operations"] += [
+                        {"op": op, "dtype": dt, "rep": rep, "n_ops": n_ops, "elements": elements,
+                         "ops": elements * n_ops, "bytes": ops.bytes_of(op_state[dt], op, n_ops, passes[op, dt]),
+                         "time_s": r.own_s} for r in m.repetitions]
+        op_state.clear()
+
+    ops_slot("step 4 of 7", 0)
     moment("step 4 of 7", 1)
     gemm_sizes = [int(n) for n in spec.get("gemm_sizes") or ceilings.GEMM_SIZES]
     for target in ROLES:
@@ -283,6 +300,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
         got = ceilings.measure_ceilings(role, target, backend, timed, gemm_sizes, seed=13 + rank)
         if role == target:
             mine["ceilings"] = got
+    ops_slot("step 5 of 7", 1)
     fdm = spec.get("fdm") or None
     if fdm:
         mine["fdm_calibration"] = _fdm_calibration(comm, spec, fdm, warmup, reps, factor, say, until, tally)
@@ -294,6 +312,7 @@ def characterize(comm: Any, spec: dict[str, Any]) -> dict[str, Any] | None:
     say(f"step 7 of 7: MPI ping-pong host <-> accel, {len(pingpong.SIZES)} sizes {pingpong.SIZES[0]} B .. "
         f"{pingpong.SIZES[-1]} B")
     pp = pingpong.measure(comm, repetitions=reps, say=say)
+    ops_slot("step 7 of 7", 2)
     moment("step 7 of 7", 2)
     if transpose_rounds > 1:
         transpose_round("step 7 of 7")

@@ -179,7 +179,8 @@ def _operations(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
                    f"{ops.MAX_PASSES}), chains of n_ops = {list(ops.N_OPS)} operations per element and pass "
                    "(numba: in registers, one load and one store per element; numpy: one in-place ufunc call per "
                    "operation, block and operands on cache lines at distinct page offsets), repetitions "
-                   "interleaved across operations (the first after a warm-up call); "
+                   "interleaved across operations and spread over the replicate (repetition r at the r mod 3-th "
+                   "of three moments, each after a warm-up call); "
                    "random = gathers from an array beyond the LLC; numpy only: move = np.copyto from an in-cache "
                    "operand, short_add = add in calls of one SA buffer row; least squares T = tau * ops + c over "
                    "each count's median per op/dtype; tau_spread = largest / smallest tau fitted to one repetition alone"),
