@@ -12,6 +12,11 @@ kernel class and precision (:mod:`sims.bench.ceilings`: vector FMA chains and th
 backend's GEMM, float32 and float64). A shared triad (both
 processors streaming at once) is recorded too, because concurrent WPs share the
 memory system. Medians, spread and raw samples go into the platform file.
+
+Why this module is long: :func:`characterize` is one MPI program whose steps share their state - the sizes the
+first step finds, the moments and slots it returns to between later steps (the triad, the FMA chains and the
+operation costs are spread over the replicate), the stopping rule and its tally - and every rank must walk the
+same schedule of collective measurements; the phases' kernels and fits live in their own modules.
 """
 
 from __future__ import annotations
