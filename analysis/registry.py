@@ -164,10 +164,15 @@ class Model(abc.ABC):
         ``"bound"`` (a best case the runs should not beat: tightness at most 1 expected) or ``"predictor"`` (an
         estimate of the run itself: tightness near 1 expected); the scorecard judges each against its own band
         (``docs/scorecard.md``).
+    not_for : mapping of str to str
+        Cases it cannot judge, each with the one-line reason the report's matrix shows (keyed by case, or by
+        ``"case/workload class"`` where only one class of a case lacks its inputs); a case neither named here nor
+        in ``cases`` is shown as not named by the model.
     """
 
     name: str = ""
     cases: tuple[str, ...] = ()
+    not_for: Mapping[str, str] = {}
     needs: tuple[str, ...] = ()
     quantity: str = "time"
     table: str = "runs"
@@ -177,6 +182,16 @@ class Model(abc.ABC):
     @abc.abstractmethod
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
         """Rows with this model's prediction for each run of ``runs`` it can predict (pure pandas)."""
+
+    def why_not(self, case_name: str, workload_class: str | None = None) -> str:
+        """Why this model has no verdict on ``case_name`` (and ``workload_class``): its own reason, else that it
+        does not name the case, else that no run of the study had its inputs."""
+        for key in ((f"{case_name}/{workload_class}",) if workload_class else ()) + (case_name,):
+            if key in self.not_for:
+                return self.not_for[key]
+        if case_name not in self.cases:
+            return f"{self.name} does not name the {case_name} case"
+        return f"no {case_name} run of this class had its inputs ({', '.join(self.needs) or 'its own columns'})"
 
     def __repr__(self) -> str:
         return f"<model {self.name}>"

@@ -5,6 +5,11 @@ job is :class:`sims.la.job.MatrixRun`. Validation scores each *curve* (one workl
 frequency pair over the alpha grid) with the end-point calibrated PEACH model
 (:mod:`analysis.models.peach`): relative error at the interior points, ranking of the grid by time
 and by energy, measured best alpha against ``alpha_perf`` (eq. 13) and ``alpha_eff`` (eq. 15).
+
+The runs carry their counted flops and traffic per processor, so every per-run model that names this case
+(PerDome/PeaPaw's bound for the run's split, Panwar's projection) scores the same curves: its rows join
+``peach_runs`` and ``peach_fidelity`` under its own ``model``, and Panwar's device selection of each
+workload (its alpha 0 and 1 runs) joins ``projection``.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import yaml
 from analysis.cases.wp import run_command, run_runner, two_processor_spec
 from analysis.equations import peach
 from analysis.models.energy_roofline import ROOFLINE_ENERGY_MODEL
-from analysis.models.peach import CURVE_KEYS, MODEL
+from analysis.models.panwar import device_selection
+from analysis.models.peach import CURVE_KEYS, MODEL, curves
 from analysis.planning.config import platform_layouts
-from analysis.registry import Case, Context, join_on
+from analysis.registry import Case, Context, join_on, models_for
 from analysis.scoring import ceilings
 from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
 from analysis.scoring.uncertainty import UNCERTAINTY_COLUMNS, Settings
@@ -69,10 +75,10 @@ properties:
 """)
 
 
-RUN_COLUMNS = [*CURVE_KEYS, "run_id", "variant", "alpha", "work", "work_unit", "time_median_s", "time_iqr_s",
-               "time_predicted_s", "rate_measured", "rate_predicted", "time_rel_error", "energy_median_j",
-               "energy_source", "eta_measured", "eta_predicted", "energy_rel_error", "endpoint", "time_reps_s",
-               "rounds_reps"]
+RUN_COLUMNS = [*CURVE_KEYS, "model", "run_id", "variant", "alpha", "work", "work_unit", "time_median_s",
+               "time_iqr_s", "time_predicted_s", "rate_measured", "rate_predicted", "tightness", "time_rel_error",
+               "energy_median_j", "energy_source", "eta_measured", "eta_predicted", "energy_rel_error", "endpoint",
+               "time_reps_s", "rounds_reps"]
 
 
 FIDELITY_COLUMNS = [*CURVE_KEYS, "quantity", "model", "n_alternatives", "kendall_tau", "pairwise_agreement",
@@ -144,6 +150,64 @@ def _score_quantity(rows: pd.DataFrame, gid: np.ndarray, quantity: str, params: 
     return out[FIDELITY_COLUMNS]
 
 
+def workload_label(frame: pd.DataFrame) -> pd.Series:
+    """What one curve's workload is, for a reader and as the key that keeps two workloads of one ``n`` apart."""
+    freq = frame["frequency"].astype(str)
+    return (frame["workload"].astype(str) + " n=" + frame["size"].astype(str)
+            + np.where(freq == "default", "", " at " + freq)).astype("string")
+
+
+def cross_rows(predicted: pd.DataFrame) -> pd.DataFrame:
+    """A per-run model's rows (PerDome/PeaPaw, Panwar's projection) as ``peach_runs`` rows: the curve keys, the
+    rates ``W / T`` measured and predicted and the tightness (predicted / measured time: a transpose counts no
+    flops, so its rate is in bytes, as PEACH's). No point is a calibration point of these models."""
+    c = curves(predicted)
+    t = c["time_median_s"].to_numpy(float)
+    tp = c["time_predicted_s"].to_numpy(float)
+    W = c["work"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c["rate_measured"], c["rate_predicted"] = W / t, W / tp
+        c["tightness"] = tp / t
+        c["time_rel_error"] = np.abs(tp - t) / t
+        c["eta_measured"] = W / c["energy_median_j"].to_numpy(float)
+    c["eta_predicted"] = np.nan
+    c["energy_rel_error"] = np.nan
+    c["endpoint"] = False
+    ok = np.isfinite(c["tightness"].to_numpy(float)) & (c["tightness"].to_numpy(float) > 0)
+    return c[ok].reset_index(drop=True)
+
+
+def score_cross(rows: pd.DataFrame, settings: Settings) -> pd.DataFrame:
+    """``peach_fidelity`` rows of the per-run models on each curve: its alpha grid ranked by the model's times
+    (:func:`analysis.scoring.runs.score_batch`), the measured and predicted best alpha and the relative error over
+    every point (none calibrates them)."""
+    keys = [*CURVE_KEYS, "model"]
+    if not len(rows):
+        return pd.DataFrame(columns=FIDELITY_COLUMNS)
+    rows = rows.sort_values([*keys, "alpha"], kind="stable").reset_index(drop=True)
+    gid = rows.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    many = np.bincount(gid)[gid] >= 2
+    rows, gid = rows[many].reset_index(drop=True), gid[many]
+    if not len(rows):
+        return pd.DataFrame(columns=FIDELITY_COLUMNS)
+    m, p = rows["time_median_s"].to_numpy(float), rows["time_predicted_s"].to_numpy(float)
+    scored = score_batch(gid, m, p, rows["variant"].astype(str).tolist(), rows["tightness"].to_numpy(float),
+                         rows["time_reps_s"].tolist() if "time_reps_s" in rows else None, settings)
+    first = scored.pop("first").to_numpy()
+    bounds = np.r_[first, len(rows)]
+    alphas = rows["alpha"].to_numpy(float)
+    errors = pd.Series(rows["time_rel_error"].to_numpy(float)).groupby(np.repeat(np.arange(len(first)),
+                                                                                  np.diff(bounds)))
+    head = rows.iloc[first]
+    out = pd.DataFrame({k: head[k].to_numpy() for k in keys})
+    out["quantity"] = "time"
+    extra = pd.DataFrame({"alpha_best_measured": alphas[_first_minimum(m, bounds)],
+                          "alpha_best_predicted": alphas[_first_minimum(p, bounds)], "alpha_continuous": np.nan,
+                          "error_median": errors.median().to_numpy(float), "error_max": errors.max().to_numpy(float),
+                          **{k: np.nan for k in ("R_C", "R_G", "P0", "Pd_C", "Pd_G")}})
+    return pd.concat([out, scored, extra], axis=1)[FIDELITY_COLUMNS]
+
+
 def score_curves(predicted: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-run rows and per-curve fidelity (by time, and by energy where it was measured).
 
@@ -169,6 +233,15 @@ def score_curves(predicted: pd.DataFrame, settings: Settings) -> tuple[pd.DataFr
             both["_q"] = (both["quantity"] == "energy").astype(int)
             fid_df = both.sort_values([*CURVE_KEYS, "_q"], kind="stable").drop(columns="_q").reset_index(drop=True)
     run_df = predicted.copy() if len(predicted) else pd.DataFrame(columns=RUN_COLUMNS)
+    if len(run_df):
+        run_df["model"] = MODEL
+        run_df["tightness"] = run_df["rate_measured"] / run_df["rate_predicted"]
+    return typed_tables(run_df, fid_df)
+
+
+def typed_tables(run_df: pd.DataFrame, fid_df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``peach_runs`` and ``peach_fidelity`` with their columns, in their types."""
+    run_df = run_df.copy()
     for c in RUN_COLUMNS:
         if c not in run_df.columns:
             run_df[c] = np.nan
@@ -192,7 +265,7 @@ class PEACHCase(Case):
     title = "PEACH matrix workloads split by alpha (Ge et al. 2014)"
     order = 30
     schema = SCHEMA
-    tables = ("peach_runs", "peach_fidelity", "energy_roofline")
+    tables = ("peach_runs", "peach_fidelity", "energy_roofline", "projection")
     sections = ("analysis.report.sections.peach:PEACHSection",)
     job = "sims.la.job:MatrixRun"
 
@@ -232,8 +305,20 @@ class PEACHCase(Case):
         predicted = predictions.get(MODEL)
         runs, fid = score_curves(predicted if predicted is not None else pd.DataFrame(columns=RUN_COLUMNS),
                                  context.uncertainty)
+        per_run = [predictions[m.name] for m in models_for(self.name)
+                   if m.table == "runs" and m.quantity == "time" and predictions.get(m.name) is not None]
+        per_run = [f for f in per_run if len(f)]
+        projection = pd.DataFrame()
+        if per_run:
+            both = pd.concat(per_run, ignore_index=True)
+            cross = cross_rows(both)
+            runs, fid = typed_tables(pd.concat([runs, cross], ignore_index=True),
+                                     pd.concat([fid, score_cross(cross, context.uncertainty)], ignore_index=True))
+            labelled = curves(both)
+            projection = device_selection(labelled.assign(size_label=workload_label(labelled)),
+                                          context.uncertainty.noise_alpha)
         roofline = predictions.get(ROOFLINE_ENERGY_MODEL)
-        return {"peach_runs": runs, "peach_fidelity": fid,
+        return {"peach_runs": runs, "peach_fidelity": fid, "projection": projection,
                 "energy_roofline": roofline if roofline is not None else pd.DataFrame()}
 
 

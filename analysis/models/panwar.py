@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.equations import panwar
-from analysis.models.peapaw import WP_CASES, predict_sa
+from analysis.models.peapaw import NOT_FDM, WP_CASES, measured_columns
 from analysis.registry import Model
 from analysis.scoring import metrics
+from analysis.storage.platforms import PLATFORM_COLS, PROBLEM_COLS
 
 MODEL = "Panwar projection"
 ROLES = ("host", "accel")
@@ -51,7 +52,9 @@ def predict_panwar(runs: pd.DataFrame) -> pd.DataFrame:
     parts = part_times(runs) if len(runs) else {r: np.zeros(0) for r in ROLES}
     projected = pd.Series(np.fmax(parts["host"], parts["accel"]), index=runs.index)
     projected[np.isnan(parts["host"]) | np.isnan(parts["accel"])] = np.nan
-    out = predict_sa(runs)  # intensities and measured performance, like the other models' rows
+    # intensities and measured performance, like the other models' rows
+    out = measured_columns(runs).drop(columns=[*PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
+    out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
     t = projected.reindex(out.index).to_numpy(dtype="float64")
     ok = np.isfinite(t) & (t > 0)
     out = out[ok].copy()
@@ -59,7 +62,9 @@ def predict_panwar(runs: pd.DataFrame) -> pd.DataFrame:
     out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
     out["time_predicted_s"] = t
     out["perf_predicted"] = out["flops"] / t
-    out["tightness"] = (metrics.tightness(out["perf_measured"].to_numpy(), out["perf_predicted"].to_numpy())
+    # predicted over measured time: the same as measured over projected performance, and defined for a run that
+    # counts no flops (a transpose)
+    out["tightness"] = (metrics.tightness(t, out["time_median_s"].to_numpy(dtype="float64"))
                         if len(out) else np.zeros(0))
     return out
 
@@ -87,7 +92,7 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
     sides = []
     for role in ROLES:
         alone = mine[alone_on(mine, role)]
-        keys = [alone[k] for k in WORKLOAD]
+        keys = [alone[k] for k in workload_keys(mine)]
         grouped = alone.groupby(keys, sort=True)
         side = grouped.agg(measured=("time_median_s", "median"), projected=("time_predicted_s", "median"))
         # each workload's finite repetitions, its runs' in row order: one flat array split by workload
@@ -114,7 +119,7 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
     for n, m in {tuple(x) for x in shapes.tolist() if min(x) >= 2}:
         sel = np.flatnonzero((shapes[:, 0] == n) & (shapes[:, 1] == m))
         p_value[sel] = mann_whitney_rows(np.stack([slow[i] for i in sel]), np.stack([fast[i] for i in sel]))
-    out = both[WORKLOAD].copy()
+    out = both[workload_keys(mine)].copy()
     out["model"] = MODEL
     out["time_host_measured_s"], out["time_accel_measured_s"] = a[:, 0], a[:, 1]
     out["time_host_projected_s"], out["time_accel_projected_s"] = p[:, 0], p[:, 1]
@@ -123,11 +128,21 @@ def device_selection(runs: pd.DataFrame, noise_alpha: float) -> pd.DataFrame:
     out["distinguishable"] = np.isfinite(p_value) & (p_value < noise_alpha)
     out["selection_penalty"] = panwar.selection_penalty(a, p)
     out["relative_error"] = panwar.relative_error(a, p)
+    if "size_label" not in out:
+        out["size_label"] = out["size"].astype(str)
     return out[PROJECTION_COLUMNS]
 
 
-WORKLOAD = ["study", "case", "platform", "size"]
-PROJECTION_COLUMNS = ["study", "case", "platform", "size", "model", "time_host_measured_s", "time_accel_measured_s",
+WORKLOAD = ["study", "case", "platform", "size", "size_label"]
+
+
+def workload_keys(runs: pd.DataFrame) -> list[str]:
+    """What identifies one workload among ``runs``: :data:`WORKLOAD`, ``size_label`` where the rows have it (two
+    PEACH workloads of one ``n`` differ only there)."""
+    return [k for k in WORKLOAD if k in runs.columns]
+
+
+PROJECTION_COLUMNS = ["study", "case", "platform", "size", "size_label", "model", "time_host_measured_s", "time_accel_measured_s",
                       "time_host_projected_s", "time_accel_projected_s", "best_measured", "picked",
                       "distinguishable", "selection_penalty", "relative_error"]
 
@@ -136,7 +151,7 @@ class PanwarProjection(Model):
     """Panwar's three-component projection per processor (thesis §3.3.4); the run's time is the longer part."""
 
     name = MODEL
-    cases = WP_CASES
+    cases = (*WP_CASES, "peach")
     needs = ("t_f_host", "t_b_host", "t_f_accel", "t_b_accel")
 
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:

@@ -41,6 +41,23 @@ def by_processors(runs: pd.DataFrame, energy: bool = False) -> Iterator[tuple[np
         yield (rows, *(hetero.Processor(**{p: v[f"{p}_{role}"] for p in params}) for role in ("host", "accel")))
 
 
+def measured_columns(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with the intensities every per-run model's rows carry (flops over the traffic the bounds count:
+    ``traffic*``, else ``bytes*``), the measured performance (whole run and each processor's part) and the two
+    axes a run lies on (``axis_wp``, ``axis_alpha``)."""
+    out = runs.copy()
+    traffic = {k: f"traffic{k}" if f"traffic{k}" in out else f"bytes{k}" for k in ("", "_host", "_accel")}
+    out["intensity"] = _intensity(out["flops"], out[traffic[""]])
+    out["intensity_host"] = _intensity(out["flops_host"], out[traffic["_host"]])
+    out["intensity_accel"] = _intensity(out["flops_accel"], out[traffic["_accel"]])
+    out["perf_measured"] = out["flops"] / out["time_median_s"]
+    out["perf_host_measured"] = out["flops_host"].where(out["flops_host"] > 0) / out["time_host_median_s"]
+    out["perf_accel_measured"] = out["flops_accel"].where(out["flops_accel"] > 0) / out["time_accel_median_s"]
+    out["axis_wp"] = out["variant"].isin(WPS).astype("bool")
+    out["axis_alpha"] = out["variant"].astype("string").str.startswith("DP(").fillna(False).astype("bool")
+    return out
+
+
 def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     """Add intensities, measured performance and the PerDome/PeaPaw bound for each SA run.
 
@@ -53,16 +70,7 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     the run's actual host share ``N_fC / N_f``. Rows must carry the platform's
     ``t_f_*``/``t_b_*`` columns (joined beforehand).
     """
-    out = runs.copy()
-    traffic = {k: f"traffic{k}" if f"traffic{k}" in out else f"bytes{k}" for k in ("", "_host", "_accel")}
-    out["intensity"] = _intensity(out["flops"], out[traffic[""]])
-    out["intensity_host"] = _intensity(out["flops_host"], out[traffic["_host"]])
-    out["intensity_accel"] = _intensity(out["flops_accel"], out[traffic["_accel"]])
-    out["perf_measured"] = out["flops"] / out["time_median_s"]
-    out["perf_host_measured"] = out["flops_host"].where(out["flops_host"] > 0) / out["time_host_median_s"]
-    out["perf_accel_measured"] = out["flops_accel"].where(out["flops_accel"] > 0) / out["time_accel_median_s"]
-    out["axis_wp"] = out["variant"].isin(WPS).astype("bool")
-    out["axis_alpha"] = out["variant"].astype("string").str.startswith("DP(").fillna(False).astype("bool")
+    out = measured_columns(runs)
     predicted = np.full(len(out), np.nan)
     variant = out["variant"].astype(str).to_numpy()
     whole = out["intensity"].to_numpy(dtype="float64")
@@ -72,8 +80,9 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
         share = out["flops_host"].to_numpy(dtype="float64") / out["flops"].to_numpy(dtype="float64")
     pdp = variant == "p-DP"
     dp = np.char.startswith(variant.astype(str), "DP(") if len(variant) else np.zeros(0, dtype=bool)
+    counted = out["flops"].to_numpy(dtype="float64") > 0  # the bound is a flop rate: none for a run of no flops
     for rows, host, accel in by_processors(out):  # the model's own array functions, one platform at a time
-        for mask, kind in ((pdp, "p-DP"), (dp, "DP"), (~(pdp | dp), "WP")):
+        for mask, kind in ((pdp & counted, "p-DP"), (dp & counted, "DP"), (~(pdp | dp) & counted, "WP")):
             r = rows[mask[rows]]
             if not len(r):
                 continue
@@ -87,7 +96,9 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     out["perf_predicted"] = predicted
     out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
     tight = np.full(len(out), np.nan)
-    have = np.isfinite(predicted)  # no bound where a ceiling was not measured (analysis.scoring.ceilings)
+    # no bound where a ceiling was not measured (analysis.scoring.ceilings), nor for a run that counts no flops (a
+    # transpose): the bound is a flop rate
+    have = np.isfinite(predicted) & (predicted > 0) & counted
     if have.any():
         tight[have] = metrics.tightness(out["perf_measured"].to_numpy()[have], predicted[have])
     out["tightness"] = tight
@@ -130,11 +141,18 @@ def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: why the WP models judge no FDM run
+NOT_FDM = ("an FDM run spreads one grid over ranks of one backend, not one workload split between the platform's "
+           "two processors")
+
+
 class PerDomePeaPaw(Model):
-    """PerDome/PeaPaw's performance bound per run (time = N_f / bound)."""
+    """PerDome/PeaPaw's performance bound per run (time = N_f / bound): the WP runs and PEACH's alpha splits
+    (PerDome eq. 20 at the run's host share)."""
 
     name = MODEL
-    cases = WP_CASES
+    cases = (*WP_CASES, "peach")
+    not_for = {"fdm": NOT_FDM, "peach/memory-bound": "the bound is a flop rate and MatrixTranspose counts no flops"}
     needs = ("t_f_host", "t_b_host", "t_f_accel", "t_b_accel")
 
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
@@ -146,6 +164,7 @@ class PeaPawEnergy(Model):
 
     name = ENERGY_MODEL
     cases = WP_CASES
+    not_for = {"fdm": NOT_FDM, "peach": "eq. 25's shares describe the paper's four WPs, not a DP(alpha) split"}
     needs = (*PerDomePeaPaw.needs, *ENERGY_COLS)
     quantity = "energy"
     table = "energy_runs"

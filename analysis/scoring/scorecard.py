@@ -311,15 +311,21 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
         n = pd.to_numeric(peach["size"], errors="coerce").astype(float)
         # a product's compulsory traffic is its three matrices: 2 n^3 flops over 3 n^2 words; a transpose has no flops
         intensity = np.where(peach["workload"].astype(str) == "MatrixMultiply", 2.0 * n / (3.0 * width), 0.0)
-        p = peach.assign(case="peach", model="PEACH (end-point calibrated)",
-                         tightness=peach["rate_measured"] / peach["rate_predicted"],
-                         **({"tightness_replicates": [
-                             [m / r if r else math.nan for r in (rs if isinstance(rs, (list, tuple, np.ndarray)) else [])]
-                             for m, rs in zip(peach["rate_measured"].astype(float), peach["rate_predicted_replicates"],
-                                              strict=True)]} if "rate_predicted_replicates" in peach else {}),
+        own = "PEACH (end-point calibrated)"
+        model = peach["model"].fillna(own) if "model" in peach else pd.Series(own, index=peach.index)
+        tightness = (peach["tightness"] if "tightness" in peach else pd.Series(np.nan, index=peach.index)).fillna(
+            peach["rate_measured"] / peach["rate_predicted"])
+        extra = {}
+        if "tightness_replicates" in peach:
+            extra["tightness_replicates"] = peach["tightness_replicates"]
+        elif "rate_predicted_replicates" in peach:
+            extra["tightness_replicates"] = [
+                [m / r if r else math.nan for r in (rs if isinstance(rs, (list, tuple, np.ndarray)) else [])]
+                for m, rs in zip(peach["rate_measured"].astype(float), peach["rate_predicted_replicates"], strict=True)]
+        p = peach.assign(case="peach", model=model, tightness=tightness, **extra,
                          workload_class=_bound_class(pd.Series(intensity, index=peach.index),
                                                      _each(peach["platform"], lambda p: balance.get(str(p)))))
-        p = p[~p["endpoint"].fillna(False).astype(bool)] if "endpoint" in p else p  # end points are the calibration
+        p = p[~p["endpoint"].fillna(False).astype(bool)] if "endpoint" in p else p  # PEACH's end points calibrate it
         fid = tables.get("peach_fidelity")
         groups = pd.DataFrame(columns=keys)
         if fid is not None and len(fid):

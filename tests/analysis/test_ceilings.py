@@ -192,10 +192,13 @@ def test_no_la_run_of_the_default_study_beats_its_bound(default_validated):
     sa = runs[(runs["case"] == "sa") & (runs["model"] == "PerDome/PeaPaw")]
     assert len(sa) == 32 and set(sa["ceiling_host"]) | set(sa["ceiling_accel"]) <= {"vector float32", "none (no flops)"}
     assert (sa["traffic"] == sa["bytes"]).all()
-    # Panwar's projection scores every workload that ran alone on each processor (SA's two sizes, LA's one)
+    # Panwar's projection scores every workload that ran alone on each processor (SA's two sizes, LA's one, PEACH's
+    # two workloads at their alpha 0 and 1), each named as a reader knows it
     projection = pd.read_parquet(root / "validation" / "projection.parquet")
     assert sorted(zip(projection["case"], projection["size"], strict=True)) == [
-        ("la", 68157440), ("sa", 1048576), ("sa", 6400000)]
+        ("la", 68157440), ("peach", 2048), ("peach", 8192), ("sa", 1048576), ("sa", 6400000)]
+    assert set(projection.loc[projection["case"] == "peach", "size_label"]) == {
+        "MatrixMultiply n=2048", "MatrixTranspose n=8192"}
     assert projection["relative_error"].between(0, 1).all() and (projection["selection_penalty"] >= 0).all()
     assert set(projection["picked"]) | set(projection["best_measured"]) <= {"host", "accel"}
 
