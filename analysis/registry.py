@@ -186,9 +186,12 @@ class Model(abc.ABC):
     def why_not(self, case_name: str, workload_class: str | None = None) -> str:
         """Why this model has no verdict on ``case_name`` (and ``workload_class``): its own reason, else that it
         does not name the case, else that no run of the study had its inputs."""
-        for key in ((f"{case_name}/{workload_class}",) if workload_class else ()) + (case_name,):
-            if key in self.not_for:
-                return self.not_for[key]
+        for key, why in self.not_for.items():  # a class key names the class, or its start ("fdm/2-4 ranks")
+            where, _, which = key.partition("/")
+            if where == case_name and which and workload_class and str(workload_class).startswith(which):
+                return why
+        if case_name in self.not_for:
+            return self.not_for[case_name]
         if case_name not in self.cases:
             return f"{self.name} does not name the {case_name} case"
         return f"no {case_name} run of this class had its inputs ({', '.join(self.needs) or 'its own columns'})"

@@ -10,6 +10,7 @@ the decompositions at a fixed design.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shlex
 from collections.abc import Mapping
@@ -22,12 +23,15 @@ import pandas as pd
 import yaml
 
 from analysis.equations.fdm import halo_links
-from analysis.models.fdm import MODEL
+from analysis.models.fdm import CALIBRATED, MODEL
+from analysis.models.panwar import MODEL as PANWAR
+from analysis.models.panwar import PROJECTION_COLUMNS, device_selection
 from analysis.planning.config import ConfigError, platform_layouts
 from analysis.planning.jobs import Layout, LayoutError, scale_layout
 from analysis.registry import Case, Context, join_on
 from analysis.scoring import scaling
 from analysis.scoring.runs import (
+    COUNT_COLS,
     FIDELITY_TAIL,
     fidelity_types,
     params_docs,
@@ -37,10 +41,10 @@ from analysis.scoring.runs import (
     tightness_intervals,
 )
 from analysis.scoring.uncertainty import Settings
-from sims.fdm.spec import SpecError, parse, run_identity
+from sims.fdm.spec import SpecError, grid_label, parse, run_identity
 from sims.placement import THREADS_VARIABLE
 from sims.record import run_id_of
-from sims.vocab import FDM_PHASES, MARSHALING
+from sims.vocab import FDM_PHASES, MARSHALING, ROLES
 
 DEFAULT_BACKEND = "numba"
 #: Bytes an FDM rank holds per grid point: 9 float32 wavefields, the medium's parameters, C-PML memory
@@ -123,6 +127,12 @@ properties:
         ranks: {{type: integer, minimum: 1, maximum: 65536}}
         nodes: {{type: integer, minimum: 1, maximum: 4096, description: nodes the ranks spread over (default 1)}}
         ranks_per_node: {{type: integer, minimum: 1, maximum: 1024}}
+        backends:
+          type: array
+          uniqueItems: true
+          minItems: 1
+          items: {{enum: [numpy, numba, cupy]}}
+          description: "the backends this scale runs on (default: [backend]); one grid on two lets Panwar's device selection pick between them"
         threads_per_rank: {{type: integer, minimum: 1, maximum: 1024, description: cores each rank is given (default 1)}}
         gpus_per_node: {{type: integer, minimum: 0, maximum: 64, description: "GPUs asked for per node (default: one per rank with the cupy backend)"}}
         shape:
@@ -153,6 +163,10 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     if platform not in platform_layouts(config):
         raise ConfigError(f"cases.fdm.platform: {platform!r} is not one of the configured platforms")
     h = float(fdm["spacing"])
+    # each backend's processor on the platform (the first role driving it): a run's counts are that processor's
+    roles: dict[str, str] = {}
+    for role in ROLES:
+        roles.setdefault(str(platform_layouts(config)[platform][role].get("backend")), role)
     out = []
     for n, scale in enumerate(fdm["scales"]):
         try:
@@ -167,25 +181,26 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
         extent = [s * h for s in shape]
         source = dict(fdm["source"], position=[f * e for f, e in zip(fdm["position_fraction"], extent, strict=True)])
         receivers = [[f * e for f, e in zip(r, extent, strict=True)] for r in fdm["receivers_fraction"]]
-        for order in fdm["orders"]:
-            for decomposition in scale.get("decompositions", ["auto"]):
-                for design in fdm["marshaling"]:
-                    doc = {
-                        "study": config["study"], "platform": platform, "ranks": where["ranks"], **placed,
-                        "warmup": config["runs"]["warmup"], "repetitions": config["runs"]["repetitions"],
-                        "grid": {"shape": shape, "spacing": h}, "time": {"steps": int(fdm["steps"])},
-                        "medium": fdm["medium"], "source": source, "receivers": receivers,
-                        "boundary": fdm["boundary"], "order": int(order), "backend": fdm["backend"],
-                        "free_surface": bool(fdm["free_surface"]),
-                        "decomposition": decomposition, "marshaling": design,
-                    }
-                    try:
-                        parse(doc)
-                    except SpecError as exc:
-                        raise ConfigError(f"cases.fdm.scales[{n}] (order {order}): {exc}") from None
-                    ident = run_identity(doc)
-                    out.append({**ident, "run_id": run_id_of(ident), "ranks": where["ranks"],
-                                "size": int(np.prod(shape)), "fdm_doc": doc, "resources": fdm_layout(doc).spec()})
+        for backend, order, decomposition, design in itertools.product(
+                scale.get("backends") or [fdm["backend"]], fdm["orders"], scale.get("decompositions", ["auto"]),
+                fdm["marshaling"]):
+            doc = {
+                "study": config["study"], "platform": platform, "ranks": where["ranks"], **placed,
+                "warmup": config["runs"]["warmup"], "repetitions": config["runs"]["repetitions"],
+                "grid": {"shape": shape, "spacing": h}, "time": {"steps": int(fdm["steps"])},
+                "medium": fdm["medium"], "source": source, "receivers": receivers,
+                "boundary": fdm["boundary"], "order": int(order), "backend": backend,
+                "free_surface": bool(fdm["free_surface"]),
+                "decomposition": decomposition, "marshaling": design,
+                **({"processor": roles[backend]} if backend in roles else {}),
+            }
+            try:
+                parse(doc)
+            except SpecError as exc:
+                raise ConfigError(f"cases.fdm.scales[{n}] (order {order}): {exc}") from None
+            ident = run_identity(doc)
+            out.append({**ident, "run_id": run_id_of(ident), "ranks": where["ranks"],
+                        "size": int(np.prod(shape)), "fdm_doc": doc, "resources": fdm_layout(doc).spec()})
     return out
 
 
@@ -203,7 +218,7 @@ def fdm_layout(doc: Mapping[str, Any]) -> Layout:
                   gpus_per_node=int(gpus), data_bytes_per_rank=FDM_BYTES_PER_POINT * points / ranks)
 
 
-SCALE_KEYS = ["study", "platform", "grid", "order", "boundary", "ranks"]
+SCALE_KEYS = ["study", "platform", "grid", "order", "boundary", "ranks", "backend"]
 
 
 FDM_FIDELITY_COLUMNS = [*SCALE_KEYS, "axis", "fixed", "model", *FIDELITY_TAIL, "noise_floor", "noise_floor_pairs"]
@@ -283,7 +298,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     """One row per ok FDM run: medians and spread of ``time_s`` and medians of the per-phase times."""
     ok = df[(df["status"] == "ok") & (df["case"] == "fdm")]
     first_cols = ["study", "variant", "platform", "ranks", "grid", "order", "boundary", "decomposition",
-                  "marshaling", "steps", "points", "params"]
+                  "marshaling", "steps", "points", "params", *COUNT_COLS]
     ordered = ok.sort_values(["run_id", "rep"], kind="stable")
     g = ordered.groupby("run_id", sort=True)
     first = g[first_cols].first()
@@ -312,6 +327,8 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
         out[c] = out[c].astype("string")
     for c in ("ranks", "order", "steps", "points"):
         out[c] = pd.to_numeric(out[c]).astype("int64")
+    for c in COUNT_COLS:  # the solver's counts (null per processor in a record that names none)
+        out[c] = pd.to_numeric(out[c]).astype("Int64")
     return out
 
 
@@ -362,12 +379,25 @@ def score_fdm(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     return out.astype(types)
 
 
+def fdm_device_selection(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
+    """Panwar's device selection (thesis §3.4.2) of every FDM workload - one grid, order and boundary on one rank -
+    that ran on both of the platform's processors' backends: its projected and measured times on each, the pick
+    and its penalty (:func:`analysis.models.panwar.device_selection`)."""
+    mine = runs[runs["model"].astype(str) == PANWAR] if len(runs) and "model" in runs else runs.iloc[:0]
+    if not len(mine):
+        return pd.DataFrame(columns=PROJECTION_COLUMNS)
+    label = (mine["grid"].map(grid_label).astype(str) + " order " + mine["order"].astype(str) + ", "
+             + mine["boundary"].astype(str) + ", " + mine["ranks"].astype(str) + " rank")
+    return device_selection(mine.assign(case="fdm", size=mine["points"], size_label=label.astype("string")),
+                            settings.noise_alpha)
+
+
 class FDMCase(Case):
     name = "fdm"
     title = "FDM seismology scaling (elastic staggered grid, MPI domain decomposition)"
     order = 40
     schema = SCHEMA
-    tables = ("fdm_runs", "fdm_fidelity", "scaling_fits")
+    tables = ("fdm_runs", "fdm_fidelity", "scaling_fits", "projection")
     sections = ("analysis.report.sections.fdm:FDMSection",)
 
     def expand(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -395,8 +425,16 @@ class FDMCase(Case):
         return reduce_fdm(records)
 
     def join(self, runs: pd.DataFrame, platforms: Any) -> pd.DataFrame:
-        """Each run's backend: its kernel costs, link and calibration (``platforms.backends``)."""
-        return join_on(runs, platforms.backends, ["platform", "backend"])
+        """Each run's backend: its kernel costs, link and calibration (``platforms.backends``); and the platform's
+        two processors' ``t_f``/``t_b``, which a per-processor model (Panwar's projection) reads with the run's
+        counts per processor."""
+        joined = join_on(runs, platforms.backends, ["platform", "backend"])
+        roles = [f"{p}_{r}" for r in ROLES for p in ("t_f", "t_b")]
+        procs = platforms.processors
+        if procs is None or not set(roles) <= set(procs.columns):
+            return joined.assign(**{c: np.nan for c in roles})
+        return joined.merge(procs[["platform", *roles]].astype({"platform": joined["platform"].dtype}),
+                            on="platform", how="left")
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Context) -> dict[str, pd.DataFrame]:
         frames = [predictions[m] for m in sorted(predictions) if predictions[m] is not None]
@@ -405,11 +443,16 @@ class FDMCase(Case):
                                                                                 context.uncertainty),
                     "scaling_fits": scaling.frame([])}
         settings = context.uncertainty
+        own = {c for m in (MODEL, CALIBRATED) if predictions.get(m) is not None for c in predictions[m].columns}
+        # another model's rows keep the FDM models' columns (and none of the platform's it read)
+        frames = [f if f.empty or "compute_pred_s" in f else f[[c for c in f.columns if c in own or not own]]
+                  for f in frames]
         runs = pd.concat(frames, ignore_index=True)
         runs = runs.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling", "model"]
                                 ).reset_index(drop=True)
         runs = tightness_intervals(runs, settings)
-        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings), "scaling_fits": scaling.fdm_fits(runs)}
+        return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings), "scaling_fits": scaling.fdm_fits(runs),
+                "projection": fdm_device_selection(runs, settings)}
 
 
 CASE = FDMCase()

@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.models.panwar import device_selection
+from analysis.models.peach import MODEL as PEACH_MODEL
 from analysis.models.peapaw import MODEL as PEAPAW
+from analysis.models.peapaw import measured_columns
 from analysis.planning.config import platform_layouts
 from analysis.planning.jobs import Layout
 from analysis.registry import Case, Context, join_on, models_for
@@ -38,6 +40,7 @@ from analysis.scoring.runs import (
     tightness_intervals,
 )
 from analysis.scoring.uncertainty import Settings
+from analysis.storage.platforms import PLATFORM_COLS, PROBLEM_COLS
 from sims.record import run_id_of
 from sims.vocab import dp_variant
 
@@ -143,8 +146,10 @@ class WPCase(Case):
         by_table: dict[str, list[pd.DataFrame]] = {}
         for model in models_for(self.name):
             rows = predictions.get(model.name)
+            if rows is not None and model.table == "peach_runs":  # PEACH on the DP(alpha) sweep: per-run rows
+                rows = sweep_rows(rows)
             if rows is not None:
-                by_table.setdefault(model.table, []).append(rows)
+                by_table.setdefault("runs" if model.table == "peach_runs" else model.table, []).append(rows)
         runs = _concat(by_table.get("runs"), ["study", "case", "platform", "size", "model", "variant"])
         energy = _concat(by_table.get("energy_runs"), ["study", "case", "platform", "size", "variant"])
         roofline = _concat(by_table.get("energy_roofline"),
@@ -164,6 +169,26 @@ class WPCase(Case):
                "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
         return {"fidelity": pd.concat([finish() for finish in fidelity], ignore_index=True), "scaling_fits": fits(),
                 **out}
+
+
+#: the PEACH model's curve columns that a run row does not carry
+_CURVE_ONLY = ["workload", "frequency", "work", "work_unit", "rate_measured", "rate_predicted", "time_rel_error",
+               "eta_measured", "eta_predicted", "energy_rel_error", "endpoint"]
+
+
+def sweep_rows(predicted: pd.DataFrame) -> pd.DataFrame:
+    """The PEACH model's predictions of a DP(alpha) sweep (:func:`analysis.models.peach.sweep_curves`) as run rows
+    like every model's: the interior points only (alpha 0 and 1 calibrate it and reproduce themselves), time
+    predicted against time measured."""
+    inner = predicted[~predicted["endpoint"].astype(bool)] if len(predicted) else predicted
+    out = measured_columns(inner).drop(columns=[*_CURVE_ONLY, *PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
+    out.attrs = {}
+    t = out["time_predicted_s"].to_numpy(dtype="float64") if len(out) else np.zeros(0)
+    out["model"] = pd.Series([str(m) for m in [PEACH_MODEL] * len(out)], index=out.index, dtype="string")
+    out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
+    out["perf_predicted"] = out["flops"].to_numpy(dtype="float64") / t if len(out) else np.zeros(0)
+    out["tightness"] = t / out["time_median_s"].to_numpy(dtype="float64") if len(out) else np.zeros(0)
+    return out
 
 
 def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame:

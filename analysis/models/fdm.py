@@ -19,7 +19,7 @@ from analysis.equations import fdm
 from analysis.registry import Model
 from analysis.scoring import metrics
 from analysis.storage.platforms import BACKEND_COLS, FDM_CALIBRATION_COL
-from sims.vocab import FDM_PHASES
+from sims.vocab import FDM_PHASES, ROLES
 
 MODEL = "FDM"
 CALIBRATED = "FDM-calibrated"
@@ -120,7 +120,9 @@ def _finish(out: pd.DataFrame, model: str) -> pd.DataFrame:
         worst_err[ok] = stack[k[ok], np.arange(len(out))[ok]]
     out["worst_phase"] = pd.array(worst_phase, dtype="string")
     out["worst_phase_error_s"] = worst_err
-    return out.drop(columns=[*BACKEND_COLS, FDM_CALIBRATION_COL], errors="ignore")
+    # the platform's parameters were inputs, not results (the processors' t_f/t_b joined for a per-processor model)
+    return out.drop(columns=[*BACKEND_COLS, FDM_CALIBRATION_COL, *(f"{p}_{r}" for r in ROLES for p in ("t_f", "t_b"))],
+                    errors="ignore")
 
 
 def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.equations import panwar
-from analysis.models.peapaw import NOT_FDM, WP_CASES, measured_columns
+from analysis.models.peapaw import WP_CASES, measured_columns
 from analysis.registry import Model
 from analysis.scoring import metrics
 from analysis.storage.platforms import PLATFORM_COLS, PROBLEM_COLS
@@ -66,6 +66,26 @@ def predict_panwar(runs: pd.DataFrame) -> pd.DataFrame:
     # counts no flops (a transpose)
     out["tightness"] = (metrics.tightness(t, out["time_median_s"].to_numpy(dtype="float64"))
                         if len(out) else np.zeros(0))
+    return out
+
+
+def predict_fdm_panwar(runs: pd.DataFrame) -> pd.DataFrame:
+    """The projection of each one-rank FDM run (a kernel on one device, as the thesis projects it) that counts its
+    work on one of the platform's processors: that processor's part, from the solver's counts."""
+    if not len(runs) or "flops_host" not in runs:
+        return runs.iloc[:0].assign(model=pd.Series([], dtype="string"), time_predicted_s=np.zeros(0),
+                                    tightness=np.zeros(0))
+    one = runs[(runs["ranks"] == 1) & runs["flops_host"].notna() & runs["flops_accel"].notna()].copy()
+    parts = part_times(one) if len(one) else {r: np.zeros(0) for r in ROLES}
+    t = np.fmax(parts["host"], parts["accel"])
+    t[np.isnan(parts["host"]) | np.isnan(parts["accel"])] = np.nan
+    ok = np.isfinite(t) & (t > 0)
+    out, t = one[ok].copy(), t[ok]
+    out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
+    out["time_predicted_s"] = t
+    out["mlups_measured"] = out["points"] * out["steps"] / out["time_median_s"] / 1e6
+    out["mlups_predicted"] = out["points"] * out["steps"] / t / 1e6
+    out["tightness"] = metrics.tightness(t, out["time_median_s"].to_numpy(dtype="float64")) if len(out) else []
     return out
 
 
@@ -151,8 +171,13 @@ class PanwarProjection(Model):
     """Panwar's three-component projection per processor (thesis §3.3.4); the run's time is the longer part."""
 
     name = MODEL
-    cases = (*WP_CASES, "peach")
+    cases = (*WP_CASES, "peach", "fdm")
     needs = ("t_f_host", "t_b_host", "t_f_accel", "t_b_accel")
+    not_for = {f"fdm/{band}": "the thesis projects a kernel on one device; a run of several ranks shares the node's "
+               "cores and links (the FDM models price those)" for band in
+               ("2-4 ranks", "5-16 ranks", "17-64 ranks", "over 64 ranks")}
 
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
+        if "grid" in runs.columns:  # an FDM run: one backend's ranks, its counts on that backend's processor
+            return predict_fdm_panwar(runs)
         return predict_panwar(runs)

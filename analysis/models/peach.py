@@ -35,7 +35,11 @@ MODEL = "PEACH (end-point calibrated)"
 
 
 def curves(reduced: pd.DataFrame) -> pd.DataFrame:
-    """Reduced PEACH runs (one row per run) with the curve keys and the work ``W`` unpacked from ``params``."""
+    """Reduced PEACH runs (one row per run) with the curve keys and the work ``W`` unpacked from ``params``; a
+    two-processor case's DP(alpha) sweep (SA's: its params name no PEACH workload) is a curve too, its workload
+    the case's name and ``W`` its counted flops."""
+    if len(reduced) and "case" in reduced and (reduced["case"].astype(str) != "peach").all():
+        return sweep_curves(reduced)
     out = reduced.copy()
     codes, texts = pd.factorize(out["params"], use_na_sentinel=False)  # each distinct params parsed once
     docs = [params_doc(text) for text in texts]
@@ -51,6 +55,17 @@ def curves(reduced: pd.DataFrame) -> pd.DataFrame:
     out["work"] = np.array(column(lambda d: float(sum((d.get("work") or {}).values())) if d.get("work") else np.nan),
                            dtype="float64")
     return out
+
+
+def sweep_curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """A two-processor case's DP(alpha) runs as PEACH curves: ``workload`` the case (``SA``), ``frequency`` the
+    default, ``W`` the run's counted flops (the same at every alpha: the split moves work, it adds none)."""
+    dp = runs[runs["variant"].astype(str).str.startswith("DP(")].copy()
+    dp["workload"] = dp["case"].astype(str).str.upper().astype("string")
+    dp["frequency"] = pd.array(["default"] * len(dp), dtype="string")
+    dp["work_unit"] = pd.array(["flop"] * len(dp), dtype="string")
+    dp["work"] = pd.to_numeric(dp["flops"]).astype("float64")
+    return dp
 
 
 def predict_curve(g: pd.DataFrame, idle_w: float | None) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -89,8 +104,10 @@ class PEACHModel(Model):
 
     name = MODEL
     kind = "predictor"
-    cases = ("peach",)
+    cases = ("peach", "sa", "la")
     needs = ("idle_w",)
+    not_for = {"la": "no DP(alpha) sweep of LA with both end points ran (cases.la.alphas)",
+               "fdm": "an FDM run is one grid on one backend's ranks: no alpha split to calibrate from its end points"}
     table = "peach_runs"
     rowwise = False
 
@@ -106,6 +123,9 @@ class PEACHModel(Model):
             out.attrs["params"] = params
             return out
         c = curves(runs).sort_values([*CURVE_KEYS, "alpha"], kind="stable").reset_index(drop=True)
+        if not len(c):  # a two-processor case with no DP(alpha) sweep
+            c.attrs["params"] = params
+            return c
         gid = c.groupby(CURVE_KEYS, sort=False, dropna=False).ngroup().to_numpy()
         n_curves = int(gid.max()) + 1
         first = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])

@@ -36,7 +36,7 @@ FIDELITY_TAIL = ["n_alternatives", *RANKING_METRICS, "best_measured", "best_pred
                  "tightness_median", "tightness_min", "tightness_max", *UNCERTAINTY_COLUMNS]
 #: The list columns :func:`reduce_repetitions` keeps: every ok repetition's value, in ``rep`` order.
 SAMPLE_COLUMNS = {"time": "time_reps_s", "energy": "energy_reps_j"}
-_COUNT_COLS = ["flops", "bytes", "flops_host", "bytes_host", "flops_accel", "bytes_accel"]
+COUNT_COLS = ["flops", "bytes", "flops_host", "bytes_host", "flops_accel", "bytes_accel"]
 _ENERGY = ["energy_j", "energy_host_j", "energy_accel_j"]
 REDUCED_ENERGY = ["energy_median_j", "energy_host_median_j", "energy_accel_median_j", "energy_iqr_j", "energy_source"]
 
@@ -299,10 +299,10 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
         ok[c] = pd.to_numeric(ok[c], errors="coerce").astype("float64") if c in ok else np.nan
     if "energy_source" not in ok:
         ok["energy_source"] = "none"
-    keys = ["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *_COUNT_COLS]
+    keys = ["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *COUNT_COLS]
     base = ok[keys].copy()
     base["size"] = pd.to_numeric(base["size"]).astype("Int64")
-    for c in ("alpha", *_COUNT_COLS):
+    for c in ("alpha", *COUNT_COLS):
         base[c] = pd.to_numeric(base[c]).astype("float64")
     # the repetitions in order: only the columns read per repetition are sorted
     ordered = ok[["run_id", "rep", "time_s", "time_host_s", "time_accel_s", *_ENERGY,
@@ -331,7 +331,7 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
     out = first.join(out).reset_index()
     for c in ("run_id", "study", "case", "variant", "platform", "params"):
         out[c] = out[c].astype("string")
-    return out[["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *_COUNT_COLS,
+    return out[["run_id", "study", "case", "variant", "platform", "size", "alpha", "params", *COUNT_COLS,
                 "n_reps", "time_median_s", "time_min_s", "time_max_s", "time_iqr_s",
                 "time_host_median_s", "time_accel_median_s", *REDUCED_ENERGY, "time_reps_s", "rounds_reps",
                 "energy_reps_j"]]

@@ -5,7 +5,7 @@ One row per (model, case, platform, workload class), built from the validation t
 * **Workload classes.** A two-processor run (SA, LA) or a PEACH workload is *memory-bound* when its
   intensity (flops per byte of its counted traffic) lies below its platform's host balance ``t_b / t_f``
   (flops per byte at which the two times are equal), else *compute-bound*. An FDM run falls in a scale band
-  by its rank count (1; 2-4; 5-16; 17-64; more).
+  by its rank count (1; 2-4; 5-16; 17-64; more) and its backend (``1 rank (numba)``).
 * **Tightness.** The runs' tightness (measured / predicted performance): its median and an interval that covers
   what the study shares as well as what its runs do - a three-level bootstrap (:func:`hierarchical`) that
   resamples the characterisation replicates (each run's tightness as each replicate's platform file predicts
@@ -86,6 +86,16 @@ def scale_band(ranks: Any) -> str:
     if math.isnan(r):
         return "all scales"
     return next(label for top, label in SCALE_BANDS if r <= top)
+
+
+def fdm_class(frame: pd.DataFrame) -> pd.Series:
+    """An FDM row's class: its scale band, and the backend it ran on (one grid on two backends is two workloads: a
+    NumPy stencil moves far more than the compulsory traffic the Numba one does)."""
+    band = _each(frame["ranks"], scale_band)
+    if "backend" not in frame:
+        return band
+    return (band.astype(str) + " (" + frame["backend"].astype("string").fillna("unknown backend").astype(str)
+            + ")").astype(object)
 
 
 def _each(values: pd.Series, how: Any) -> pd.Series:
@@ -337,11 +347,11 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
 
     fdm = tables.get("fdm_runs")
     if fdm is not None and len(fdm) and "tightness" in fdm:
-        f = fdm.assign(case="fdm", workload_class=_each(fdm["ranks"], scale_band))
+        f = fdm.assign(case="fdm", workload_class=fdm_class(fdm))
         fid = tables.get("fdm_fidelity")
         groups = pd.DataFrame(columns=keys)
         if fid is not None and len(fid):
-            groups = fid.assign(case="fdm", workload_class=_each(fid["ranks"], scale_band))
+            groups = fid.assign(case="fdm", workload_class=fdm_class(fid))
         rows += _rows(f, groups, keys, "fdm", settings, heldout)
 
     frame = pd.DataFrame(rows, columns=COLUMNS)

@@ -14,6 +14,7 @@ import numpy as np
 from sims import placement
 from sims import record as rec
 from sims.atomic import atomic_write_bytes
+from sims.vocab import ROLES
 from sims.yamlfile import YAMLFileError, load_mapping
 
 from . import counts
@@ -45,6 +46,15 @@ def load_doc(path: str) -> dict:
         return load_mapping(path, "run spec")
     except YAMLFileError as exc:
         raise SpecError(str(exc)) from None
+
+
+def per_processor(processor: Any, flops: int, nbytes: int) -> dict[str, int]:
+    """The solver's counts in the columns the two-processor cases use: all of it on ``processor`` (the platform's
+    role whose backend the run drives), none on the other; nothing when the run names no processor."""
+    if processor not in ROLES:
+        return {}
+    return {f"{k}_{role}": (v if role == processor else 0) for role in ROLES for k, v in (("flops", flops),
+                                                                                         ("bytes", nbytes))}
 
 
 def _base(ident: dict, ranks: int, started_at: str, config_hash: str) -> dict[str, Any]:
@@ -142,6 +152,7 @@ def execute(comm, config_path: str, config_hash: str = "unknown") -> Result | No
         grid=rec.canonical_json({"shape": list(spec.shape), "spacing": spec.spacing}),
         decomposition=rec.canonical_json(list(sim.dims)), marshaling=spec.marshaling, boundary=spec.boundary_label,
         flops=step["flops"] * spec.steps, bytes=step["bytes"] * spec.steps,
+        **per_processor(doc.get("processor"), step["flops"] * spec.steps, step["bytes"] * spec.steps),
         timer_resolution_s=time.get_clock_info("perf_counter").resolution,  # the clock the loop is timed with
     )
     if not finite:

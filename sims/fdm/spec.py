@@ -24,7 +24,9 @@ BACKENDS = ("numpy", "numba", "cupy")
 TOP_KEYS = {"grid", "time", "medium", "source", "receivers", "boundary", "order", "backend", "decomposition",
             "marshaling", "free_surface", "ranks", "study", "platform", "repetitions", "warmup", "rep", "seed", "name",
             # where the ranks sit (given only when not the default: 1 node, 1 thread per rank, no GPU)
-            "nodes", "threads_per_rank", "gpus_per_node"}
+            "nodes", "threads_per_rank", "gpus_per_node",
+            # the platform's processor (host or accel) whose backend the run drives: its counts are that processor's
+            "processor"}
 
 
 class SpecError(ValueError):
@@ -124,6 +126,9 @@ def parse(doc: dict) -> FDMSpec:
     unknown = sorted(set(doc) - TOP_KEYS)
     if unknown:
         raise SpecError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(TOP_KEYS))}")
+    if doc.get("processor") not in (None, "host", "accel"):
+        raise SpecError(f"'processor' must be host or accel (the platform's role the backend runs on), got "
+                        f"{doc['processor']!r}")
     grid = _need(doc, "grid", "spec")
     _keys(grid, ("shape", "spacing"), "grid")
     shape_v = _need(grid, "shape", "grid")
@@ -230,7 +235,7 @@ def parse(doc: dict) -> FDMSpec:
 
 
 #: Keys of a run spec that say where and how often it runs, not what it computes.
-META_KEYS = ("study", "platform", "repetitions", "warmup", "rep", "seed", "name")
+META_KEYS = ("study", "platform", "repetitions", "warmup", "rep", "seed", "name", "processor")
 
 
 def _as_int(value: Any) -> Any:

@@ -1,5 +1,7 @@
 """The page's first table: which model to trust for which workload class and platform, with intervals
-(``scorecard.parquet``, :mod:`analysis.scoring.scorecard`); each cell links to the section holding its evidence."""
+(``scorecard.parquet``, :mod:`analysis.scoring.scorecard`); each cell links to the section holding its evidence.
+Then the matrix: every registered model against every case the study ran (by workload class), each cell its
+verdict or, in grey, why the model cannot judge that case (:meth:`analysis.registry.Model.why_not`)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,52 @@ def _pooled(r: dict[str, Any]) -> str:
         return "one night"
     return (f"{r['pooled_verdict']} ({nights} nights; tightness "
             f"{_interval(r['pooled_tightness_median'], r['pooled_tightness_lo'], r['pooled_tightness_hi'])})")
+
+
+#: the cases whose runs the matrix shows (the published tables are the papers' own, scored on their own)
+MATRIX_SKIPS = ("published",)
+
+
+def matrix(card: Any, cases_run: list[str]) -> tuple[list[tuple[str, str]], list[tuple[str, list[dict[str, Any]]]]]:
+    """The models x (case, workload class) grid: its columns, and per model (registry name order) one cell per
+    column - ``{"verdict", "href"}`` where the scorecard has the row, ``{"why"}`` where the model cannot judge it.
+
+    A case the study ran whose runs no model scored has one column of its own (class ``all``); the classes of a
+    case are those any model's rows have."""
+    from analysis.registry import RegistryError, models
+
+    try:
+        registered = {n: m for n, m in sorted(models().items()) if m.quantity == "time"
+                      and set(m.cases) - set(MATRIX_SKIPS)}
+    except RegistryError:
+        registered = {}
+    rows = card.to_dict("records") if card is not None else []
+    order = [c for c in dict.fromkeys([*cases_run, *(str(r["case"]) for r in rows)]) if c not in MATRIX_SKIPS]
+    columns = []
+    for case_name in order:
+        classes = sorted({str(r["workload_class"]) for r in rows if str(r["case"]) == case_name})
+        columns += [(case_name, c) for c in classes] or [(case_name, "all")]
+    names = sorted({*registered, *(str(r["model"]) for r in rows)})
+    found = {(str(r["model"]), str(r["case"]), str(r["workload_class"])): r for r in rows}
+    grid = []
+    for name in names:
+        cells = []
+        for case_name, wclass in columns:
+            r = found.get((name, case_name, wclass))
+            if r is not None:
+                cells.append({"verdict": str(r["verdict"]), "href": EVIDENCE.get(str(r["evidence"]), "#scorecard")})
+            elif name in registered:
+                cells.append({"why": registered[name].why_not(case_name, None if wclass == "all" else wclass)})
+            else:
+                cells.append({"why": f"{name} is not registered here"})
+        grid.append((name, cells))
+    return columns, grid
+
+
+def _cases_run(inputs: Inputs) -> list[str]:
+    """The cases with ok runs in this study (the validation summary's counts)."""
+    counts = ((inputs.summary or {}).get("runs_ok") or {}) if inputs.summary else {}
+    return [str(c) for c, n in counts.items() if n]
 
 
 class ScorecardSection(Section):
@@ -100,6 +148,28 @@ class ScorecardSection(Section):
             "undecided. Intervals cover the characterisation replicates, the runs and their repetitions; 'widest "
             "level' names the one whose own interval is widest. 'Verdict of all nights' pools every snapshot of this "
             "code, configuration and machine in the history (docs/scorecard.md). A cell links to its evidence."))
+        columns, grid = matrix(card, _cases_run(inputs))
+        if columns and grid:
+            out.heading("Every model on every case", 3, anchor="matrix")
+            mrows, mlines = [], ["", "Matrix (model: case / workload class = verdict, or n/a: why):"]
+            for name, cells in grid:
+                row = [{"text": name, "href": "#scorecard", "css": ""}]
+                said = []
+                for (case_name, wclass), c in zip(columns, cells, strict=True):
+                    if "verdict" in c:
+                        row.append({"text": c["verdict"], "href": c["href"], "css": VERDICT_CSS.get(c["verdict"], "")})
+                        said.append(f"{case_name}/{wclass} = {c['verdict']}")
+                    else:
+                        row.append({"text": f"not applicable: {c['why']}", "href": "#matrix", "css": "v-none"})
+                        said.append(f"{case_name}/{wclass} = n/a ({c['why']})")
+                mrows.append(row)
+                mlines.append(f"  {name}: " + "; ".join(said))
+            out.cell_table(["model", *(f"{c} / {w}" for c, w in columns)], mrows, caption=(
+                "Each model against each case the study ran, by workload class: its verdict (the scorecard's rule, "
+                "colour as above; the cell links to the evidence) or, in grey, why it cannot judge that case: its "
+                "paper defines it for other runs, or no run of the class had its inputs. docs/scorecard.md explains "
+                "the grid."))
+            out.lines += mlines
         if undecided:
             out.para("What would settle the undecided rows:", "what")
             out.items(undecided)
