@@ -84,8 +84,10 @@ def run_command(spec: Mapping[str, Any], record: str, platform_file: str, launch
 class WPCase(Case):
     """A two-processor case validated with the WP models (PerDome/PeaPaw and their kin)."""
 
-    tables = ("runs", "fidelity", "energy_runs", "energy_roofline", "guidelines", "scaling_fits", "projection")
-    sections = ("analysis.report.sections.wp:WPSection", "analysis.report.sections.guidelines:GuidelinesSection")
+    tables = ("runs", "fidelity", "energy_runs", "energy_roofline", "guidelines", "scaling_fits", "projection",
+              "splits")
+    sections = ("analysis.report.sections.wp:WPSection", "analysis.report.sections.guidelines:GuidelinesSection",
+                "analysis.report.sections.splits:SplitsSection")
     job = ""
 
     def params_of(self, section: Mapping[str, Any], size: Any) -> dict[str, Any]:
@@ -165,10 +167,29 @@ class WPCase(Case):
         fits = begin(scaling.size_fits, runs[[c for c in scaling.SIZE_FIT_COLUMNS if c in runs]], rows=len(runs))
         fidelity = [score_groups_begin(runs, settings), score_groups_begin(energy, settings)]
         out = {"runs": runs, "energy_runs": energy, "energy_roofline": roofline,
+               "splits": split_answers(runs, self.name, context),
                "projection": device_selection(runs, settings.noise_alpha),
                "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
         return {"fidelity": pd.concat([finish() for finish in fidelity], ignore_index=True), "scaling_fits": fits(),
                 **out}
+
+
+def split_answers(runs: pd.DataFrame, case_name: str, context: Context | None) -> pd.DataFrame:
+    """Each paper's answer to how to split every DP(alpha) sweep of ``runs`` (:mod:`analysis.scoring.splits`); the
+    work is the run's counted flops, the idle power the platform's."""
+    from analysis.registry import models
+    from analysis.scoring.splits import splits
+
+    settings = context.uncertainty if context is not None else None
+    if settings is None or not len(runs) or "axis_alpha" not in runs:
+        return splits(pd.DataFrame(), settings) if settings is not None else pd.DataFrame()
+    sweep = runs[runs["axis_alpha"].fillna(False).astype(bool) & (runs["quantity"] == "time")]
+    sweep = sweep.assign(work=pd.to_numeric(sweep["flops"]).astype("float64"))
+    procs = context.platforms.processors if context.platforms is not None else None
+    if procs is not None and "idle_w" in procs and len(sweep):
+        idle = dict(zip(procs["platform"].astype(str), procs["idle_w"].astype("float64"), strict=True))
+        sweep = sweep.assign(idle_w=sweep["platform"].astype(str).map(idle).astype("float64"))
+    return splits(sweep, settings, {m.name: m.why_not(case_name) for m in models().values()})
 
 
 #: the PEACH model's curve columns that a run row does not carry

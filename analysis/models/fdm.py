@@ -207,12 +207,17 @@ def predict_calibrated(runs: pd.DataFrame) -> pd.DataFrame:
     return _finish(out, CALIBRATED)
 
 
+#: why the FDM models judge no two-processor run
+NOT_STENCIL = "it prices a stencil time step (its kernels, halo exchange and marshaling), not a split workload"
+
+
 class FDMModel(Model):
     """Per-rank roofline of the step's compulsory traffic plus halo messages and marshaling."""
 
     name = MODEL
     kind = "predictor"
     cases = ("fdm",)
+    not_for = {c: NOT_STENCIL for c in ("sa", "la", "peach")}
     needs = BACKEND_COLS
     table = "fdm_runs"
 
@@ -226,6 +231,8 @@ class FDMCalibratedModel(Model):
     name = CALIBRATED
     kind = "predictor"
     cases = ("fdm",)
+    not_for = {**{c: NOT_STENCIL for c in ("sa", "la", "peach")},
+               "fdm/1 rank (numpy)": "its kernels are calibrated on the study's FDM backend only"}
     needs = (*BACKEND_COLS, FDM_CALIBRATION_COL)
     table = "fdm_runs"
 

@@ -140,6 +140,10 @@ class PerOperation(Model):
     name = PEROP_MODEL
     kind = "predictor"
     cases = ("sa",)
+    not_for = {c: "its costs are per arithmetic operation of SA's kernels; these runs call library kernels (a BLAS "
+                  "product, a transpose) whose operation mix is not counted" for c in ("la", "peach")}
+    not_for["fdm"] = ("no per-operation costs of the stencil kernels are measured (the FDM-calibrated model prices "
+                      "them per phase)")
     needs = (*TAU_COLS, "t_b_host", "t_b_accel")
 
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:

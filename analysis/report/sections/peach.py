@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.models.peach import CURVE_KEYS
+import numpy as np
+
+from analysis.models.peach import CURVE_KEYS, MODEL
 from analysis.report.common import (
     TABLE_ROWS,
     FigureEntry,
@@ -26,12 +28,17 @@ def peach_figure(runs: Any, fid: Any) -> Any:
     has_eta = runs["eta_measured"].notna().any()
     fig = new_figure(10 if has_eta else 6, 3.8)
     axes = fig.subplots(1, 2 if has_eta else 1, squeeze=False)
-    r = runs.sort_values("alpha")
+    every = runs.sort_values("alpha")
+    own = every["model"].astype(str) == MODEL if "model" in every else np.ones(len(every), dtype=bool)
+    r = every[own] if own.any() else every.drop_duplicates("alpha")
     unit = str(r["work_unit"].iloc[0])
     scale, label = (1e9, f"G{unit}/s")
     ax = axes[0][0]
     ax.plot(r["alpha"], r["rate_measured"] / scale, "o-", label="measured (median)")
     ax.plot(r["alpha"], r["rate_predicted"] / scale, "s--", label="PEACH eq. 7")
+    for k, (name, other) in enumerate(every[~own].groupby("model", sort=True) if "model" in every else []):
+        ax.plot(other["alpha"], other["rate_predicted"] / scale, ("^:", "v-.", "x:")[k % 3], label=str(name))
+    fid = fid[fid["model"].astype(str) == MODEL] if "model" in fid else fid
     for q, style in (("time", ":"),):
         f = fid[fid["quantity"] == q]
         if len(f):
@@ -115,24 +122,28 @@ class PEACHSection(Section):
         out.figures_block(entries, "No PEACH curves.")
         rows = []
         for r in (peach_fid.head(TABLE_ROWS).itertuples() if peach_fid is not None else []):
-            rows.append([r.workload, str(int(r.size)) if finite(r.size) else "n/a", r.frequency, r.quantity, str(r.n_alternatives),
+            rows.append([r.workload, str(int(r.size)) if finite(r.size) else "n/a", r.frequency, r.model, r.quantity,
+                         str(r.n_alternatives),
                          fmt_interval(r, "kendall_tau"), fmt_interval(r, "top1_agreement"),
                          fmt_interval(r, "selection_penalty"),
                          r.best_measured, r.best_predicted, fmt_sig(r.alpha_continuous), fmt_sig(r.error_median),
                          fmt_sig(r.error_max), fmt_sig(r.R_C), fmt_sig(r.R_G)])
-            out.lines.append(f"PEACH {r.study} {r.workload} n={int(r.size)} ({r.frequency}) by {r.quantity}: kendall "
+            out.lines.append(f"PEACH {r.study} {r.workload} n={int(r.size)} ({r.frequency}), {r.model} by {r.quantity}: "
+                             "kendall "
                              f"tau {fmt_interval(r, 'kendall_tau')}, top-1 {fmt_interval(r, 'top1_agreement')}, "
                              "best measured "
                              f"{r.best_measured} vs predicted {r.best_predicted} (continuous "
                              f"{fmt_sig(r.alpha_continuous)}), interior error median {fmt_sig(r.error_median)}")
         out.heading("PEACH fidelity per curve", 3)
-        out.table(["workload", "n", "frequency", "by", "n", "kendall tau", "top-1", "selection penalty",
+        out.table(["workload", "n", "frequency", "model", "by", "n", "kendall tau", "top-1", "selection penalty",
                    "best measured", "best predicted", "α continuous", "rel. error median (interior)", "max", "R_C",
                    "R_G"], rows, "PEACH fidelity", total=len(peach_fid) if peach_fid is not None else 0,
                   source="peach_fidelity.parquet")
         out.para("What this shows: how well PEACH orders the alpha grid by time (and by energy where it was "
                  "measured), whether it picks the measured best alpha, and the relative error of its predictions at "
-                 "the interior points (the end points calibrate the model and reproduce themselves). Rates are W/s: "
+                 "the interior points (the end points calibrate the model and reproduce themselves). PerDome/PeaPaw's bound for "
+                 "each run's split and Panwar's projection score the same curves from the runs' counted work per "
+                 "processor (every point is a prediction for them). Rates are W/s: "
                  "flop/s for MatrixMultiply, byte/s for MatrixTranspose.", "what")
         note = _frequency_note(peach_runs)
         if note:
