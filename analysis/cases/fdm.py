@@ -298,7 +298,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     """One row per ok FDM run: medians and spread of ``time_s`` and medians of the per-phase times."""
     ok = df[(df["status"] == "ok") & (df["case"] == "fdm")]
     first_cols = ["study", "variant", "platform", "ranks", "grid", "order", "boundary", "decomposition",
-                  "marshaling", "steps", "points", "params", *COUNT_COLS]
+                  "marshaling", "steps", "points", "params", *(c for c in COUNT_COLS if c in df)]
     ordered = ok.sort_values(["run_id", "rep"], kind="stable")
     g = ordered.groupby("run_id", sort=True)
     first = g[first_cols].first()
@@ -328,7 +328,7 @@ def reduce_fdm(df: pd.DataFrame) -> pd.DataFrame:
     for c in ("ranks", "order", "steps", "points"):
         out[c] = pd.to_numeric(out[c]).astype("int64")
     for c in COUNT_COLS:  # the solver's counts (null per processor in a record that names none)
-        out[c] = pd.to_numeric(out[c]).astype("Int64")
+        out[c] = pd.to_numeric(out[c]).astype("Int64") if c in out else pd.array([pd.NA] * len(out), dtype="Int64")
     return out
 
 
@@ -445,8 +445,8 @@ class FDMCase(Case):
         settings = context.uncertainty
         own = {c for m in (MODEL, CALIBRATED) if predictions.get(m) is not None for c in predictions[m].columns}
         # another model's rows keep the FDM models' columns (and none of the platform's it read)
-        frames = [f if f.empty or "compute_pred_s" in f else f[[c for c in f.columns if c in own or not own]]
-                  for f in frames]
+        frames = [f if "compute_pred_s" in f else f[[c for c in f.columns if c in own or not own]]
+                  for f in frames if not f.empty or "compute_pred_s" in f]
         runs = pd.concat(frames, ignore_index=True)
         runs = runs.sort_values(["study", "platform", "grid", "order", "ranks", "decomposition", "marshaling", "model"]
                                 ).reset_index(drop=True)

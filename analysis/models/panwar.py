@@ -24,7 +24,7 @@ from analysis.equations import panwar
 from analysis.models.peapaw import WP_CASES, measured_columns
 from analysis.registry import Model
 from analysis.scoring import metrics
-from analysis.storage.platforms import PLATFORM_COLS, PROBLEM_COLS
+from analysis.storage.platforms import BACKEND_COLS, FDM_CALIBRATION_COL, PLATFORM_COLS, PROBLEM_COLS
 
 MODEL = "Panwar projection"
 ROLES = ("host", "accel")
@@ -86,7 +86,9 @@ def predict_fdm_panwar(runs: pd.DataFrame) -> pd.DataFrame:
     out["mlups_measured"] = out["points"] * out["steps"] / out["time_median_s"] / 1e6
     out["mlups_predicted"] = out["points"] * out["steps"] / t / 1e6
     out["tightness"] = metrics.tightness(t, out["time_median_s"].to_numpy(dtype="float64")) if len(out) else []
-    return out
+    # the platform's parameters were inputs, not results
+    return out.drop(columns=[*BACKEND_COLS, FDM_CALIBRATION_COL, *(f"{p}_{r}" for r in ROLES for p in ("t_f", "t_b"))],
+                    errors="ignore")
 
 
 def alone_on(runs: pd.DataFrame, role: str) -> pd.Series:

@@ -36,8 +36,11 @@ def test_builtins_are_registered_in_order():
     assert list(registry.cases()) == ["sa", "la", "peach", "fdm", "published"]
     assert {m.name for m in registry.models_for("sa")} == {
         "PerDome/PeaPaw", "per-operation (Kannan)", "PeaPaw energy (eq. 25)", "energy roofline (Choi)",
-        "Panwar projection"}
-    assert [m.name for m in registry.models_for("fdm")] == ["FDM", "FDM-calibrated"]
+        "Panwar projection", "PEACH (end-point calibrated)"}
+    # every model where its inputs exist: the WP models and PEACH's on PEACH's sweeps, Panwar's on one-rank FDM runs
+    assert {m.name for m in registry.models_for("peach")} >= {
+        "PerDome/PeaPaw", "Panwar projection", "PEACH (end-point calibrated)"}
+    assert [m.name for m in registry.models_for("fdm")] == ["FDM", "FDM-calibrated", "Panwar projection"]
 
 
 def test_a_plugin_that_does_not_load_is_named(monkeypatch):
@@ -91,5 +94,5 @@ def test_every_built_in_model_finds_what_it_needs_and_a_missing_column_is_named(
     records = RUN_SCHEMA.empty_table().to_pandas()
     for case in registry.cases().values():
         check_needs(case, case.join(case.reduce(records), empty).columns)
-    with pytest.raises(registry.RegistryError, match="needs .*t_f_host, which case .sa. does not join to its runs"):
+    with pytest.raises(registry.RegistryError, match="needs .*(t_f_host|idle_w), which case .sa. does not join to its runs"):
         check_needs(registry.case("sa"), ["run_id"])
