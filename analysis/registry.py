@@ -166,8 +166,8 @@ class Model(abc.ABC):
         (``docs/scorecard.md``).
     not_for : mapping of str to str
         Cases it cannot judge, each with the one-line reason the report's matrix shows (keyed by case, or by
-        ``"case/workload class"`` where only one class of a case lacks its inputs); a case neither named here nor
-        in ``cases`` is shown as not named by the model.
+        ``"case/part of a workload class"`` where only some classes of a case lack its inputs, e.g.
+        ``"fdm/(numpy)"``); a case neither named here nor in ``cases`` is shown as not named by the model.
     """
 
     name: str = ""
@@ -186,9 +186,9 @@ class Model(abc.ABC):
     def why_not(self, case_name: str, workload_class: str | None = None) -> str:
         """Why this model has no verdict on ``case_name`` (and ``workload_class``): its own reason, else that it
         does not name the case, else that no run of the study had its inputs."""
-        for key, why in self.not_for.items():  # a class key names the class, or its start ("fdm/2-4 ranks")
+        for key, why in self.not_for.items():  # a class key names the class or a part of it ("fdm/2-4 ranks")
             where, _, which = key.partition("/")
-            if where == case_name and which and workload_class and str(workload_class).startswith(which):
+            if where == case_name and which and workload_class and which in str(workload_class):
                 return why
         if case_name in self.not_for:
             return self.not_for[case_name]

@@ -317,8 +317,10 @@ def calibrated_step_time(shape, dims, order: int, marshaling: str, calibration: 
     and a rank's measured halo phase is that step minus its own busy time. When a node holds more ranks than
     cores, the ranks time-share them: a step lasts at least the node's busy time and its ranks' message
     transfers (:func:`transfers`: every message moved on a core, both directions counted) divided by its cores
-    (work-conserving time sharing: a rank waiting for a message spins in MPI, so no core idles; not measured by
-    the calibration, which runs one rank per core).
+    (work-conserving time sharing: a rank waiting for a message spins in MPI, so no core idles). Such a run is
+    priced with the calibration's *timeshared* mode where the study measured it: each kernel's CPU seconds beside
+    a co-runner on its core, the cache evictions of time sharing included, and each unpack after a yield of the
+    core (:mod:`sims.bench.fdm_calib`).
 
     A rank of ``threads`` threads runs its half-steps in the kernels' parallel loop over x planes: each
     half-step takes :func:`thread_share` of its one-thread time (the busiest thread's planes; the

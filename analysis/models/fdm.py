@@ -148,7 +148,8 @@ def predict_fdm(runs: pd.DataFrame) -> pd.DataFrame:
 def _calibration(text: str, mode: str) -> dict | None:
     """One mode of a backend's FDM calibration (JSON text of the platform column); None when it has none."""
     modes = json.loads(text).get("modes") or {}
-    return modes.get(mode) or modes.get("alone")
+    fallback = {"timeshared": ("shared", "alone"), "shared": ("alone",)}.get(mode, ())
+    return next((modes[m] for m in (mode, *fallback) if modes.get(m)), None)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -193,8 +194,11 @@ def predict_calibrated(runs: pd.DataFrame) -> pd.DataFrame:
         if text is None or str(r.backend) == "cupy":
             continue
         busy_cores = -(-int(r.ranks) // nodes) * threads
+        # a node with more busy cores than cores time-shares them: its kernels cost what the time-shared
+        # calibration measured (older platform files: the shared one)
+        mode = "timeshared" if busy_cores > int(r.cores) else "shared" if busy_cores > 1 else "alone"
         pred = _calibrated_time(_shape(str(r.grid)), str(r.decomposition), int(r.order), int(r.steps),
-                                str(r.marshaling), str(r.boundary), text, "shared" if busy_cores > 1 else "alone",
+                                str(r.marshaling), str(r.boundary), text, mode,
                                 str(r.backend), float(r.latency), float(r.t_net), int(r.cores), nodes,
                                 lat_inter, t_net_inter, threads)
         if pred is None:
@@ -232,7 +236,8 @@ class FDMCalibratedModel(Model):
     kind = "predictor"
     cases = ("fdm",)
     not_for = {**{c: NOT_STENCIL for c in ("sa", "la", "peach")},
-               "fdm/1 rank (numpy)": "its kernels are calibrated on the study's FDM backend only"}
+               **{f"fdm/({b})": "its kernels are calibrated on the study's FDM backend (cases.fdm.backend) only"
+                  for b in ("numpy", "numba", "cupy")}}
     needs = (*BACKEND_COLS, FDM_CALIBRATION_COL)
     table = "fdm_runs"
 

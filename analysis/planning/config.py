@@ -334,7 +334,24 @@ def _fdm_calibration_spec(config: Mapping[str, Any], platform: str) -> dict[str,
     except ValueError as exc:
         raise ConfigError(f"characterize.fdm_blocks / characterize.fdm_widths: {exc}") from None
     return {"backend": fdm.get("backend", "numba"), "orders": list(fdm.get("orders") or [2, 4]),
-            "blocks": blocks, **({"widths": char["fdm_widths"]} if char.get("fdm_widths") else {})}
+            "blocks": blocks, **({"widths": char["fdm_widths"]} if char.get("fdm_widths") else {}),
+            **({"timeshared": True} if time_shared(fdm) else {})}
+
+
+def time_shared(fdm: Mapping[str, Any]) -> bool:
+    """Whether some FDM scale puts more busy cores on a node (ranks per node x threads per rank) than a platform
+    node has processors: those runs time-share cores, and the calibration measures that case too."""
+    from analysis.planning.jobs import LayoutError, scale_layout
+    from sims.vocab import ROLES
+
+    for scale in fdm.get("scales") or []:
+        try:
+            where = scale_layout(scale, "cases.fdm.scales")
+        except LayoutError:
+            continue  # the FDM case names it
+        if where["ranks_per_node"] * where["threads_per_rank"] > len(ROLES):
+            return True
+    return False
 
 
 #: at most this many of the study's own rank blocks join the FDM calibration (spread over their sizes)

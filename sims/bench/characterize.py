@@ -439,12 +439,17 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
     modes = {"alone": fdm_calib.measure(rank == alone_rank, backend, orders, blocks, widths, seconds, progress("alone"))}
     if backend != "cupy":
         modes["shared"] = fdm_calib.measure(True, backend, orders, blocks, widths, seconds, progress("shared"))
+        if fdm.get("timeshared"):  # the study puts more ranks on a node than it has cores
+            say(f"step 6 of 7: FDM kernels ({backend}): time-shared, each rank beside a co-runner on its core",
+                rank=alone_rank)
+            modes["timeshared"] = fdm_calib.measure(True, backend, orders, blocks, widths, seconds,
+                                                    progress("time-shared"), corunner=True)
     gathered = comm.gather(modes, root=0)
     if rank != 0:
         return None
     return {"backend": backend, "blocks": [list(b) for b in blocks], "widths": widths,
             "samples": {"alone": gathered[alone_rank]["alone"],
-                        **({"shared": gathered[0]["shared"]} if "shared" in modes else {})}}
+                        **{m: gathered[0][m] for m in ("shared", "timeshared") if m in modes}}}
 
 
 def _idle_power(comm: Any, meters: Any, descs: list[dict[str, Any]], spec: dict[str, Any],

@@ -22,15 +22,24 @@ backend and orders), never from the validation runs themselves:
 
 Both are measured **alone** (one rank busy, the others waiting) and **shared**
 (every characterisation rank running the same kernels at once, as the ranks of
-a multi-rank run on one node do; CPU backends only). The message latency and
-bandwidth come from the ping-pong (:mod:`sims.bench.pingpong`).
+a multi-rank run on one node do; CPU backends only). A study whose FDM runs put
+more ranks on a node than it has cores also measures them **time-shared**: each
+characterisation rank beside a co-runner on its own core (a forked copy of its
+block running the half-steps, as a second rank on that core does), each kernel
+timed in the CPU seconds it used (what it costs the core, cache evictions by the
+co-runner included), and each unpack after yielding the core (a run's rank
+unpacks after waiting in the exchange, while its core ran another rank). The
+message latency and bandwidth come from the ping-pong (:mod:`sims.bench.pingpong`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -86,21 +95,46 @@ def precompile(index: int, count: int, backend: str, orders: Sequence[int], bloc
 
 def measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[Sequence[int]],
             widths: Sequence[int], timed: Callable[[Callable[[], None] | None], list[float] | None],
-            progress: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+            progress: Callable[[str], None] | None = None, corunner: bool = False) -> dict[str, Any] | None:
     """Half-step and marshaling samples of ``backend`` on this rank when ``active``.
 
     ``timed(work)`` is called the same number of times on every rank (``work`` None on an idle rank) and
     returns the seconds of each timed repetition of ``work`` (None when idle). Returns the samples on an
     active rank, None elsewhere. Subnormals are flushed to zero while it measures, as the solver runs
-    (:mod:`sims.fdm.subnormals`).
+    (:mod:`sims.fdm.subnormals`). With ``corunner`` each block is measured time-shared (module notes): in CPU
+    seconds, beside a co-runner on this core.
     """
     with flushed():
-        return _measure(active, backend, orders, blocks, widths, timed, progress)
+        return _measure(active, backend, orders, blocks, widths, timed, progress, corunner)
+
+
+@contextlib.contextmanager
+def sharing_core(sim: Any) -> Iterator[None]:
+    """A co-runner on this process's core for the block: a forked child (the core affinity is inherited) running
+    ``sim``'s velocity and stress half-steps on its own copy of the fields until the block is done, as a second
+    rank on the core does. It calls no MPI and leaves by ``os._exit``; it is killed and reaped on the way out."""
+    if sim is None:
+        yield
+        return
+    pid = os.fork()
+    if pid == 0:  # the co-runner: no MPI, no Python exit handlers
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            while True:
+                sim._half_step("velocity")
+                sim._half_step("stress")
+        finally:
+            os._exit(0)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 def _measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence[Sequence[int]],
              widths: Sequence[int], timed: Callable[[Callable[[], None] | None], list[float] | None],
-             progress: Callable[[str], None] | None) -> dict[str, Any] | None:
+             progress: Callable[[str], None] | None, corunner: bool = False) -> dict[str, Any] | None:
     from mpi4py import MPI
 
     from sims.fdm.solver import Halo, Simulation
@@ -115,18 +149,24 @@ def _measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence
                 if sim is not None:
                     sim.warm_up()
                 feats = cost.block_features(shape, (0, 0, 0), shape, width)
-                for phase in HALF_STEPS:
-                    def work(sim=sim, phase=phase) -> None:
-                        sim._half_step(phase)
-                        if sim.xp is not np:
-                            sim.xp.cuda.Stream.null.synchronize()
+                with sharing_core(sim if corunner else None):
+                    for phase in HALF_STEPS:
+                        used: list[float] = []  # time-shared: the CPU seconds of each execution
 
-                    times = timed(work if active else None)
-                    if active:
-                        half.append({"order": int(order), "phase": phase, "shape": [int(n) for n in shape],
-                                     "width": int(width), **feats, "times_s": times})
-                if width == 0:
-                    marshal += _marshal_samples(sim, backend, order, shape, timed, Halo)
+                        def work(sim=sim, phase=phase, used=used) -> None:
+                            c0 = time.thread_time()
+                            sim._half_step(phase)
+                            if sim.xp is not np:
+                                sim.xp.cuda.Stream.null.synchronize()
+                            used.append(time.thread_time() - c0)
+
+                        times = timed(work if active else None)
+                        if active:
+                            half.append({"order": int(order), "phase": phase, "shape": [int(n) for n in shape],
+                                         "width": int(width), **feats,
+                                         "times_s": used[-len(times):] if corunner else times})
+                    if width == 0:
+                        marshal += _marshal_samples(sim, backend, order, shape, timed, Halo, corunner)
                 del sim
             if progress:
                 progress(f"order {order} block {list(shape)}")
@@ -134,7 +174,7 @@ def _measure(active: bool, backend: str, orders: Sequence[int], blocks: Sequence
 
 
 def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], timed: Callable,
-                     Halo: Any) -> list[dict[str, Any]]:
+                     Halo: Any, corunner: bool = False) -> list[dict[str, Any]]:
     """Pack and unpack of one ghost face per orientation with every implementation the backend uses, for each
     of the run's two exchanges (the same calls on every rank; ``sim`` is None on an idle one).
 
@@ -145,12 +185,15 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
     twice as much after the one half-step as after the other, so each exchange is measured, not assumed to
     cost what the other does. A run unpacks a face into its ghost layers right after it packed the owned
     layers beside them (and received the buffer): a timed unpack here follows that pack too (not timed), so
-    it finds in the caches what a run's does.
+    it finds in the caches what a run's does. Time-shared (``corunner``), a copy is timed in the CPU seconds it
+    used, and an unpack follows a yield of the core: a run's rank unpacks after waiting in the exchange while
+    its core ran another rank, which may have evicted the face.
     """
     from sims.fdm.solver import STRESS, VELOCITY
 
     width = int(order) // 2
     impls = ("numba", "xp") if backend == "numba" else ("xp",)
+    clock = time.thread_time if corunner else time.perf_counter
     rows = []
     for axis in range(3):
         elements = cost.face_elements(shape, axis, width)
@@ -172,13 +215,15 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
                             sim._half_step(exchange)
                             if not pack:  # a run's unpack follows its pack of the face beside
                                 Halo._marshal(fields, sl, buf, elements, impl == "numba", True)
+                                if corunner:  # ...and a wait in the exchange, while another rank had the core
+                                    os.sched_yield()
                             if sim.xp is not np:
                                 sim.xp.cuda.Stream.null.synchronize()
-                            t0 = time.perf_counter()
+                            t0 = clock()
                             Halo._marshal(fields, sl if pack else ghosts, buf, elements, impl == "numba", pack)
                             if sim.xp is not np:
                                 sim.xp.cuda.Stream.null.synchronize()
-                            copies.append(time.perf_counter() - t0)
+                            copies.append(clock() - t0)
 
                     times = timed(work)
                     if sim is not None:
@@ -252,7 +297,10 @@ def document(samples: dict[str, dict[str, Any]], blocks: Sequence[Sequence[int]]
                    "non-negative least squares; pack/unpack of one ghost face per orientation and exchange (the 3 "
                    "velocity fields right after a velocity half-step, the 6 stress fields right after a stress "
                    "half-step, on its block), fitted as per-call + per-element cost; alone = "
-                   "one rank busy, shared = every characterisation rank running the same kernels at once"),
+                   "one rank busy, shared = every characterisation rank running the same kernels at once, "
+                   "timeshared = every rank beside a co-runner on its core (a forked copy of its block running "
+                   "the half-steps), each kernel in the CPU seconds it used and each unpack after yielding the "
+                   "core"),
         "modes": {mode: {"half_steps": fit_half_steps(s["half_steps"]), "marshal": fit_marshal(s["marshal"])}
                   for mode, s in samples.items() if s is not None},
     }

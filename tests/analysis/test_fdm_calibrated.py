@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pandas as pd
@@ -451,3 +452,61 @@ def test_a_timed_unpack_follows_the_pack_of_the_face_beside_it_as_in_a_run():
             assert [(s[axis], p) for s, p in seq[1:]] == [(owned, True)]
         else:
             assert [(s[axis], p) for s, p in seq[1:]] == [(owned, True), (ghosts, False)]
+
+
+def test_the_time_shared_calibration_runs_beside_a_co_runner_on_the_core_and_counts_cpu_seconds():
+    """A study whose FDM runs put more ranks on a node than it has cores calibrates that case too: each kernel
+    measured while a forked co-runner shares this process's core, in the CPU seconds it used (so the co-runner's
+    share of the core is not counted, its cache evictions are); the co-runner is gone afterwards."""
+    import os
+
+    from sims.bench import fdm_calib
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity here")
+    before = set(os.listdir("/proc"))
+    walls: list[float] = []
+
+    def timed(work):
+        out = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            work()
+            out.append(time.perf_counter() - t0)
+        walls.extend(out)
+        return out
+
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(old)})  # one core: the co-runner must share it
+    try:
+        got = fdm_calib.measure(True, "numba", [2], [[48, 48, 48]], [0], timed, corunner=True)
+    finally:
+        os.sched_setaffinity(0, old)
+    half = got["half_steps"]
+    assert len(half) == 2 and all(len(h["times_s"]) == 3 for h in half)
+    cpu = sum(t for h in half for t in h["times_s"])
+    wall = sum(walls[:6])
+    assert 0 < cpu < 0.85 * wall  # the co-runner had its share of the core while the kernels ran
+    unpacks = [r for r in got["marshal"] if r["direction"] == "unpack"]
+    assert unpacks and all(t >= 0 for r in unpacks for t in r["times_s"])
+    children = [p for p in set(os.listdir("/proc")) - before if p.isdigit()]
+    assert not [p for p in children if os.path.exists(f"/proc/{p}/status")
+                and f"PPid:\t{os.getpid()}" in open(f"/proc/{p}/status").read()]  # reaped
+
+
+def test_a_time_shared_run_is_priced_with_the_time_shared_calibration():
+    from analysis.models.fdm import _calibration
+
+    text = json.dumps({"modes": {"alone": {"m": "a"}, "shared": {"m": "s"}, "timeshared": {"m": "t"}}})
+    assert _calibration(text, "timeshared") == {"m": "t"} and _calibration(text, "shared") == {"m": "s"}
+    older = json.dumps({"modes": {"alone": {"m": "a"}, "shared": {"m": "s"}}})
+    assert _calibration(older, "timeshared") == {"m": "s"}  # a platform file from before: the shared mode
+
+
+def test_only_a_study_with_time_shared_fdm_runs_calibrates_them():
+    from analysis.planning.config import time_shared
+
+    assert time_shared({"scales": [{"ranks": 4, "shape": [8, 8, 8]}]})
+    assert not time_shared({"scales": [{"ranks": 2, "shape": [8, 8, 8]}, {"ranks": 4, "nodes": 2,
+                                                                           "shape": [8, 8, 8]}]})
+    assert time_shared({"scales": [{"ranks": 2, "threads_per_rank": 2, "shape": [8, 8, 8]}]})

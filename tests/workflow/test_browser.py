@@ -48,9 +48,16 @@ def test_the_report_in_a_real_browser(tiny_study):
             # the scorecard is the first table, with a verdict in every row
             header = page.eval_on_selector("table", "t => Array.from(t.querySelectorAll('thead th')).map(h => h.innerText)")
             assert "verdict" in header and "Kendall tau median [CI]" in header, header
-            verdicts = page.eval_on_selector_all(
-                "table.cells tbody tr", "rows => rows.map(r => r.cells[4].innerText)")
+            verdicts = page.eval_on_selector(
+                "table.cells", "t => Array.from(t.querySelectorAll('tbody tr')).map(r => r.cells[4].innerText)")
             assert verdicts and set(verdicts) <= set(VERDICTS), verdicts
+            # the matrix: every model on every case, each cell a verdict or, in grey, why not
+            cells = page.eval_on_selector_all(
+                "table.cells", "ts => Array.from(ts[1].querySelectorAll('tbody td')).slice(0).map("
+                "c => [c.cellIndex, c.innerText, c.className])")
+            judged = [(text, css) for i, text, css in cells if i > 0]
+            assert judged and all(text in VERDICTS or (text.startswith("not applicable: ") and "v-none" in css)
+                                  for text, css in judged), judged
             # every image decoded
             images = page.eval_on_selector_all("img", "els => els.map(i => [i.src, i.complete && i.naturalWidth > 0])")
             assert images and all(ok for _, ok in images), [src for src, ok in images if not ok]

@@ -44,7 +44,8 @@ def test_dry_run_default_study(env, tmp_path):
     assert counts["simulate_batch_b1"] == 1 and "simulate_run" not in counts
     outputs = next(line for line in out.stdout[out.stdout.index("rule simulate_batch_b1:"):].splitlines()
                    if line.strip().startswith("output:"))
-    assert outputs.count("results/raw/default/") == 2 * (5 + 11) + 4 + 2 * 11 + 3 * 5
+    # SA 2 x (5 WPs + 11 alphas), LA 4, PEACH 2 x 11, FDM 3 scales x 5 layouts and the one-rank grid on NumPy x 3
+    assert outputs.count("results/raw/default/") == 2 * (5 + 11) + 4 + 2 * 11 + 3 * 5 + 3
     assert counts["ingest_run"] == 12  # PEACH Table VIII, ingested where Snakemake runs (a localrule)
     assert counts["gather_runs"] == counts["validate_models"] == counts["report_validation"] == 1
     assert not (tmp_path / "results").exists()

@@ -92,7 +92,7 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     assert "[hetval run] tiny la CP on cpu-pair-numpy-numba: ok" in first.stdout
     assert "[hetval run] tiny peach DP(0.5) on cpu-pair-numpy-numba: ok" in first.stdout
     # the summary printed at the end counts every case
-    assert "34 runs ok (sa 8, la 4, peach 6, fdm 4, published 12); 0 failed; 0 quarantined" in first.stdout
+    assert "36 runs ok (sa 8, la 4, peach 6, fdm 6, published 12); 0 failed; 0 quarantined" in first.stdout
     assert "Energy could not be measured on this machine" in first.stdout
 
     results = tmp_path / "results"
@@ -100,18 +100,28 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     assert parts and all(pq.read_schema(p).remove_metadata().equals(FILE_SCHEMA) for p in parts)
     table = read_runs(results / "runs")
     assert table.schema.equals(RUN_SCHEMA)
-    # SA: 8 runs, LA: 4, PEACH: 2 workloads x 3 alphas, x 3 reps; FDM: 2 scales x 2 designs x 3 reps;
-    # PEACH Table VIII: 12 published runs
-    assert table.num_rows == (8 + 4 + 6) * 3 + 4 * 3 + 12
+    # SA: 8 runs, LA: 4, PEACH: 2 workloads x 3 alphas, x 3 reps; FDM: 2 scales x 2 designs (the one-rank scale on
+    # both backends) x 3 reps; PEACH Table VIII: 12 published runs
+    assert table.num_rows == (8 + 4 + 6) * 3 + 6 * 3 + 12
     assert set(table["status"].to_pylist()) == {"ok"}
     study = results / "tiny"
     fdm = pq.read_table(study / "validation" / "fdm_runs.parquet").to_pandas()
-    # one row per run and model: the analytical model and the one calibrated by the characterisation's FDM kernels
-    assert sorted(fdm["model"].unique()) == ["FDM", "FDM-calibrated"]
-    assert len(fdm) == 8 and sorted(fdm["ranks"]) == [1, 1, 1, 1, 2, 2, 2, 2]
-    assert fdm["time_predicted_s"].notna().all() and (fdm["tightness"] > 0).all()
-    calibrated = fdm[fdm["model"] == "FDM-calibrated"]
+    # one row per run and model: the analytical model, the one calibrated by the characterisation's FDM kernels (on
+    # the study's backend: the NumPy runs have no calibration, so no prediction) and Panwar's projection of the
+    # one-rank runs from the solver's counts on the processor each backend runs on
+    assert sorted(fdm["model"].unique()) == ["FDM", "FDM-calibrated", "Panwar projection"]
+    assert fdm.groupby("model").size().to_dict() == {"FDM": 6, "FDM-calibrated": 6, "Panwar projection": 4}
+    uncalibrated = (fdm["model"] == "FDM-calibrated") & (fdm["backend"] == "numpy")
+    assert fdm.loc[uncalibrated, "time_predicted_s"].isna().all()
+    assert fdm.loc[~uncalibrated, "time_predicted_s"].notna().all() and (fdm.loc[~uncalibrated, "tightness"] > 0).all()
+    assert (fdm.loc[fdm["model"] == "Panwar projection", "ranks"] == 1).all()
+    assert fdm.loc[fdm["backend"] == "numpy", "flops_host"].gt(0).all()  # NumPy runs on the host processor
+    assert fdm.loc[fdm["backend"] == "numba", "flops_accel"].gt(0).all()
+    calibrated = fdm[(fdm["model"] == "FDM-calibrated") & ~uncalibrated]
     assert calibrated["velocity_pred_s"].notna().all() and calibrated["worst_phase"].notna().all()
+    projection = pq.read_table(study / "validation" / "projection.parquet").to_pandas()
+    picked = projection[projection["case"] == "fdm"]
+    assert len(picked) == 1 and picked["best_measured"].iloc[0] == "accel"  # Numba beats NumPy's stencil
     plat = yaml.safe_load(next((study / "platforms").glob("*.yaml")).read_text())
     calib = plat["fdm_calibration"]["numba"]["modes"]
     assert set(calib) == {"alone", "shared"} and set(calib["alone"]["half_steps"]) == {"2"}
@@ -121,11 +131,19 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     assert len(published) == 12 and published["rate_error"].notna().all()
     assert set(table.filter(pc.equal(table["energy_source"], "published"))["case"].to_pylist()) == {"published"}
     peach_runs = pq.read_table(study / "validation" / "peach_runs.parquet").to_pandas()
-    assert len(peach_runs) == 6 and peach_runs["time_predicted_s"].notna().all()
+    # PEACH's model on its 6 runs, PerDome/PeaPaw's bound on the 3 products (a transpose counts no flops), Panwar's
+    # projection on all 6: every model where its inputs exist
+    assert peach_runs.groupby("model").size().to_dict() == {
+        "PEACH (end-point calibrated)": 6, "Panwar projection": 6, "PerDome/PeaPaw": 3}
+    assert peach_runs["time_predicted_s"].notna().all()
     assert peach_runs["eta_measured"].isna().all()  # no meter: no measured efficiency either
     peach_fid = pq.read_table(study / "validation" / "peach_fidelity.parquet").to_pandas()
-    assert sorted(peach_fid["workload"]) == ["MatrixMultiply", "MatrixTranspose"]
+    own = peach_fid[peach_fid["model"] == "PEACH (end-point calibrated)"]
+    assert sorted(own["workload"]) == ["MatrixMultiply", "MatrixTranspose"]
     assert set(peach_fid["quantity"]) == {"time"}
+    splits = pq.read_table(study / "validation" / "splits.parquet").to_pandas()
+    assert set(splits["case"]) == {"sa", "peach"} and (splits.loc[splits["method"] == "measured best",
+                                                                  "selection_penalty"] == 0).all()
     claims = pq.read_table(study / "validation" / "published.parquet").to_pandas()
     assert len(claims) == 253 and claims["reproduced"].sum() == 231  # the papers' own numbers, recomputed
     measured = table.filter(pc.not_equal(table["energy_source"], "published"))
@@ -235,7 +253,7 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     assert quarantined.returncode == 0, quarantined.stderr[-3000:]
     assert runs_redone(job_counts(quarantined.stdout + quarantined.stderr)) == 2
     df = read_runs(results / "runs").to_pandas()  # the quarantined record's rows as gathered before
-    assert len(df[df["study"] == "tiny"]) == 78 and not df.duplicated(["run_id", "rep"]).any()
+    assert len(df[df["study"] == "tiny"]) == 84 and not df.duplicated(["run_id", "rep"]).any()
     assert (results / "quarantine" / "tiny" / victim.name).exists()
     assert "not valid JSON" in (results / "quarantine" / "tiny" / f"{victim.name}.reason.txt").read_text()
     assert "1 quarantined" in quarantined.stdout

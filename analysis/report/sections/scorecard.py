@@ -82,7 +82,9 @@ def matrix(card: Any, cases_run: list[str]) -> tuple[list[tuple[str, str]], list
         cells = []
         for case_name, wclass in columns:
             r = found.get((name, case_name, wclass))
-            if r is not None:
+            if r is not None and int(r.get("runs") or 0) == 0 and name in registered:  # rows, none predicted
+                cells.append({"why": registered[name].why_not(case_name, None if wclass == "all" else wclass)})
+            elif r is not None:
                 cells.append({"verdict": str(r["verdict"]), "href": EVIDENCE.get(str(r["evidence"]), "#scorecard")})
             elif name in registered:
                 cells.append({"why": registered[name].why_not(case_name, None if wclass == "all" else wclass)})
