@@ -149,7 +149,16 @@ def _calibration(text: str, mode: str) -> dict | None:
     """One mode of a backend's FDM calibration (JSON text of the platform column); None when it has none."""
     modes = json.loads(text).get("modes") or {}
     fallback = {"timeshared": ("shared", "alone"), "shared": ("alone",)}.get(mode, ())
-    return next((modes[m] for m in (mode, *fallback) if modes.get(m)), None)
+    found = next((modes[m] for m in (mode, *fallback) if modes.get(m)), None)
+    if mode == "timeshared" and found is modes.get("timeshared") and modes.get("shared"):
+        # a time-shared rank packs right after its own half-step, in its time slice: the shared mode's packs
+        shared = modes["shared"].get("marshal") or {}
+        marshal = {order: {impl: {**fits, **({"pack": shared[order][impl]["pack"]}
+                                             if "pack" in shared.get(order, {}).get(impl, {}) else {})}
+                           for impl, fits in impls.items()}
+                   for order, impls in (found.get("marshal") or {}).items()}
+        found = {**found, "marshal": marshal}
+    return found
 
 
 @lru_cache(maxsize=1 << 16)

@@ -199,7 +199,8 @@ def _marshal_samples(sim: Any, backend: str, order: int, shape: Sequence[int], t
         elements = cost.face_elements(shape, axis, width)
         for exchange, names in zip(HALF_STEPS, (VELOCITY, STRESS), strict=True):
             for impl in impls:
-                for pack in (True, False):
+                # time-shared, only the unpack: a run's rank packs right after its own half-step, in its time slice
+                for pack in ((False,) if corunner else (True, False)):
                     work = None
                     copies: list[float] = []
                     if sim is not None:
@@ -299,8 +300,8 @@ def document(samples: dict[str, dict[str, Any]], blocks: Sequence[Sequence[int]]
                    "half-step, on its block), fitted as per-call + per-element cost; alone = "
                    "one rank busy, shared = every characterisation rank running the same kernels at once, "
                    "timeshared = every rank beside a co-runner on its core (a forked copy of its block running "
-                   "the half-steps), each kernel in the CPU seconds it used and each unpack after yielding the "
-                   "core"),
+                   "the half-steps), each kernel in the CPU seconds it used and each unpack (no pack: a rank packs "
+                   "right after its own half-step) after yielding the core"),
         "modes": {mode: {"half_steps": fit_half_steps(s["half_steps"]), "marshal": fit_marshal(s["marshal"])}
                   for mode, s in samples.items() if s is not None},
     }
