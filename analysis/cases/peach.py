@@ -29,8 +29,8 @@ from analysis.models.peach import CURVE_KEYS, MODEL, curves
 from analysis.planning.config import platform_layouts
 from analysis.registry import Case, Context, join_on, models, models_for
 from analysis.scoring import ceilings
-from analysis.scoring.splits import splits
 from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
+from analysis.scoring.splits import splits, with_idle
 from analysis.scoring.uncertainty import UNCERTAINTY_COLUMNS, Settings
 from sims.la.matrix import PEACH_WORKLOADS
 from sims.vocab import dp_variant
@@ -319,11 +319,8 @@ class PEACHCase(Case):
             projection = device_selection(labelled.assign(size_label=workload_label(labelled)),
                                           context.uncertainty.noise_alpha)
         roofline = predictions.get(ROOFLINE_ENERGY_MODEL)
-        sweeps = runs.assign(case="peach", size_label=workload_label(runs)) if len(runs) else runs
-        procs = context.platforms.processors if context.platforms is not None else None
-        if len(sweeps) and procs is not None and "idle_w" in procs:
-            idle = dict(zip(procs["platform"].astype(str), procs["idle_w"].astype("float64"), strict=True))
-            sweeps = sweeps.assign(idle_w=sweeps["platform"].astype(str).map(idle).astype("float64"))
+        sweeps = with_idle(runs.assign(case="peach", size_label=workload_label(runs)) if len(runs) else runs,
+                           context.platforms)
         answers = splits(sweeps, context.uncertainty, {m.name: m.why_not("peach", "memory-bound")
                                                        for m in models().values()})
         return {"peach_runs": runs, "peach_fidelity": fid, "projection": projection, "splits": answers,

@@ -178,17 +178,13 @@ def split_answers(runs: pd.DataFrame, case_name: str, context: Context | None) -
     """Each paper's answer to how to split every DP(alpha) sweep of ``runs`` (:mod:`analysis.scoring.splits`); the
     work is the run's counted flops, the idle power the platform's."""
     from analysis.registry import models
-    from analysis.scoring.splits import splits
+    from analysis.scoring.splits import splits, with_idle
 
     settings = context.uncertainty if context is not None else None
     if settings is None or not len(runs) or "axis_alpha" not in runs:
         return splits(pd.DataFrame(), settings) if settings is not None else pd.DataFrame()
     sweep = runs[runs["axis_alpha"].fillna(False).astype(bool) & (runs["quantity"] == "time")]
-    sweep = sweep.assign(work=pd.to_numeric(sweep["flops"]).astype("float64"))
-    procs = context.platforms.processors if context.platforms is not None else None
-    if procs is not None and "idle_w" in procs and len(sweep):
-        idle = dict(zip(procs["platform"].astype(str), procs["idle_w"].astype("float64"), strict=True))
-        sweep = sweep.assign(idle_w=sweep["platform"].astype(str).map(idle).astype("float64"))
+    sweep = with_idle(sweep.assign(work=pd.to_numeric(sweep["flops"]).astype("float64")), context.platforms)
     return splits(sweep, settings, {m.name: m.why_not(case_name) for m in models().values()})
 
 

@@ -145,6 +145,16 @@ def one_sweep(keys: dict[str, Any], sweep: pd.DataFrame, settings: Settings, not
     return rows
 
 
+def with_idle(sweeps: pd.DataFrame, platforms: Any) -> pd.DataFrame:
+    """``sweeps`` with each run's platform's measured idle power (``idle_w``; PEACH's P0 of eq. 15), where the
+    platforms have it."""
+    procs = getattr(platforms, "processors", None)
+    if not len(sweeps) or procs is None or "idle_w" not in procs:
+        return sweeps
+    idle = dict(zip(procs["platform"].astype(str), procs["idle_w"].astype("float64"), strict=True))
+    return sweeps.assign(idle_w=sweeps["platform"].astype(str).map(idle).astype("float64"))
+
+
 def splits(sweeps: pd.DataFrame, settings: Settings, not_for: dict[str, str] | None = None) -> pd.DataFrame:
     """The ``splits`` table of every sweep in ``sweeps`` (rows of DP(alpha) runs keyed by :data:`SWEEP_KEYS`; see
     :func:`one_sweep`). ``not_for``: model name -> why it gives no answer for these sweeps."""

@@ -489,6 +489,7 @@ def test_the_time_shared_calibration_runs_beside_a_co_runner_on_the_core_and_cou
     assert 0 < cpu < 0.85 * wall  # the co-runner had its share of the core while the kernels ran
     unpacks = [r for r in got["marshal"] if r["direction"] == "unpack"]
     assert unpacks and all(t >= 0 for r in unpacks for t in r["times_s"])
+    assert len(unpacks) == len(got["marshal"])  # a rank packs right after its own half-step: the shared mode's
     children = [p for p in set(os.listdir("/proc")) - before if p.isdigit()]
     assert not [p for p in children if os.path.exists(f"/proc/{p}/status")
                 and f"PPid:\t{os.getpid()}" in open(f"/proc/{p}/status").read()]  # reaped
@@ -498,7 +499,13 @@ def test_a_time_shared_run_is_priced_with_the_time_shared_calibration():
     from analysis.models.fdm import _calibration
 
     text = json.dumps({"modes": {"alone": {"m": "a"}, "shared": {"m": "s"}, "timeshared": {"m": "t"}}})
-    assert _calibration(text, "timeshared") == {"m": "t"} and _calibration(text, "shared") == {"m": "s"}
+    assert _calibration(text, "timeshared") == {"m": "t", "marshal": {}} and _calibration(text, "shared") == {"m": "s"}
+    # the kernels and unpacks time-shared, the packs as the shared mode measured them
+    fits = {"pack": {"x": "shared pack"}, "unpack": {"x": "shared unpack"}}
+    text = json.dumps({"modes": {"shared": {"half_steps": "s", "marshal": {"2": {"numba": fits}}},
+                                 "timeshared": {"half_steps": "t", "marshal": {"2": {"numba": {"unpack": {"x": "t"}}}}}}})
+    assert _calibration(text, "timeshared") == {"half_steps": "t", "marshal": {"2": {"numba": {
+        "unpack": {"x": "t"}, "pack": {"x": "shared pack"}}}}}
     older = json.dumps({"modes": {"alone": {"m": "a"}, "shared": {"m": "s"}}})
     assert _calibration(older, "timeshared") == {"m": "s"}  # a platform file from before: the shared mode
 
