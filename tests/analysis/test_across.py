@@ -161,3 +161,21 @@ def test_the_matrix_names_every_model_and_every_gap(default_validated):
     assert "stencil" in cells["FDM"][("sa", "compute-bound")]["why"]
     # every cell is a verdict or a reason, never empty
     assert all(("verdict" in c) != ("why" in c) and (c.get("verdict") or c.get("why")) for _, row in grid for c in row)
+
+
+def test_with_a_meter_peach_answers_for_energy_too_and_its_penalty_is_in_energy():
+    from analysis.equations import peach
+
+    sweep = _sweep(1.0, 3.0)
+    grid = sweep["alpha"].to_numpy()
+    power = np.where(grid < 0.5, 120.0, 60.0)  # the host side draws more: energy favours the accelerator
+    sweep["energy_median_j"] = sweep["time_median_s"] * power
+    sweep["idle_w"] = 20.0
+    row = sp.splits(sweep, uncertainty_settings(resamples=50)).set_index("method").loc[sp.PEACH_ENERGY]
+    t0, t1 = 1.0, 3.0
+    want = peach.best_alphas("energy", np.array([1 / t0]), np.array([1 / t1]), np.array([20.0]),
+                             np.array([120.0 - 20.0]), np.array([60.0 - 20.0]))[0][0]
+    assert row["alpha"] == pytest.approx(want) and row["note"] == ""
+    runs = sweep.drop_duplicates("alpha").set_index("alpha")
+    at = runs.index[np.argmin(np.abs(runs.index - want))]
+    assert row["selection_penalty"] == pytest.approx(runs.loc[at, "energy_median_j"] / runs["energy_median_j"].min() - 1)
