@@ -20,7 +20,6 @@ come from the characterisation). An answer a model cannot give says why in ``not
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -40,109 +39,149 @@ PEROP = "per-operation (Kannan)"
 MODEL_OF = {PDP: "PerDome/PeaPaw", PEROP: "per-operation (Kannan)"}
 
 
-def _nearest(grid: np.ndarray, alpha: float) -> int:
-    """The position of the swept alpha nearest ``alpha`` (the smaller on a tie)."""
-    return int(np.argmin(np.abs(grid - alpha) + 1e-12 * grid))
+#: bootstrap work per chunk of sweeps (points x sweeps x resamples), bounding peak memory
+CHUNK_ELEMENTS = 4_000_000
 
 
-def _resampled_medians(reps: Sequence[Any], medians: np.ndarray, resamples: int, rng: np.random.Generator
-                       ) -> np.ndarray:
-    """``resamples`` x points: each point's median over a resample of its repetitions (its median where it has
-    fewer than two)."""
-    out = np.empty((resamples, len(medians)))
-    for j, r in enumerate(reps):
-        x = np.asarray(r if r is not None else [], dtype="float64")
-        x = x[np.isfinite(x)]
-        if len(x) < 2:
-            out[:, j] = medians[j]
-            continue
-        out[:, j] = np.median(x[rng.integers(0, len(x), (resamples, len(x)))], axis=1)
+def _nearest(grid: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Per row, the position of the swept alpha (``grid``, ascending) nearest ``alpha`` (the smaller on a tie;
+    -1 where ``alpha`` is NaN). ``alpha`` may carry a trailing axis of resamples."""
+    a = np.asarray(alpha, dtype="float64")
+    g = grid if a.ndim == 1 else grid[:, :, None]
+    x = a[:, None] if a.ndim == 1 else a[:, None, :]
+    with np.errstate(invalid="ignore"):
+        near = np.argmin(np.round(np.abs(g - np.nan_to_num(x, nan=np.inf)), 12), axis=1)
+    return np.where(np.isfinite(a), near, -1)
+
+
+def _peach(objective: str, T: np.ndarray, E: np.ndarray | None, W: np.ndarray, i0: np.ndarray, i1: np.ndarray,
+           idle: np.ndarray | None = None) -> np.ndarray:
+    """PEACH's optimum (eq. 13 for ``performance``, eq. 15 for ``energy``) of every row from its end points'
+    times (and energies), rows ``(S, k)`` or ``(S, k, B)``; NaN where a row lacks them."""
+    rows = np.arange(len(T))
+    t0, t1 = T[rows, i0], T[rows, i1]
+    Wb = W if T.ndim == 2 else W[:, None]
+    ok = (i0 >= 0) & (i1 >= 0)
+    ok = (ok if T.ndim == 2 else ok[:, None]) & (t0 > 0) & (t1 > 0) & np.isfinite(t0) & np.isfinite(t1) & (Wb > 0)
+    extra: tuple[np.ndarray, ...] = ()
+    if objective == "energy":
+        e0, e1 = E[rows, i0], E[rows, i1]
+        P0 = idle if T.ndim == 2 else idle[:, None]
+        ok &= np.isfinite(e0) & np.isfinite(e1) & np.isfinite(P0) & (P0 >= 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            extra = (P0, np.maximum(e0 / t0 - P0, 0.0), np.maximum(e1 / t1 - P0, 0.0))
+    out = np.full(t0.shape, np.nan)
+    if ok.any():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            R_C, R_G = np.broadcast_to(Wb, t0.shape)[ok] / t0[ok], np.broadcast_to(Wb, t0.shape)[ok] / t1[ok]
+        out[ok] = peach.best_alphas(objective, R_C, R_G, *(np.broadcast_to(v, t0.shape)[ok] for v in extra))[0]
     return out
 
 
-def _peach_alpha(t: np.ndarray, grid: np.ndarray, W: float) -> float:
-    """PEACH's alpha_perf (eq. 13) from the sweep's end points (NaN without both)."""
-    i0, i1 = np.flatnonzero(np.isclose(grid, 0.0)), np.flatnonzero(np.isclose(grid, 1.0))
-    if not len(i0) or not len(i1) or not (t[i0[0]] > 0 and t[i1[0]] > 0):
-        return np.nan
-    return float(peach.best_alphas("performance", np.array([W / t[i0[0]]]), np.array([W / t[i1[0]]]))[0][0])
+def _sweep_arrays(points: pd.DataFrame, k: int) -> dict[str, np.ndarray]:
+    """The sweeps of ``k`` points among ``points`` (sorted by sweep, then alpha) as ``(S, k)`` arrays."""
+    from analysis.scoring.uncertainty import pad_sorted
+
+    def grid(col: str) -> np.ndarray:
+        return (points[col].to_numpy(dtype="float64") if col in points else np.full(len(points), np.nan)).reshape(-1, k)
+
+    XS, n = pad_sorted(points["time_reps_s"].tolist() if "time_reps_s" in points else [None] * len(points))
+    return {"A": grid("alpha"), "T": grid("time_median_s"), "E": grid("energy_median_j"),
+            "W": grid("work")[:, 0], "idle": grid("idle_w")[:, 0], "XS": XS.reshape(-1, k, XS.shape[1]),
+            "n": n.reshape(-1, k)}
 
 
-def one_sweep(keys: dict[str, Any], sweep: pd.DataFrame, settings: Settings, not_for: dict[str, str]
-              ) -> list[dict[str, Any]]:
-    """The answers for one sweep: ``sweep`` holds its runs (any model's rows; the measurements are the same) with
-    ``alpha``, ``time_median_s``, ``time_reps_s``, ``model``, ``time_predicted_s`` and the work ``W``
-    (``work``), and optionally ``energy_median_j`` and ``idle_w``."""
-    runs = sweep.drop_duplicates("alpha").sort_values("alpha")
-    grid = runs["alpha"].to_numpy(dtype="float64")
-    t = runs["time_median_s"].to_numpy(dtype="float64")
-    if len(grid) < 2 or not np.isfinite(t).all():
-        return []
-    W = float(runs["work"].iloc[0])
-    rng = np.random.default_rng(settings.seed)
+def _answers(keys: pd.DataFrame, x: dict[str, np.ndarray], model_alpha: dict[str, np.ndarray],
+             settings: Settings, not_for: dict[str, str]) -> pd.DataFrame:
+    """The rows of every method for the sweeps of one size (``keys``: their :data:`SWEEP_KEYS`, ``x``:
+    :func:`_sweep_arrays`, ``model_alpha``: each model method's answer per sweep)."""
+    from analysis.scoring.uncertainty import bootstrap_rows, interval_rows
+
+    A, T, S = x["A"], x["T"], len(x["A"])
+    rows = np.arange(S)
+    has0, has1 = np.isclose(A, 0.0), np.isclose(A, 1.0)
+    i0 = np.where(has0.any(axis=1), np.argmax(has0, axis=1), -1)
+    i1 = np.where(has1.any(axis=1), np.argmax(has1, axis=1), -1)
+    best = np.argmin(np.where(np.isfinite(T), T, np.inf), axis=1)
+    answer = {MEASURED: A[rows, best], PEACH_RATE: _peach("performance", T, None, x["W"], i0, i1),
+              PEACH_ENERGY: _peach("energy", T, x["E"], x["W"], i0, i1, x["idle"]),
+              **model_alpha}
     B = max(int(settings.resamples), 0)
-    boot = _resampled_medians(runs["time_reps_s"].tolist() if "time_reps_s" in runs else [None] * len(t), t, B,
-                              rng) if B else np.empty((0, len(t)))
-    level = (1.0 - settings.level) / 2.0
-
-    def interval(values: np.ndarray) -> tuple[float, float]:
-        v = values[np.isfinite(values)]
-        return (float(np.quantile(v, level)), float(np.quantile(v, 1 - level))) if len(v) else (np.nan, np.nan)
-
-    def row(method: str, alpha: float, alphas_b: np.ndarray | None, note: str = "") -> dict[str, Any]:
-        out = {**keys, "method": method, "alpha": alpha, "alpha_lo": np.nan, "alpha_hi": np.nan, "alpha_run": np.nan,
-               "time_s": np.nan, "selection_penalty": np.nan, "selection_penalty_lo": np.nan,
-               "selection_penalty_hi": np.nan, "note": note}
-        if not np.isfinite(alpha):
-            return out
-        k = _nearest(grid, alpha)
-        out.update(alpha_run=float(grid[k]), time_s=float(t[k]), selection_penalty=float(t[k] / t.min() - 1.0))
-        if B:
-            picks = (np.array([_nearest(grid, a) if np.isfinite(a) else -1 for a in alphas_b]) if alphas_b is not None
-                     else np.full(B, k))
-            ok = picks >= 0
-            pen = np.full(B, np.nan)
-            pen[ok] = boot[ok, picks[ok]] / boot[ok].min(axis=1) - 1.0
-            out["selection_penalty_lo"], out["selection_penalty_hi"] = interval(pen)
-            if alphas_b is not None:
-                out["alpha_lo"], out["alpha_hi"] = interval(np.asarray(alphas_b, dtype="float64"))
-            else:
-                out["alpha_lo"] = out["alpha_hi"] = alpha
-        return out
-
-    best_b = grid[np.argmin(boot, axis=1)] if B else None
-    rows = [row(MEASURED, float(grid[int(np.argmin(t))]), best_b)]
-    rows.append(row(PEACH_RATE, _peach_alpha(t, grid, W),
-                    np.array([_peach_alpha(b, grid, W) for b in boot]) if B else None,
-                    "" if np.isfinite(_peach_alpha(t, grid, W)) else "the sweep lacks alpha 0 or 1 to calibrate from"))
-    e = runs["energy_median_j"].to_numpy(dtype="float64") if "energy_median_j" in runs else np.full(len(t), np.nan)
-    idle = float(runs["idle_w"].iloc[0]) if "idle_w" in runs else np.nan
-    i0, i1 = np.flatnonzero(np.isclose(grid, 0.0)), np.flatnonzero(np.isclose(grid, 1.0))
-    if len(i0) and len(i1) and np.isfinite([e[i0[0]], e[i1[0]], idle]).all():
-        a, b = i0[0], i1[0]
-        alpha_e = float(peach.best_alphas("energy", np.array([W / t[a]]), np.array([W / t[b]]), np.array([idle]),
-                                          np.array([max(e[a] / t[a] - idle, 0.0)]),
-                                          np.array([max(e[b] / t[b] - idle, 0.0)]))[0][0])
-        energy_row = row(PEACH_ENERGY, alpha_e, None)
-        k = _nearest(grid, alpha_e)  # its penalty in energy, the quantity it optimises
-        energy_row.update(time_s=float(t[k]), selection_penalty=float(e[k] / np.nanmin(e) - 1.0),
-                          selection_penalty_lo=np.nan, selection_penalty_hi=np.nan)
-        rows.append(energy_row)
-    else:
-        rows.append(row(PEACH_ENERGY, np.nan, None, "no energy measured at the sweep's end points (no meter)"))
-    for method, model in MODEL_OF.items():
-        mine = sweep[sweep["model"].astype(str) == model].sort_values("alpha")
-        if method == PDP:
-            ends = {float(a): float(tp) for a, tp in zip(mine["alpha"], mine["time_predicted_s"], strict=True)}
-            t0, t1 = ends.get(0.0, np.nan), ends.get(1.0, np.nan)
-            alpha = (1.0 / t1) / (1.0 / t0 + 1.0 / t1) if np.isfinite([t0, t1]).all() and t0 > 0 and t1 > 0 else np.nan
+    boot_alpha = {m: np.full((S, B), np.nan) for m in (MEASURED, PEACH_RATE)}
+    boot_pen = {m: np.full((S, B), np.nan) for m in answer if m != PEACH_ENERGY}
+    if B:
+        step = max(1, CHUNK_ELEMENTS // max(1, A.shape[1] * B))
+        for c in range(0, S, step):
+            sl = slice(c, c + step)
+            M = np.moveaxis(bootstrap_rows(x["XS"][sl], x["n"][sl], T[sl], settings), 0, 1)  # (s, k, B)
+            low = M.min(axis=1)
+            grid = A[sl]
+            r = np.arange(len(grid))[:, None]
+            b = np.arange(B)[None, :]
+            best_b = np.argmin(M, axis=1)
+            boot_alpha[MEASURED][sl] = grid[r, best_b]
+            boot_alpha[PEACH_RATE][sl] = _peach("performance", M, None, x["W"][sl], i0[sl], i1[sl])
+            for m in boot_pen:
+                a = boot_alpha[m][sl] if m in boot_alpha else np.broadcast_to(answer[m][sl][:, None], (len(grid), B))
+                near = _nearest(grid, a)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    boot_pen[m][sl] = np.where(near >= 0, M[r, np.maximum(near, 0), b] / low - 1.0, np.nan)
+    frames = []
+    notes = {PEACH_RATE: "the sweep lacks alpha 0 or 1 to calibrate from",
+             PEACH_ENERGY: "no energy measured at the sweep's end points (no meter)",
+             **{m: not_for.get(model) or f"{model} predicted no run of this sweep" for m, model in MODEL_OF.items()}}
+    for method in (MEASURED, PEACH_RATE, PEACH_ENERGY, PDP, PEROP):
+        alpha = answer[method]
+        near = _nearest(A, alpha)
+        got = near >= 0
+        quantity = x["E"] if method == PEACH_ENERGY else T
+        finite = np.isfinite(quantity)
+        low = np.where(finite.any(axis=1), np.min(np.where(finite, quantity, np.inf), axis=1), np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pen = np.where(got, quantity[rows, np.maximum(near, 0)] / low - 1.0, np.nan)
+        out = keys.copy()
+        out["method"] = method
+        out["alpha"] = alpha
+        if method in boot_alpha and B:
+            out["alpha_lo"], out["alpha_hi"] = interval_rows(boot_alpha[method], settings.level)
         else:
-            tp = mine["time_predicted_s"].to_numpy(dtype="float64")
-            alpha = float(mine["alpha"].to_numpy(dtype="float64")[int(np.nanargmin(tp))]) if np.isfinite(tp).any() \
-                else np.nan
-        note = "" if np.isfinite(alpha) else (not_for.get(model) or f"{model} predicted no run of this sweep")
-        rows.append(row(method, alpha, None, note))
-    return rows
+            out["alpha_lo"] = out["alpha_hi"] = np.where(got, alpha, np.nan)
+        out["alpha_run"] = np.where(got, A[rows, np.maximum(near, 0)], np.nan)
+        out["time_s"] = np.where(got, T[rows, np.maximum(near, 0)], np.nan)
+        out["selection_penalty"] = pen
+        if method in boot_pen and B:
+            lo, hi = interval_rows(boot_pen[method], settings.level)
+            out["selection_penalty_lo"], out["selection_penalty_hi"] = np.where(got, lo, np.nan), np.where(got, hi, np.nan)
+        else:
+            out["selection_penalty_lo"] = out["selection_penalty_hi"] = np.nan
+        out["note"] = np.where(got, "", notes.get(method, ""))
+        frames.append(out)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _model_alphas(sweeps: pd.DataFrame, gid: pd.Series, S: int) -> dict[str, np.ndarray]:
+    """Each model method's answer per sweep (``gid``: each row's sweep): PerDome/PeaPaw's p-DP balance
+    ``(1 / T1) / (1 / T0 + 1 / T1)`` from its bounds at alpha 0 and 1, the per-operation model's fastest alpha."""
+    out = {}
+    for method, model in MODEL_OF.items():
+        mine = sweeps["model"].astype(str).to_numpy() == model
+        a = sweeps["alpha"].to_numpy(dtype="float64")[mine]
+        tp = sweeps["time_predicted_s"].to_numpy(dtype="float64")[mine]
+        g = gid.to_numpy()[mine]
+        ans = np.full(S, np.nan)
+        ok = np.isfinite(tp) & (tp > 0)
+        if method == PDP:
+            t0, t1 = np.full(S, np.nan), np.full(S, np.nan)
+            at0, at1 = ok & np.isclose(a, 0.0), ok & np.isclose(a, 1.0)
+            t0[g[at0]], t1[g[at1]] = tp[at0], tp[at1]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ans = (1.0 / t1) / (1.0 / t0 + 1.0 / t1)
+        elif ok.any():
+            frame = pd.DataFrame({"g": g[ok], "a": a[ok], "t": tp[ok]}).sort_values(["g", "t", "a"], kind="stable")
+            first = frame.drop_duplicates("g")
+            ans[first["g"].to_numpy()] = first["a"].to_numpy()
+        out[method] = ans
+    return out
 
 
 def with_idle(sweeps: pd.DataFrame, platforms: Any) -> pd.DataFrame:
@@ -156,12 +195,39 @@ def with_idle(sweeps: pd.DataFrame, platforms: Any) -> pd.DataFrame:
 
 
 def splits(sweeps: pd.DataFrame, settings: Settings, not_for: dict[str, str] | None = None) -> pd.DataFrame:
-    """The ``splits`` table of every sweep in ``sweeps`` (rows of DP(alpha) runs keyed by :data:`SWEEP_KEYS`; see
-    :func:`one_sweep`). ``not_for``: model name -> why it gives no answer for these sweeps."""
-    rows: list[dict[str, Any]] = []
-    if len(sweeps):
-        for key, sweep in sweeps.groupby(SWEEP_KEYS, sort=True, dropna=False):
-            rows += one_sweep(dict(zip(SWEEP_KEYS, key, strict=True)), sweep, settings, dict(not_for or {}))
-    out = pd.DataFrame(rows, columns=COLUMNS)
+    """The ``splits`` table of every sweep in ``sweeps``: rows of DP(alpha) runs (any model's; the measurements
+    are the same) keyed by :data:`SWEEP_KEYS` with ``alpha``, ``time_median_s``, ``time_reps_s``, ``model``,
+    ``time_predicted_s``, the work ``work`` and optionally ``energy_median_j`` and ``idle_w``. ``not_for``: model
+    name -> why it gives no answer for these sweeps. Every sweep at once, as arrays: sweeps of the same number of
+    points together, their repetitions resampled in chunks (a million-run validation has 10^4-10^5 sweeps)."""
+    if not len(sweeps):
+        return _typed(pd.DataFrame(columns=COLUMNS))
+    sweeps = sweeps.reset_index(drop=True)
+    gid = sweeps.groupby(SWEEP_KEYS, sort=True, dropna=False).ngroup()
+    S = int(gid.max()) + 1
+    points = sweeps.assign(_g=gid.to_numpy()).sort_values(["_g", "alpha"], kind="stable").drop_duplicates(
+        ["_g", "alpha"])
+    model_alpha = _model_alphas(sweeps, gid, S)
+    k = points.groupby("_g", sort=True).size()
+    frames = []
+    for size in sorted(set(k.tolist())):
+        if size < 2:
+            continue
+        which = k.index[k == size].to_numpy()
+        mine = points[points["_g"].isin(which)]
+        keys = mine.drop_duplicates("_g")[SWEEP_KEYS].reset_index(drop=True)
+        x = _sweep_arrays(mine, size)
+        if not np.isfinite(x["T"]).all(axis=1).any():
+            continue
+        frames.append(_answers(keys, x, {m: a[which] for m, a in model_alpha.items()}, settings, dict(not_for or {})))
+    if not frames:
+        return _typed(pd.DataFrame(columns=COLUMNS))
+    order = {m: i for i, m in enumerate((MEASURED, PEACH_RATE, PEACH_ENERGY, PDP, PEROP))}
+    out = pd.concat(frames, ignore_index=True)
+    out = out.assign(_m=out["method"].map(order)).sort_values([*SWEEP_KEYS, "_m"], kind="stable")
+    return _typed(out.drop(columns="_m").reset_index(drop=True)[COLUMNS])
+
+
+def _typed(out: pd.DataFrame) -> pd.DataFrame:
     return out.astype({**{c: "string" for c in ("study", "case", "platform", "size_label", "method", "note")},
                        "size": "Int64", **{c: "float64" for c in COLUMNS if c.startswith(("alpha", "time", "selection"))}})
