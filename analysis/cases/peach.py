@@ -79,7 +79,7 @@ properties:
 RUN_COLUMNS = [*CURVE_KEYS, "model", "run_id", "variant", "alpha", "work", "work_unit", "time_median_s",
                "time_iqr_s", "time_predicted_s", "rate_measured", "rate_predicted", "tightness", "time_rel_error",
                "energy_median_j", "energy_source", "eta_measured", "eta_predicted", "energy_rel_error", "endpoint",
-               "time_reps_s", "rounds_reps"]
+               "time_reps_s", "rounds_reps", "tightness_rounds"]
 
 
 FIDELITY_COLUMNS = [*CURVE_KEYS, "quantity", "model", "n_alternatives", "kendall_tau", "pairwise_agreement",
@@ -251,7 +251,8 @@ def typed_tables(run_df: pd.DataFrame, fid_df: pd.DataFrame) -> tuple[pd.DataFra
                "quantity", "model", "best_measured", "best_predicted"]
     run_df = run_df.astype({c: "string" for c in strings if c in run_df.columns})
     run_df = run_df.astype({c: "float64" for c in RUN_COLUMNS
-                            if c not in strings and c not in ("endpoint", "size", "time_reps_s", "rounds_reps")})
+                            if c not in strings and c not in ("endpoint", "size", "time_reps_s", "rounds_reps",
+                                                              "tightness_rounds")})
     run_df["size"] = pd.to_numeric(run_df["size"]).astype("Int64")
     run_df["endpoint"] = run_df["endpoint"].astype("bool")
     fid_df = fid_df.astype({c: "string" for c in strings if c in fid_df.columns})

@@ -99,6 +99,51 @@ def predict_curve(g: pd.DataFrame, idle_w: float | None) -> tuple[pd.DataFrame, 
     return out, params
 
 
+def _round_medians(reps: Any, rounds: Any) -> dict[float, float]:
+    """A run's median time in each round it was measured in (its repetitions of that round)."""
+    if not isinstance(reps, (list, tuple, np.ndarray)) or not isinstance(rounds, (list, tuple, np.ndarray)):
+        return {}
+    by: dict[float, list[float]] = {}
+    for x, r in zip(reps, rounds):  # noqa: B905 - lists of one run, equal by construction
+        if x is not None and r is not None and np.isfinite(x) and np.isfinite(r):
+            by.setdefault(float(r), []).append(float(x))
+    return {r: float(np.median(v)) for r, v in by.items()}
+
+
+def round_tightness(c: pd.DataFrame, i0: np.ndarray, i1: np.ndarray, out: pd.DataFrame, g: np.ndarray,
+                    W: np.ndarray) -> list[list[float]]:
+    """Per predicted run, its tightness (predicted / measured time) with the curve calibrated from the end
+    points' repetitions of each round alone: the model's calibration is a measurement of the study's, made at
+    each moment the study measured (its rounds), and the scorecard resamples those calibrations as it resamples
+    a platform's characterisation replicates. Empty where the end points share fewer than two rounds."""
+    if "time_reps_s" not in c or "rounds_reps" not in c:
+        return [[] for _ in range(len(out))]
+    per_curve: list[tuple[np.ndarray, np.ndarray]] = []
+    for k0, k1 in zip(i0.tolist(), i1.tolist(), strict=True):
+        if k0 < 0 or k1 < 0:
+            per_curve.append((np.zeros(0), np.zeros(0)))
+            continue
+        m0 = _round_medians(c["time_reps_s"].iloc[k0], c["rounds_reps"].iloc[k0])
+        m1 = _round_medians(c["time_reps_s"].iloc[k1], c["rounds_reps"].iloc[k1])
+        shared = sorted(set(m0) & set(m1))
+        per_curve.append((np.array([m0[r] for r in shared]), np.array([m1[r] for r in shared])))
+    width = max((len(t0) for t0, _ in per_curve), default=0)
+    if width < 2:
+        return [[] for _ in range(len(out))]
+    T0, T1 = np.full((len(per_curve), width), np.nan), np.full((len(per_curve), width), np.nan)
+    for k, (t0, t1) in enumerate(per_curve):
+        if len(t0) >= 2 and np.all(t0 > 0) and np.all(t1 > 0):
+            T0[k, :len(t0)], T1[k, :len(t1)] = t0, t1
+    a = out["alpha"].to_numpy(dtype="float64")[:, None]
+    t = out["time_median_s"].to_numpy(dtype="float64")[:, None]
+    w = np.asarray(W, dtype="float64")[:, None]
+    ok = np.isfinite(T0[g]) & np.isfinite(T1[g]) & (w > 0)
+    R_C, R_G = np.where(ok, w / np.where(ok, T0[g], 1.0), 1.0), np.where(ok, w / np.where(ok, T1[g], 1.0), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # every run x round at once (padding masked out)
+        T = np.where(ok, (np.where(ok, w, 1.0) / peach.rate(a, R_C, R_G, 0.0, np.where(ok, w, 1.0))) / t, np.nan)
+    return [row[np.isfinite(row)].tolist() for row in T]
+
+
 class PEACHModel(Model):
     """End-point calibrated PEACH curves; needs whole curves, so it runs on the computed frame."""
 
@@ -170,6 +215,7 @@ class PEACHModel(Model):
                 eta[m] = peach.efficiency(a[m], R_C[gm], R_G[gm], idle_c[gm], Pd_C[gm], Pd_G[gm], 0.0, 0.0, W[m])
             out["eta_predicted"] = eta
             out["energy_rel_error"] = np.abs(eta - out["eta_measured"].to_numpy()) / out["eta_measured"].to_numpy()
+        out["tightness_rounds"] = round_tightness(c, i0, i1, out, g, W)
         heads = c.loc[first, CURVE_KEYS].itertuples(index=False, name=None)
         for k, key in enumerate(heads):
             if good[k]:

@@ -122,6 +122,20 @@ def _balances(processors: pd.DataFrame | None) -> dict[str, float]:
             if f and not pd.isna(f) and not pd.isna(b)}
 
 
+def _with_rounds(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` whose rows calibrated from the study's own runs (PEACH's end points: ``tightness_rounds``, the
+    tightness with the calibration of each round alone) take those as their replicates: what the study shares
+    for them is its end-point measurements, not the platform's characterisation."""
+    if "tightness_rounds" not in frame or not len(frame):
+        return frame
+    rounds = [list(v) if isinstance(v, (list, tuple, np.ndarray)) and len(v) >= 2 else None
+              for v in frame["tightness_rounds"]]
+    if not any(r is not None for r in rounds):
+        return frame
+    have = frame["tightness_replicates"].tolist() if "tightness_replicates" in frame else [None] * len(frame)
+    return frame.assign(tightness_replicates=[r if r is not None else h for r, h in zip(rounds, have, strict=True)])
+
+
 def _replicate_values(frame: pd.DataFrame, figure: str) -> list[np.ndarray]:
     """Each replicate's ``figure`` over the rows of ``frame`` (from ``<figure>_replicates``; empty without it)."""
     col = f"{figure}_replicates"
@@ -302,6 +316,7 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
     if runs is not None and len(runs) and "tightness" in runs:
         if "quantity" in runs:
             runs = runs[runs["quantity"] == "time"]
+        runs = _with_rounds(runs)
         runs = runs.assign(workload_class=_bound_class(runs["intensity"],
                                                        _each(runs["platform"], lambda p: balance.get(str(p)))))
         # a group of alternatives (one size) takes the class of its size's first run: the alternatives split
@@ -332,9 +347,9 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
             extra["tightness_replicates"] = [
                 [m / r if r else math.nan for r in (rs if isinstance(rs, (list, tuple, np.ndarray)) else [])]
                 for m, rs in zip(peach["rate_measured"].astype(float), peach["rate_predicted_replicates"], strict=True)]
-        p = peach.assign(case="peach", model=model, tightness=tightness, **extra,
-                         workload_class=_bound_class(pd.Series(intensity, index=peach.index),
-                                                     _each(peach["platform"], lambda p: balance.get(str(p)))))
+        p = _with_rounds(peach.assign(case="peach", model=model, tightness=tightness, **extra,
+                                      workload_class=_bound_class(pd.Series(intensity, index=peach.index),
+                                                                  _each(peach["platform"], lambda p: balance.get(str(p))))))
         p = p[~p["endpoint"].fillna(False).astype(bool)] if "endpoint" in p else p  # PEACH's end points calibrate it
         fid = tables.get("peach_fidelity")
         groups = pd.DataFrame(columns=keys)

@@ -41,6 +41,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "picked": ("", "the processor the projection recommends (the smaller projected time)"),
     "relative_error": ("", "||T'_actual - T'_projected|| / sqrt(2), the time vectors over the processors scaled to "
                        "unit length (0: the processors' relative times right; 1 at most)"),
+    "tightness_rounds": ("fraction", "the tightness with the model calibrated from its end points' repetitions of each "
+                                     "round alone (PEACH: the study's own calibration, measured at each moment)"),
     # splits.parquet (analysis.scoring.splits: how to split one workload, each paper's answer)
     "method": ("", "whose answer: the measured best alpha, PEACH's eq. 13 (eq. 15 for energy), PerDome/PeaPaw's p-DP "
                    "balance (eq. 19) or the per-operation model's fastest predicted alpha"),
