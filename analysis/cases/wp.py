@@ -197,9 +197,11 @@ def sweep_rows(predicted: pd.DataFrame) -> pd.DataFrame:
     """The PEACH model's predictions of a DP(alpha) sweep (:func:`analysis.models.peach.sweep_curves`) as run rows
     like every model's: the interior points only (alpha 0 and 1 calibrate it and reproduce themselves), time
     predicted against time measured."""
+    # without the calibrations in attrs, which pandas deep-copies into every frame and column derived from it
+    predicted = predicted.copy(deep=False)
+    predicted.attrs = {}
     inner = predicted[~predicted["endpoint"].astype(bool)] if len(predicted) else predicted
     out = measured_columns(inner).drop(columns=[*_CURVE_ONLY, *PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
-    out.attrs = {}
     t = out["time_predicted_s"].to_numpy(dtype="float64") if len(out) else np.zeros(0)
     out["model"] = pd.Series([str(m) for m in [PEACH_MODEL] * len(out)], index=out.index, dtype="string")
     out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")

@@ -119,12 +119,13 @@ def round_tightness(c: pd.DataFrame, i0: np.ndarray, i1: np.ndarray, out: pd.Dat
     if "time_reps_s" not in c or "rounds_reps" not in c:
         return [[] for _ in range(len(out))]
     per_curve: list[tuple[np.ndarray, np.ndarray]] = []
+    reps, rounds = c["time_reps_s"].tolist(), c["rounds_reps"].tolist()  # each column read once
     for k0, k1 in zip(i0.tolist(), i1.tolist(), strict=True):
         if k0 < 0 or k1 < 0:
             per_curve.append((np.zeros(0), np.zeros(0)))
             continue
-        m0 = _round_medians(c["time_reps_s"].iloc[k0], c["rounds_reps"].iloc[k0])
-        m1 = _round_medians(c["time_reps_s"].iloc[k1], c["rounds_reps"].iloc[k1])
+        m0 = _round_medians(reps[k0], rounds[k0])
+        m1 = _round_medians(reps[k1], rounds[k1])
         shared = sorted(set(m0) & set(m1))
         per_curve.append((np.array([m0[r] for r in shared]), np.array([m1[r] for r in shared])))
     width = max((len(t0) for t0, _ in per_curve), default=0)

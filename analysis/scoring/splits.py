@@ -49,8 +49,11 @@ def _nearest(grid: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     a = np.asarray(alpha, dtype="float64")
     g = grid if a.ndim == 1 else grid[:, :, None]
     x = a[:, None] if a.ndim == 1 else a[:, None, :]
+    # a tie (the answer halfway between two swept alphas, up to rounding) goes to the smaller: each position's
+    # distance is raised by a rounding's worth per position
+    tie = 1e-12 * np.arange(grid.shape[1]).reshape((1, -1) + (1,) * (a.ndim - 1))
     with np.errstate(invalid="ignore"):
-        near = np.argmin(np.round(np.abs(g - np.nan_to_num(x, nan=np.inf)), 12), axis=1)
+        near = np.argmin(np.abs(g - np.nan_to_num(x, nan=np.inf)) + tie, axis=1)
     return np.where(np.isfinite(a), near, -1)
 
 
@@ -71,6 +74,12 @@ def _peach(objective: str, T: np.ndarray, E: np.ndarray | None, W: np.ndarray, i
         with np.errstate(divide="ignore", invalid="ignore"):
             extra = (P0, np.maximum(e0 / t0 - P0, 0.0), np.maximum(e1 / t1 - P0, 0.0))
     out = np.full(t0.shape, np.nan)
+    if objective == "performance" and T.ndim == 3:
+        # the resamples: eq. 13 itself, alpha_perf = R_G / (R_C + R_G) = T(0) / (T(0) + T(1)) (T_OH = 0), which
+        # best_alphas gives for every row (its candidates scored) at a thousand times the cost
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[ok] = t0[ok] / (t0[ok] + t1[ok])
+        return out
     if ok.any():
         with np.errstate(divide="ignore", invalid="ignore"):
             R_C, R_G = np.broadcast_to(Wb, t0.shape)[ok] / t0[ok], np.broadcast_to(Wb, t0.shape)[ok] / t1[ok]
