@@ -281,7 +281,8 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     Rows that carry their repetition (``rep``, as characterisation records them) also give ``tau`` fitted to
     each repetition alone (``tau_by_rep``) and ``tau_spread``, the largest over the smallest: how far the
     operation's cost moved while it was measured (repetitions are interleaved across every operation, so
-    they lie seconds apart); null without ``rep`` or with fewer than two complete repetitions."""
+    they lie seconds apart); null without ``rep``, with fewer than two complete repetitions, or when one
+    repetition's own tau is not positive (its time did not grow with the count: no ratio measures the move)."""
     counts = sorted({int(r["n_ops"]) for r in rows})
     if len(counts) < 2:
         raise ValueError("the per-operation fit needs samples at two or more operation counts")

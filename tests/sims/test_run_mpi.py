@@ -118,7 +118,11 @@ def test_characterize_on_two_ranks(mpiexec, env, tmp_path):
         measured = ("add", "mul", "fma", "divide", "random") + (("move", "short_add") if role == "host" else ())  # numpy
         assert set(fits) == {f"{o}/{d}" for o in measured for d in ("float32", "float64")}
         assert all(f["tau"] > 0 for f in fits.values()), {k: (f["tau"], f["median_time_s"]) for k, f in fits.items()}
-        assert all(len(f["tau_by_rep"]) == 5 and f["tau_spread"] >= 1 for f in fits.values())  # each repetition's tau
+        # each repetition's tau; their spread where every one is positive (a repetition whose time did not grow
+        # with the count on a noisy machine fits a tau <= 0, and then no ratio says how far tau moved)
+        assert all(len(f["tau_by_rep"]) == 5 for f in fits.values())
+        assert all(f["tau_spread"] >= 1 if min(f["tau_by_rep"]) > 0 else f["tau_spread"] is None
+                   for f in fits.values()), {k: (f["tau_by_rep"], f["tau_spread"]) for k, f in fits.items()}
     net = doc["network"]  # MPI ping-pong between the two ranks
     assert net["latency"]["value"] > 0 and net["t_net"]["value"] > 0 and len(net["samples_s"]) == 10
     assert "[hetval characterize] pair host (numpy)" in proc.stdout
