@@ -160,15 +160,14 @@ def workload_label(frame: pd.DataFrame) -> pd.Series:
 
 def cross_rows(predicted: pd.DataFrame) -> pd.DataFrame:
     """A per-run model's rows (PerDome/PeaPaw, Panwar's projection) as ``peach_runs`` rows: the curve keys, the
-    rates ``W / T`` measured and predicted and the tightness (predicted / measured time: a transpose counts no
-    flops, so its rate is in bytes, as PEACH's). No point is a calibration point of these models."""
+    rates ``W / T`` measured and predicted beside the model's own tightness (a transpose counts no flops, so its
+    rate is in bytes, as PEACH's). No point is a calibration point of these models."""
     c = curves(predicted)
     t = c["time_median_s"].to_numpy(float)
     tp = c["time_predicted_s"].to_numpy(float)
     W = c["work"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         c["rate_measured"], c["rate_predicted"] = W / t, W / tp
-        c["tightness"] = tp / t
         c["time_rel_error"] = np.abs(tp - t) / t
         c["eta_measured"] = W / c["energy_median_j"].to_numpy(float)
     c["eta_predicted"] = np.nan

@@ -203,7 +203,7 @@ def sweep_rows(predicted: pd.DataFrame) -> pd.DataFrame:
     inner = predicted[~predicted["endpoint"].astype(bool)] if len(predicted) else predicted
     out = measured_columns(inner).drop(columns=[*_CURVE_ONLY, *PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
     t = out["time_predicted_s"].to_numpy(dtype="float64") if len(out) else np.zeros(0)
-    out["model"] = pd.Series([str(m) for m in [PEACH_MODEL] * len(out)], index=out.index, dtype="string")
+    out["model"] = pd.Series([PEACH_MODEL] * len(out), index=out.index, dtype="string")
     out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
     out["perf_predicted"] = out["flops"].to_numpy(dtype="float64") / t if len(out) else np.zeros(0)
     out["tightness"] = t / out["time_median_s"].to_numpy(dtype="float64") if len(out) else np.zeros(0)

@@ -24,6 +24,7 @@ from analysis.equations import panwar
 from analysis.models.peapaw import WP_CASES, measured_columns
 from analysis.registry import Model
 from analysis.scoring import metrics
+from analysis.scoring.scorecard import SCALE_BANDS
 from analysis.storage.platforms import BACKEND_COLS, FDM_CALIBRATION_COL, PLATFORM_COLS, PROBLEM_COLS
 
 MODEL = "Panwar projection"
@@ -176,8 +177,7 @@ class PanwarProjection(Model):
     cases = (*WP_CASES, "peach", "fdm")
     needs = ("t_f_host", "t_b_host", "t_f_accel", "t_b_accel")
     not_for = {f"fdm/{band}": "the thesis projects a kernel on one device; a run of several ranks shares the node's "
-               "cores and links (the FDM models price those)" for band in
-               ("2-4 ranks", "5-16 ranks", "17-64 ranks", "over 64 ranks")}
+               "cores and links (the FDM models price those)" for _, band in SCALE_BANDS[1:]}
 
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
         if "grid" in runs.columns:  # an FDM run: one backend's ranks, its counts on that backend's processor
