@@ -20,6 +20,7 @@ construction; their error is reported but they say nothing about the model.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -99,15 +100,44 @@ def predict_curve(g: pd.DataFrame, idle_w: float | None) -> tuple[pd.DataFrame, 
     return out, params
 
 
-def _round_medians(reps: Any, rounds: Any) -> dict[float, float]:
-    """A run's median time in each round it was measured in (its repetitions of that round)."""
-    if not isinstance(reps, (list, tuple, np.ndarray)) or not isinstance(rounds, (list, tuple, np.ndarray)):
-        return {}
-    by: dict[float, list[float]] = {}
-    for x, r in zip(reps, rounds):  # noqa: B905 - lists of one run, equal by construction
-        if x is not None and r is not None and np.isfinite(x) and np.isfinite(r):
-            by.setdefault(float(r), []).append(float(x))
-    return {r: float(np.median(v)) for r, v in by.items()}
+def _end_point_rounds(reps: list[Any], rounds: list[Any], i0: np.ndarray,
+                      i1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per curve, its end points' median times in each round both were measured in (the median of each one's
+    repetitions of that round), rounds ascending: ``(T0, T1)``, ``(curves, most shared rounds)``, NaN-padded; a
+    curve whose end points share fewer than two rounds, or whose medians are not all positive, is all NaN. Every
+    curve at once: the end points' repetitions flattened, one grouped median."""
+    n = len(i0)
+    curve = np.flatnonzero((i0 >= 0) & (i1 >= 0))
+    sel = np.concatenate([i0[curve], i1[curve]]).tolist()
+    seqs = (list, tuple, np.ndarray)
+    lens = [min(len(reps[j]), len(rounds[j])) if isinstance(reps[j], seqs) and isinstance(rounds[j], seqs) else 0
+            for j in sel]
+
+    def flat(column: list[Any]) -> np.ndarray:
+        values = itertools.chain.from_iterable(column[j][:k] for j, k in zip(sel, lens, strict=True) if k)
+        return np.fromiter((np.nan if v is None else v for v in values), dtype=np.float64, count=sum(lens))
+
+    x, r = flat(reps), flat(rounds)
+    owner = np.repeat(np.arange(len(sel)), lens)
+    keep = np.isfinite(x) & np.isfinite(r)
+    med = pd.DataFrame({"o": owner[keep], "r": r[keep], "x": x[keep]}).groupby(["o", "r"], sort=True)["x"].median()
+    o, at, value = med.index.get_level_values(0).to_numpy(), med.index.get_level_values(1).to_numpy(), med.to_numpy()
+    half = len(curve)
+    sides = [pd.DataFrame({"c": curve[o[m] - shift], "r": at[m], f"t{k}": value[m]})
+             for k, (m, shift) in enumerate(((o < half, 0), (o >= half, half)))]
+    both = sides[0].merge(sides[1], on=["c", "r"], how="inner").sort_values(["c", "r"], kind="stable")
+    width = int(both.groupby("c").size().max()) if len(both) else 0
+    T0, T1 = np.full((n, max(width, 0)), np.nan), np.full((n, max(width, 0)), np.nan)
+    if width < 2:
+        return T0, T1
+    c = both["c"].to_numpy()
+    count = np.bincount(c, minlength=n)
+    good = (count >= 2) & (np.bincount(c, weights=(both["t0"].to_numpy() > 0) & (both["t1"].to_numpy() > 0),
+                                       minlength=n) == count)
+    use = good[c]
+    pos = both.groupby("c").cumcount().to_numpy()
+    T0[c[use], pos[use]], T1[c[use], pos[use]] = both["t0"].to_numpy()[use], both["t1"].to_numpy()[use]
+    return T0, T1
 
 
 def round_tightness(c: pd.DataFrame, i0: np.ndarray, i1: np.ndarray, out: pd.DataFrame, g: np.ndarray,
@@ -118,23 +148,9 @@ def round_tightness(c: pd.DataFrame, i0: np.ndarray, i1: np.ndarray, out: pd.Dat
     a platform's characterisation replicates. Empty where the end points share fewer than two rounds."""
     if "time_reps_s" not in c or "rounds_reps" not in c:
         return [[] for _ in range(len(out))]
-    per_curve: list[tuple[np.ndarray, np.ndarray]] = []
-    reps, rounds = c["time_reps_s"].tolist(), c["rounds_reps"].tolist()  # each column read once
-    for k0, k1 in zip(i0.tolist(), i1.tolist(), strict=True):
-        if k0 < 0 or k1 < 0:
-            per_curve.append((np.zeros(0), np.zeros(0)))
-            continue
-        m0 = _round_medians(reps[k0], rounds[k0])
-        m1 = _round_medians(reps[k1], rounds[k1])
-        shared = sorted(set(m0) & set(m1))
-        per_curve.append((np.array([m0[r] for r in shared]), np.array([m1[r] for r in shared])))
-    width = max((len(t0) for t0, _ in per_curve), default=0)
-    if width < 2:
+    T0, T1 = _end_point_rounds(c["time_reps_s"].tolist(), c["rounds_reps"].tolist(), i0, i1)
+    if T0.shape[1] < 2:
         return [[] for _ in range(len(out))]
-    T0, T1 = np.full((len(per_curve), width), np.nan), np.full((len(per_curve), width), np.nan)
-    for k, (t0, t1) in enumerate(per_curve):
-        if len(t0) >= 2 and np.all(t0 > 0) and np.all(t1 > 0):
-            T0[k, :len(t0)], T1[k, :len(t1)] = t0, t1
     a = out["alpha"].to_numpy(dtype="float64")[:, None]
     t = out["time_median_s"].to_numpy(dtype="float64")[:, None]
     w = np.asarray(W, dtype="float64")[:, None]
@@ -142,7 +158,9 @@ def round_tightness(c: pd.DataFrame, i0: np.ndarray, i1: np.ndarray, out: pd.Dat
     R_C, R_G = np.where(ok, w / np.where(ok, T0[g], 1.0), 1.0), np.where(ok, w / np.where(ok, T1[g], 1.0), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):  # every run x round at once (padding masked out)
         T = np.where(ok, (np.where(ok, w, 1.0) / peach.rate(a, R_C, R_G, 0.0, np.where(ok, w, 1.0))) / t, np.nan)
-    return [row[np.isfinite(row)].tolist() for row in T]
+    finite = np.isfinite(T)
+    values = iter(T[finite].tolist())  # row by row, each row's finite values in order
+    return [list(itertools.islice(values, k)) for k in finite.sum(axis=1).tolist()]
 
 
 class PEACHModel(Model):

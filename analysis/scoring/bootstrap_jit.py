@@ -273,3 +273,103 @@ def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np
         for j in range(6 if has_t else 5):
             out[j, 0, g], out[j, 1, g] = _interval(vals[j], low, high, q_lo, q_hi)
     return out
+
+
+@numba.njit(**_JIT)
+def _argmin(values: NDArray[np.float64]) -> int:
+    """``np.argmin`` of a row: the first smallest value, or the first NaN if there is one."""
+    best = 0
+    for i in range(len(values)):
+        if math.isnan(values[i]):
+            return i
+        if values[i] < values[best]:
+            best = i
+    return best
+
+
+@numba.njit(**_JIT)
+def _nearest_position(grid: NDArray[np.float64], alpha: float) -> int:
+    """:func:`analysis.scoring.splits._nearest` of one answer: the position of the swept alpha nearest ``alpha``,
+    a rounding's worth per position added to break a tie towards the smaller; -1 where ``alpha`` is not finite."""
+    if not math.isfinite(alpha):
+        return -1
+    best = 0
+    best_d = abs(grid[0] - alpha) + 1e-12 * 0
+    if math.isnan(best_d):
+        return 0
+    for j in range(1, len(grid)):
+        d = abs(grid[j] - alpha) + 1e-12 * j
+        if math.isnan(d):
+            return j
+        if d < best_d:
+            best, best_d = j, d
+    return best
+
+
+@numba.njit(**_JIT)
+def splits_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], T: NDArray[np.float64], A: NDArray[np.float64],
+                  W: NDArray[np.float64], i0: NDArray[np.int64], i1: NDArray[np.int64], fixed: NDArray[np.float64],
+                  lo_pos: NDArray[np.int64], hi_pos: NDArray[np.int64],
+                  level: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The resampled answers of ``S`` alpha sweeps of ``k`` points (:mod:`analysis.scoring.splits`), each
+    sweep walked once: ``(2, 2, S)`` intervals (lo, hi) of the measured best alpha and PEACH's eq. 13 alpha, and
+    ``(2 + F, 2, S)`` intervals of the selection penalty of those two and of the ``F`` answers ``fixed``
+    ``(F, S)`` that do not move with the repetitions (the models').
+
+    ``XS``/``n`` are each point's sorted padded repetitions ``(S, k, w)`` and their counts, ``T`` the medians
+    (kept by a point of fewer than two repetitions), ``A`` the swept alphas, ``W`` the work, ``i0``/``i1`` the
+    positions of alpha 0 and 1 (-1: absent); ``lo_pos``/``hi_pos`` as :func:`interval_kernel`'s. The same
+    operations as the NumPy path of :func:`analysis.scoring.splits._answers`, so the same bits.
+    """
+    S, k = T.shape
+    F = fixed.shape[0]
+    B = lo_pos.shape[2]
+    alpha_out = np.full((2, 2, S), np.nan)
+    pen_out = np.full((2 + F, 2, S), np.nan)
+    M = np.empty(k)
+    vals = np.empty((4 + F, B))  # the two alphas, then the 2 + F penalties
+    fixed_near = np.empty(F, dtype=np.int64)
+    low_buf = np.empty(BUFFER_LIMIT)
+    high_buf = np.empty(BUFFER_LIMIT)
+    q_lo, q_hi = 0.5 * (1.0 - level), 0.5 * (1.0 + level)
+    for s in range(S):
+        grid = A[s]
+        for f in range(F):
+            fixed_near[f] = _nearest_position(grid, fixed[f, s])
+        ends = i0[s] >= 0 and i1[s] >= 0 and W[s] > 0
+        for r in range(B):
+            for a in range(k):
+                size = n[s, a]
+                if size < 2:
+                    M[a] = T[s, a]
+                else:
+                    M[a] = 0.5 * (XS[s, a, lo_pos[a, size, r]] + XS[s, a, hi_pos[a, size, r]])
+            low = M[0]
+            for a in range(k):  # NumPy's min: NaN wins
+                if math.isnan(M[a]) or M[a] < low:
+                    low = M[a]
+                if math.isnan(low):
+                    break
+            best = _argmin(M)
+            a_best = grid[best]
+            a_peach = np.nan
+            if ends:
+                t0 = M[i0[s]]
+                t1 = M[i1[s]]
+                if t0 > 0 and t1 > 0 and math.isfinite(t0) and math.isfinite(t1):
+                    a_peach = t0 / (t0 + t1)
+            vals[0, r] = a_best
+            vals[1, r] = a_peach
+            for j in range(2 + F):
+                if j == 0:
+                    near = _nearest_position(grid, a_best)
+                elif j == 1:
+                    near = _nearest_position(grid, a_peach)
+                else:
+                    near = fixed_near[j - 2]
+                vals[2 + j, r] = M[near] / low - 1.0 if near >= 0 else np.nan
+        for j in range(2):
+            alpha_out[j, 0, s], alpha_out[j, 1, s] = _interval(vals[j], low_buf, high_buf, q_lo, q_hi)
+        for j in range(2 + F):
+            pen_out[j, 0, s], pen_out[j, 1, s] = _interval(vals[2 + j], low_buf, high_buf, q_lo, q_hi)
+    return alpha_out, pen_out

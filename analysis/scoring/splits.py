@@ -104,8 +104,6 @@ def _answers(keys: pd.DataFrame, x: dict[str, np.ndarray], model_alpha: dict[str
              settings: Settings, not_for: dict[str, str]) -> pd.DataFrame:
     """The rows of every method for the sweeps of one size (``keys``: their :data:`SWEEP_KEYS`, ``x``:
     :func:`_sweep_arrays`, ``model_alpha``: each model method's answer per sweep)."""
-    from analysis.scoring.uncertainty import bootstrap_rows, interval_rows
-
     A, T, S = x["A"], x["T"], len(x["A"])
     rows = np.arange(S)
     has0, has1 = np.isclose(A, 0.0), np.isclose(A, 1.0)
@@ -116,25 +114,7 @@ def _answers(keys: pd.DataFrame, x: dict[str, np.ndarray], model_alpha: dict[str
               PEACH_ENERGY: _peach("energy", T, x["E"], x["W"], i0, i1, x["idle"]),
               **model_alpha}
     B = max(int(settings.resamples), 0)
-    boot_alpha = {m: np.full((S, B), np.nan) for m in (MEASURED, PEACH_RATE)}
-    boot_pen = {m: np.full((S, B), np.nan) for m in answer if m != PEACH_ENERGY}
-    if B:
-        step = max(1, CHUNK_ELEMENTS // max(1, A.shape[1] * B))
-        for c in range(0, S, step):
-            sl = slice(c, c + step)
-            M = np.moveaxis(bootstrap_rows(x["XS"][sl], x["n"][sl], T[sl], settings), 0, 1)  # (s, k, B)
-            low = M.min(axis=1)
-            grid = A[sl]
-            r = np.arange(len(grid))[:, None]
-            b = np.arange(B)[None, :]
-            best_b = np.argmin(M, axis=1)
-            boot_alpha[MEASURED][sl] = grid[r, best_b]
-            boot_alpha[PEACH_RATE][sl] = _peach("performance", M, None, x["W"][sl], i0[sl], i1[sl])
-            for m in boot_pen:
-                a = boot_alpha[m][sl] if m in boot_alpha else np.broadcast_to(answer[m][sl][:, None], (len(grid), B))
-                near = _nearest(grid, a)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    boot_pen[m][sl] = np.where(near >= 0, M[r, np.maximum(near, 0), b] / low - 1.0, np.nan)
+    alpha_iv, pen_iv = ({}, {}) if not B else _resampled(x, answer, i0, i1, settings)
     frames = []
     notes = {PEACH_RATE: "the sweep lacks alpha 0 or 1 to calibrate from",
              PEACH_ENERGY: "no energy measured at the sweep's end points (no meter)",
@@ -151,21 +131,78 @@ def _answers(keys: pd.DataFrame, x: dict[str, np.ndarray], model_alpha: dict[str
         out = keys.copy()
         out["method"] = method
         out["alpha"] = alpha
-        if method in boot_alpha and B:
-            out["alpha_lo"], out["alpha_hi"] = interval_rows(boot_alpha[method], settings.level)
+        if method in alpha_iv:
+            out["alpha_lo"], out["alpha_hi"] = alpha_iv[method]
         else:
             out["alpha_lo"] = out["alpha_hi"] = np.where(got, alpha, np.nan)
         out["alpha_run"] = np.where(got, A[rows, np.maximum(near, 0)], np.nan)
         out["time_s"] = np.where(got, T[rows, np.maximum(near, 0)], np.nan)
         out["selection_penalty"] = pen
-        if method in boot_pen and B:
-            lo, hi = interval_rows(boot_pen[method], settings.level)
+        if method in pen_iv:
+            lo, hi = pen_iv[method]
             out["selection_penalty_lo"], out["selection_penalty_hi"] = np.where(got, lo, np.nan), np.where(got, hi, np.nan)
         else:
             out["selection_penalty_lo"] = out["selection_penalty_hi"] = np.nan
         out["note"] = np.where(got, "", notes.get(method, ""))
         frames.append(out)
     return pd.concat(frames, ignore_index=True)
+
+
+Interval = tuple[np.ndarray, np.ndarray]
+
+
+def _resampled(x: dict[str, np.ndarray], answer: dict[str, np.ndarray], i0: np.ndarray, i1: np.ndarray,
+               settings: Settings) -> tuple[dict[str, Interval], dict[str, Interval]]:
+    """The intervals of the answers that move with the repetitions (the measured best's and PEACH eq. 13's
+    alpha) and of every answer's selection penalty but PEACH eq. 15's, from ``settings.resamples`` resamples
+    of every point's repetitions: ``(alpha intervals, penalty intervals)`` by method. Above
+    :data:`analysis.scoring.uncertainty.JIT_MIN_ELEMENTS` resampled points, one compiled pass per sweep
+    (:func:`analysis.scoring.bootstrap_jit.splits_kernel`: no plane of resamples is held, the same bits);
+    below it, NumPy planes of :data:`CHUNK_ELEMENTS`."""
+    from analysis.scoring import uncertainty as unc
+
+    A, T = x["A"], x["T"]
+    S, k = A.shape
+    B = int(settings.resamples)
+    moving = (MEASURED, PEACH_RATE)
+    fixed = [m for m in answer if m not in moving and m != PEACH_ENERGY]
+    if S * k * B >= unc.JIT_MIN_ELEMENTS:
+        from analysis.scoring import bootstrap_jit
+
+        n = x["n"]
+        lo_pos = np.zeros((k, int(n.max()) + 1, B), dtype=np.int64)
+        hi_pos = np.zeros_like(lo_pos)
+        for slot in range(k):
+            for size in np.unique(n[:, slot]).tolist():
+                if size >= 2:
+                    lo_pos[slot, size], hi_pos[slot, size] = unc._median_positions(settings.seed, B, size, slot)
+        dense = np.ascontiguousarray
+        fixed_alpha = (np.stack([answer[m] for m in fixed]) if fixed else np.empty((0, S))).astype(np.float64)
+        a_iv, p_iv = bootstrap_jit.splits_kernel(
+            dense(x["XS"], dtype=np.float64), dense(n, dtype=np.int64), dense(T, dtype=np.float64),
+            dense(A, dtype=np.float64), dense(x["W"], dtype=np.float64), dense(i0, dtype=np.int64),
+            dense(i1, dtype=np.int64), dense(fixed_alpha), lo_pos, hi_pos, float(settings.level))
+        return ({m: (a_iv[j, 0], a_iv[j, 1]) for j, m in enumerate(moving)},
+                {m: (p_iv[j, 0], p_iv[j, 1]) for j, m in enumerate([*moving, *fixed])})
+    boot_alpha = {m: np.full((S, B), np.nan) for m in moving}
+    boot_pen = {m: np.full((S, B), np.nan) for m in (*moving, *fixed)}
+    step = max(1, CHUNK_ELEMENTS // max(1, k * B))
+    for c in range(0, S, step):
+        sl = slice(c, c + step)
+        M = np.moveaxis(unc.bootstrap_rows(x["XS"][sl], x["n"][sl], T[sl], settings), 0, 1)  # (s, k, B)
+        low = M.min(axis=1)
+        grid = A[sl]
+        r = np.arange(len(grid))[:, None]
+        b = np.arange(B)[None, :]
+        boot_alpha[MEASURED][sl] = grid[r, np.argmin(M, axis=1)]
+        boot_alpha[PEACH_RATE][sl] = _peach("performance", M, None, x["W"][sl], i0[sl], i1[sl])
+        for m in boot_pen:
+            a = boot_alpha[m][sl] if m in boot_alpha else np.broadcast_to(answer[m][sl][:, None], (len(grid), B))
+            near = _nearest(grid, a)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boot_pen[m][sl] = np.where(near >= 0, M[r, np.maximum(near, 0), b] / low - 1.0, np.nan)
+    return ({m: unc.interval_rows(v, settings.level) for m, v in boot_alpha.items()},
+            {m: unc.interval_rows(v, settings.level) for m, v in boot_pen.items()})
 
 
 def _model_alphas(sweeps: pd.DataFrame, gid: pd.Series, S: int) -> dict[str, np.ndarray]:
@@ -214,10 +251,18 @@ def splits(sweeps: pd.DataFrame, settings: Settings, not_for: dict[str, str] | N
     sweeps = sweeps.reset_index(drop=True)
     gid = sweeps.groupby(SWEEP_KEYS, sort=True, dropna=False).ngroup()
     S = int(gid.max()) + 1
-    points = sweeps.assign(_g=gid.to_numpy()).sort_values(["_g", "alpha"], kind="stable").drop_duplicates(
-        ["_g", "alpha"])
+    # each sweep's points once (the models' rows repeat them), by sweep then alpha: the order found on two
+    # arrays, then only the columns read here taken
+    g, a = gid.to_numpy(), sweeps["alpha"].to_numpy(dtype="float64")
+    order = np.lexsort((a, g))
+    gs, as_ = g[order], a[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (gs[1:] != gs[:-1]) | ~((as_[1:] == as_[:-1]) | (np.isnan(as_[1:]) & np.isnan(as_[:-1])))
+    cols = [c for c in (*SWEEP_KEYS, "alpha", "time_median_s", "time_reps_s", "energy_median_j", "work", "idle_w")
+            if c in sweeps]
+    points = sweeps[cols].take(order[first]).assign(_g=gs[first])
     model_alpha = _model_alphas(sweeps, gid, S)
-    k = points.groupby("_g", sort=True).size()
+    k = pd.Series(np.bincount(gs[first], minlength=S)).loc[lambda c: c > 0]
     frames = []
     for size in sorted(set(k.tolist())):
         if size < 2:

@@ -179,3 +179,41 @@ def test_with_a_meter_peach_answers_for_energy_too_and_its_penalty_is_in_energy(
     runs = sweep.drop_duplicates("alpha").set_index("alpha")
     at = runs.index[np.argmin(np.abs(runs.index - want))]
     assert row["selection_penalty"] == pytest.approx(runs.loc[at, "energy_median_j"] / runs["energy_median_j"].min() - 1)
+
+
+def test_the_compiled_split_resamples_are_the_numpy_ones_to_the_bit(monkeypatch):
+    """Many hostile sweeps (few or one repetition, a NaN median, a sweep without alpha 1, tied end points, a
+    model answer that is NaN or halfway between two swept alphas, ragged grids): the compiled pass gives the
+    NumPy planes' table exactly, at two levels."""
+    from analysis.scoring import uncertainty as unc
+
+    rng = np.random.default_rng(11)
+    frames = []
+    for s in range(60):
+        sweep = _sweep(float(rng.uniform(0.5, 2)), float(rng.uniform(0.5, 2)), reps=int(rng.integers(1, 8)),
+                       noise=float(rng.choice([0.0, 0.3])), seed=s)
+        sweep["size"] = s
+        sweep["time_reps_s"] = [np.round(r, 2).tolist() for r in sweep["time_reps_s"]]  # ties among repetitions
+        if s % 7 == 1:
+            sweep = sweep[sweep["alpha"] != 1.0]  # no alpha 1: PEACH cannot answer
+        if s % 5 == 2:
+            sweep.loc[sweep["alpha"] == 0.4, ["time_median_s", "time_reps_s"]] = [np.nan, None]
+        if s % 6 == 3:  # one repetition at a point: it keeps its median
+            sweep["time_reps_s"] = [r[:1] if a == 0.5 else r for r, a in zip(sweep["time_reps_s"], sweep["alpha"],
+                                                                               strict=True)]
+        if s % 4 == 0:  # the per-operation model predicts nothing; PerDome's balance lands halfway between 0.5 and 0.6
+            sweep.loc[sweep["model"] == "per-operation (Kannan)", "time_predicted_s"] = np.nan
+            sweep.loc[sweep["model"] == "PerDome/PeaPaw", "time_predicted_s"] = np.where(
+                sweep.loc[sweep["model"] == "PerDome/PeaPaw", "alpha"] == 0.0, 0.55, 0.45)
+        if s % 9 == 4:
+            sweep = sweep[~sweep["alpha"].isin([0.3, 0.6])]  # a coarser grid
+        frames.append(sweep)
+    sweeps = pd.concat(frames, ignore_index=True)
+    for level in (0.95, 0.3):
+        settings = unc.Settings(resamples=120, seed=5, level=level, noise_alpha=0.05)
+        monkeypatch.setattr(unc, "JIT_MIN_ELEMENTS", 10**12)
+        planes = sp.splits(sweeps, settings)
+        monkeypatch.setattr(unc, "JIT_MIN_ELEMENTS", 0)
+        compiled = sp.splits(sweeps, settings)
+        pd.testing.assert_frame_equal(compiled, planes, check_exact=True)
+        assert planes["alpha_lo"].notna().any() and planes["selection_penalty_hi"].gt(0).any()

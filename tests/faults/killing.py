@@ -120,6 +120,7 @@ class Trial:
     stage: str
     killed: bool = False  # the process was alive when the signal went
     waited_s: float = 0.0
+    attempts: int = 1  # invocations started until one was killed in time
     first_rc: int | None = None
     rc: int | None = None
     problems: list[str] | None = None
@@ -184,38 +185,53 @@ def watch(proc: subprocess.Popen, timeout: float) -> dict[str, float]:
     return out
 
 
-def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: float = 900,
-          reach: float = 0.9) -> Trial:
-    """Copy ``base`` to ``work``, kill ``stage`` at a random point of the first ``reach`` of its ``life`` (s),
-    re-invoke once, check. A stage's duration varies by 20-50 % between runs here, so a late point may find it
-    already ended (``killed`` False)."""
-    how, pattern = STAGES[stage]
-    rng = random.Random(seed)
-    shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(base, work, symlinks=True)
-    t = Trial(stage)
-    proc = _start(work, how, rng)
-    deadline = time.monotonic() + timeout
+def _kill_once(t: Trial, proc: subprocess.Popen, stage: str, pattern: tuple[str, ...], rng: random.Random,
+               within: float, deadline: float) -> None:
+    """SIGKILL the stage's process (Snakemake itself for ``snakemake``) at a random point of its first ``within``
+    seconds; ``t.killed`` says whether it was alive when the signal went."""
     if stage == "snakemake":
-        t.waited_s = rng.uniform(0.5, max(0.6, reach * life))
+        t.waited_s = rng.uniform(0.5, max(0.6, within))
         time.sleep(t.waited_s)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             t.killed = True
-    else:
-        target = None
-        while target is None and proc.poll() is None and time.monotonic() < deadline:
-            target = _find(proc.pid, pattern)
-            if target is None:
-                time.sleep(0.01)
-        if target is not None:
-            t.waited_s = rng.uniform(0.0, reach * life)
-            time.sleep(t.waited_s)
-            try:
-                os.kill(target, signal.SIGKILL)
-                t.killed = True
-            except ProcessLookupError:
-                pass
+        return
+    target = None
+    while target is None and proc.poll() is None and time.monotonic() < deadline:
+        target = _find(proc.pid, pattern)
+        if target is None:
+            time.sleep(0.01)
+    if target is not None:
+        t.waited_s = rng.uniform(0.0, within)
+        time.sleep(t.waited_s)
+        try:
+            os.kill(target, signal.SIGKILL)
+            t.killed = True
+        except ProcessLookupError:
+            pass
+
+
+def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: float = 900,
+          reach: float = 0.9, attempts: int = 3) -> Trial:
+    """Copy ``base`` to ``work``, kill ``stage`` at a random point of the first ``reach`` of its ``life`` (s),
+    re-invoke once, check. A stage's duration varies by 20-50 % between runs here (and a forced gather of records
+    already gathered is shorter than the first), so a process that ended before its kill is let finish and the
+    trial starts again from a fresh copy, aiming at half as far into its life, up to ``attempts`` times
+    (``killed`` False if every attempt missed)."""
+    how, pattern = STAGES[stage]
+    rng = random.Random(seed)
+    deadline = time.monotonic() + timeout
+    for attempt in range(attempts):
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(base, work, symlinks=True)
+        t = Trial(stage, attempts=attempt + 1)
+        proc = _start(work, how, rng)
+        _kill_once(t, proc, stage, pattern, rng, reach * life * 0.5 ** attempt, deadline)
+        if t.killed or attempt + 1 == attempts:
+            break
+        proc.communicate(timeout=max(1.0, deadline - time.monotonic()))  # missed: it ran to its end
+        while _alive(proc.pid, group=True) and time.monotonic() < deadline:
+            time.sleep(0.2)
     out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
     t.first_rc = proc.returncode
     while _alive(proc.pid, group=True) and time.monotonic() < deadline:  # orphans of a killed Snakemake finish first

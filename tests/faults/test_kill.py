@@ -16,5 +16,6 @@ from tests.faults import killing
 def test_a_killed_stage_heals_in_one_plain_invocation(stage):
     done, life = kill_results()
     t = done[stage]
-    assert t.killed, f"{stage}: the process ended before the kill ({life[stage]:.2f} s life, {t.waited_s:.2f} s)"
+    assert t.killed, (f"{stage}: the process ended before the kill in each of {t.attempts} attempts "
+                      f"({life[stage]:.2f} s life, the last at {t.waited_s:.2f} s)")
     assert t.healed, f"{stage}: rc {t.rc}, {t.problems}\n{t.output}"
