@@ -22,6 +22,10 @@ LEVELS = ("characterisation", "runs", "repetitions")
 #: Above this many resampled values (runs x resamples) a median's interval draws only its order statistics
 #: (:func:`bootstrap_medians`) and its repetitions are not resampled.
 SCIPY_BOOTSTRAP_ELEMENTS = 2**24
+#: Above this many resampled values a plain median's interval (:func:`median_interval`, e.g. a ranking row's tau
+#: over its groups) draws only its order statistics: SciPy's medians of a thousand resamples of 10^3-10^4 values
+#: were seconds per row at a million runs, for the same distribution.
+MEDIAN_SCIPY_ELEMENTS = 2**20
 
 
 def median_interval(values: np.ndarray, settings: Settings) -> tuple[float, float, float]:
@@ -35,7 +39,7 @@ def median_interval(values: np.ndarray, settings: Settings) -> tuple[float, floa
         return mid, mid, mid
     if len(v) < MIN_RUNS:
         return mid, math.nan, math.nan
-    if len(v) * settings.resamples > SCIPY_BOOTSTRAP_ELEMENTS:
+    if len(v) * settings.resamples > MEDIAN_SCIPY_ELEMENTS:
         alpha = (1.0 - settings.level) / 2.0
         lo, hi = np.percentile(bootstrap_medians(v, settings.resamples, settings.seed), [100 * alpha, 100 * (1 - alpha)])
         return mid, float(lo), float(hi)
@@ -58,9 +62,9 @@ def bootstrap_medians(values: np.ndarray, resamples: int, seed: int) -> np.ndarr
     ``U_(k+1) = U_(k) + (1 - U_(k)) B`` with ``B ~ Beta(1, n-k)`` (the least of the n-k uniforms above it).
     So each resample costs two draws instead of n: the same bootstrap distribution as
     ``scipy.stats.bootstrap`` (other random numbers, so intervals differ by the Monte Carlo error of
-    ``resamples`` draws). Used above :data:`SCIPY_BOOTSTRAP_ELEMENTS`, where SciPy's resamples-by-n draws
-    cannot hold the million-run validation (a scorecard row of 4x10^5 runs is 4x10^8 draws, gigabytes and
-    tens of seconds per row; ``benchmarks/bench_validate.py``)."""
+    ``resamples`` draws). Used above :data:`SCIPY_BOOTSTRAP_ELEMENTS` (:data:`MEDIAN_SCIPY_ELEMENTS` for a plain
+    median), where SciPy's resamples-by-n draws cannot hold the million-run validation (a scorecard row of 4x10^5
+    runs is 4x10^8 draws, gigabytes and tens of seconds per row; ``benchmarks/bench_validate.py``)."""
     xs = np.sort(np.asarray(values, dtype=np.float64))
     n = len(xs)
     rng = np.random.default_rng(seed)

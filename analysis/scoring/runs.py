@@ -70,17 +70,20 @@ def score_alternatives(keys: dict[str, Any], measured: np.ndarray, predicted: np
 
 
 #: Where :func:`score_batch` may spread its groups: ``(client, groups per task)`` (see :func:`scoring_on`).
-_SCORING: contextvars.ContextVar[tuple[Any, int, float] | None] = contextvars.ContextVar("hetval_scoring",
-                                                                                        default=None)
+_SCORING: contextvars.ContextVar[tuple[Any, int, float, str | None] | None] = contextvars.ContextVar(
+    "hetval_scoring", default=None)
 
 
 @contextlib.contextmanager
-def scoring_on(client: Any, groups_per_task: int = 20_000, patience: float = 30.0) -> Iterator[None]:
+def scoring_on(client: Any, groups_per_task: int = 20_000, patience: float = 30.0,
+               handoff: str | None = None) -> Iterator[None]:
     """Inside this block :func:`score_batch` scores more than ``groups_per_task`` groups as Dask tasks of that
     many groups on ``client``'s cluster (the validation job's), so a larger cluster scores faster. The result
     is the same as scoring in one piece: a group's resamples depend only on the seed and its shape. A cluster
-    left without workers for ``patience`` seconds fails the scoring (:func:`analysis.scoring.tasks.gather_watched`)."""
-    token = _SCORING.set((client, int(groups_per_task), float(patience)))
+    left without workers for ``patience`` seconds fails the scoring (:func:`analysis.scoring.tasks.gather_watched`).
+    ``handoff``: a directory every worker sees (:meth:`analysis.scoring.tasks.HandOff.shared_with`), through which
+    the tasks' inputs go instead of the comm."""
+    token = _SCORING.set((client, int(groups_per_task), float(patience), handoff))
     try:
         yield
     finally:
@@ -94,15 +97,20 @@ def begin(function: Callable[..., Any], *args: Any, rows: int = 0) -> Callable[[
     pool = _SCORING.get()
     if pool is None or rows <= pool[1]:
         return lambda: function(*args)
-    client, _, patience = pool
-    # the arguments go to the cluster as data, not inside the task graph
-    future = client.submit(_run_task, function, *(client.scatter(list(args)) if args else ()), pure=False,
-                           priority=1)
+    client, _, patience, handoff = pool
+    # the arguments go to the cluster as data (or as a file every worker sees), not inside the task graph
+    if handoff:
+        future = client.submit(_run_task, function, tasks.hand_over(list(args), handoff), pure=False, priority=1)
+    else:
+        future = client.submit(_run_task, function, *(client.scatter(list(args)) if args else ()), pure=False,
+                               priority=1)
     return lambda: tasks.gather_watched(client, [future], patience)[0]
 
 
 def _run_task(function: Callable[..., Any], *args: Any) -> Any:
     tasks.for_arrays()  # a Dask worker's allocator, as a plain process's (see analysis.scoring.tasks)
+    if len(args) == 1 and isinstance(args[0], tasks.Handed):
+        args = tuple(tasks.opened(args[0]))
     return function(*args)
 
 
@@ -146,13 +154,14 @@ def score_batch_begin(gid: Any, measured: Any, predicted: Any, names: Sequence[s
     labels = np.asarray(labels, dtype=object)
     pool = _SCORING.get()
     if pool is not None and len(starts) > pool[1]:
-        client, per, patience = pool
+        client, per, patience, handoff = pool
         cuts = [*starts[::per].tolist(), R]
         chunks = [(starts[(starts >= a) & (starts < b)] - a, m[a:b], p[a:b], t[a:b], XS[a:b], n[a:b],
                    codes[a:b], labels, s) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
         # the chunks' data go to the workers as data, not inside the task graph; they run before any task
         # submitted at the default priority (the validation's reading of the cases still to score)
-        futures = [client.submit(_score_chunk, data, pure=False, priority=1) for data in client.scatter(chunks)]
+        data = [tasks.hand_over(c, handoff) for c in chunks] if handoff else client.scatter(chunks)
+        futures = [client.submit(_score_chunk, d, pure=False, priority=1) for d in data]
 
         def gather() -> pd.DataFrame:
             parts = tasks.gather_watched(client, futures, patience)
@@ -208,9 +217,9 @@ def _score_arrays(starts: np.ndarray, m: np.ndarray, p: np.ndarray, t: np.ndarra
     return frame
 
 
-def _score_chunk(args: tuple[Any, ...]) -> pd.DataFrame:
+def _score_chunk(args: Any) -> pd.DataFrame:
     tasks.for_arrays()  # a Dask worker's allocator, as a plain process's (see analysis.scoring.tasks)
-    return _score_arrays(*args)
+    return _score_arrays(*tasks.opened(args))
 
 
 def tightness_intervals(runs: pd.DataFrame, settings: Settings,

@@ -130,11 +130,12 @@ def _merge_windows(windows: list[dict[str, Any]]) -> dict[str, Any]:
             "hosts": sorted({h for w in windows for h in w["hosts"]})}
 
 
-def _file_task(case_name: str, study: str, path: str, platforms: Platforms) -> dict[str, Any]:
+def _file_task(case_name: str, study: str, path: str, platforms: Platforms, handoff: str | None = None) -> Any:
     """:func:`case_frame` of one data file (every row of a run lives in one file, so the per-run reduction
-    needs no shuffle and a case reads only its own files)."""
+    needs no shuffle and a case reads only its own files), handed over through ``handoff`` where this worker
+    sees it (:func:`analysis.scoring.tasks.hand_over`)."""
     tasks.for_arrays()
-    return case_frame(case_name, _read_partition(study, case_name, path), platforms)
+    return tasks.hand_over(case_frame(case_name, _read_partition(study, case_name, path), platforms), handoff)
 
 
 def _combine(parts: list[dict[str, Any]], empty: dict[str, Any]) -> dict[str, Any]:
@@ -203,7 +204,7 @@ def validate(
         footer = pq.ParquetFile(f[2])  # each footer read once: its layout and its record count
         check_layout(f[2], footer.schema_arrow)
         records += footer.metadata.num_rows
-    with dask_client(where, records) as client:
+    with dask_client(where, records) as client, tasks.HandOff() as handoff:
         log(f"[hetval validate] Dask scheduler {client.scheduler.address} ({len(client.nthreads())} workers; "
             f"{where.describe(records)}); {len(files)} data file(s), {records} record(s)")
         futures: dict[str, list[Any]] = {}
@@ -211,7 +212,8 @@ def validate(
         def submit(names: Sequence[str]) -> None:
             # the platform frames (a few rows) travel with each task: nothing to lose when a worker dies
             for i, name in enumerate(names):
-                futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), platforms, pure=False,
+                futures[name] = [client.submit(_file_task, name, f[0], str(f[2]), platforms, str(handoff.path),
+                                               pure=False,
                                                priority=-i, key=f"validate-{name}-{f[0]}-{Path(f[2]).stem}")
                                  for f in files if f[1] == name]
 
@@ -220,6 +222,10 @@ def validate(
         # next cases', holding up the first scoring)
         submit(list(registered)[:1])
         started = time.perf_counter()
+        shared = handoff.shared_with(client)
+        if handoff.removed_stale:
+            log(f"[hetval validate] removed {len(handoff.removed_stale)} hand-off director(ies) of killed validations: "
+                + ", ".join(handoff.removed_stale))
 
         def progress(name: str) -> Any:
             def say(finished: int, total: int) -> None:
@@ -235,8 +241,8 @@ def validate(
         # each case is scored as soon as its own files are in, while the workers read the next cases' files
         # (the client's scoring and the workers' reading overlap); its scoring tasks go ahead of those reads
         for i, (name, case) in enumerate(registered.items()):
-            result = _combine(gather_watched(client, futures.pop(name), where.connect_timeout,
-                                             progress=progress(name)), empty[name])
+            result = _combine([tasks.received(r) for r in gather_watched(
+                client, futures.pop(name), where.connect_timeout, progress=progress(name))], empty[name])
             if i == 0:
                 submit(list(registered)[1:])
             log(f"[hetval validate] scoring case {i + 1} of {len(registered)} ({name}: {result['records']} "
@@ -250,7 +256,8 @@ def validate(
             if result["reduced"] != result["joined"]:
                 log(f"[hetval validate] warning: {result['reduced'] - result['joined']} ok {name} runs have no "
                     "characterised platform to predict them with")
-            with scoring_on(client, patience=where.connect_timeout):  # a large case scores as tasks on the cluster too
+            # a large case scores as tasks on the cluster too
+            with scoring_on(client, patience=where.connect_timeout, handoff=shared):
                 scored = case.score(predictions, context)
             # each characterisation replicate's predictions scored alike (no intervals of their own), their
             # figures attached to the pooled tables' rows (analysis.scoring.replicates)

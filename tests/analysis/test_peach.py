@@ -90,9 +90,10 @@ def test_round_tightness_takes_each_rounds_end_point_medians_as_one_calibration(
     """Every curve at once, against the rule written out per curve: the end points' median time in each round both
     share (a missing, NaN or None repetition left out; lists of unequal length read to the shorter), a curve
     with fewer than two shared rounds or a non-positive median left empty."""
+    import pandas as pd
+
     from analysis.equations import peach as eq
     from analysis.models.peach import round_tightness
-    import pandas as pd
 
     def by_round(x, r):
         out: dict[float, list[float]] = {}

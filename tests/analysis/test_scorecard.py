@@ -171,12 +171,12 @@ def test_the_order_statistic_bootstrap_draws_the_resampled_median_distribution(n
 def test_a_large_row_s_interval_matches_scipy_s_bootstrap_within_its_monte_carlo_error():
     from scipy import stats
 
-    from analysis.scoring.intervals import SCIPY_BOOTSTRAP_ELEMENTS
+    from analysis.scoring.intervals import MEDIAN_SCIPY_ELEMENTS
     from analysis.scoring.intervals import median_interval as _median_interval
 
     v = np.random.default_rng(4).lognormal(0.0, 0.3, 20_001)
     settings = uncertainty_settings(resamples=1000, seed=5)
-    assert len(v) * settings.resamples > SCIPY_BOOTSTRAP_ELEMENTS  # the order-statistic path
+    assert len(v) * settings.resamples > MEDIAN_SCIPY_ELEMENTS  # the order-statistic path
     mid, lo, hi = _median_interval(v, settings)
     ref = stats.bootstrap((v[:, None],), np.median, axis=0, n_resamples=1000, method="percentile",
                           random_state=6, batch=50).confidence_interval

@@ -77,3 +77,41 @@ def test_keep_memory_reuses_what_the_validating_process_frees_in_every_thread():
     assert took == "True" and pool == "system" and plain_pool != "system"
     assert int(plain) >= 20 * 20 and int(plain_thread) >= 20 * 20  # every array a fresh mapping, faulted in
     assert int(kept) < 0.05 * int(plain) and int(kept_thread) < 0.05 * int(plain_thread)  # the heap's reused
+
+
+def test_results_go_through_a_directory_the_worker_sees_and_through_the_comm_otherwise(tmp_path, monkeypatch):
+    """A result handed over is the same object graph back, and its file is gone once received; a worker that does
+    not see the directory (another host) returns the result itself; a task's input file stays for a rerun."""
+    import pandas as pd
+
+    from analysis.scoring import tasks
+
+    monkeypatch.setattr(tasks.tempfile, "tempdir", str(tmp_path))
+    frame = pd.DataFrame({"t": [1.0, 2.0], "reps": [[1.0, 1.1], None]})
+    with tasks.HandOff() as handoff:
+        handed = tasks.hand_over({"frame": frame}, str(handoff.path))
+        assert isinstance(handed, tasks.Handed) and os.path.exists(handed.path)
+        assert not list(handoff.path.glob("*.part"))
+        pd.testing.assert_frame_equal(tasks.received(handed)["frame"], frame)
+        assert not os.path.exists(handed.path)
+        assert tasks.hand_over(frame, str(tmp_path / "elsewhere")) is frame  # not on this host: the comm
+        assert tasks.received(frame) is frame
+        kept = tasks.hand_over([1, 2], str(handoff.path))
+        assert tasks.opened(kept) == [1, 2] and tasks.opened(kept) == [1, 2]  # read again by a rerun
+    assert not handoff.path.exists()  # removed with what was left in it
+
+
+def test_a_killed_validation_s_hand_off_directory_is_removed_by_the_next(tmp_path, monkeypatch):
+    from analysis.scoring import tasks
+
+    monkeypatch.setattr(tasks.tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    stale = tmp_path / f"hetval-handoff-{dead}-abc"
+    stale.mkdir()
+    (stale / "x.pickle").write_bytes(b"0" * 100)
+    live = tmp_path / f"hetval-handoff-{os.getpid()}-def"  # a validation still running here: kept
+    live.mkdir()
+    with tasks.HandOff() as handoff:
+        assert handoff.removed_stale == [str(stale)]
+    assert not stale.exists() and live.exists()
