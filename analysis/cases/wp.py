@@ -188,7 +188,8 @@ def split_answers(runs: pd.DataFrame, case_name: str, context: Context | None) -
     settings = context.uncertainty if context is not None else None
     if settings is None or not len(runs) or "axis_alpha" not in runs:
         return splits(pd.DataFrame(), settings) if settings is not None else pd.DataFrame()
-    on_axis = (runs["axis_alpha"].fillna(False).astype(bool) & (runs["quantity"] == "time")).to_numpy(dtype=bool)
+    on_axis = (runs["axis_alpha"].fillna(False).astype(bool) & (runs["quantity"] == "time").fillna(False)).to_numpy(
+        dtype=bool)
     sweep = runs.loc[on_axis, [c for c in SWEEP_COLUMNS if c in runs]]  # the columns first: a million rows
     sweep = with_idle(sweep.assign(work=pd.to_numeric(sweep["flops"]).astype("float64")), context.platforms)
     return splits(sweep, settings, {m.name: m.why_not(case_name) for m in models().values()})

@@ -42,6 +42,12 @@ class DaskSettings:
     account: str | None = None
     connect_timeout: float = 30.0
 
+    def local_processes(self, records: int | None = None) -> bool:
+        """Whether the cluster is worker processes on this host that this process starts (every worker, a
+        replacement too, sees this host's files)."""
+        return (not scheduler_address(self.address) and self.cluster != "slurm"
+                and not (records is not None and records < THREADS_BELOW_RECORDS))
+
     def describe(self, records: int | None = None) -> str:
         addr = scheduler_address(self.address)
         if addr:

@@ -81,8 +81,8 @@ def scoring_on(client: Any, groups_per_task: int = 20_000, patience: float = 30.
     many groups on ``client``'s cluster (the validation job's), so a larger cluster scores faster. The result
     is the same as scoring in one piece: a group's resamples depend only on the seed and its shape. A cluster
     left without workers for ``patience`` seconds fails the scoring (:func:`analysis.scoring.tasks.gather_watched`).
-    ``handoff``: a directory every worker sees (:meth:`analysis.scoring.tasks.HandOff.shared_with`), through which
-    the tasks' inputs go instead of the comm."""
+    ``handoff``: a directory every worker sees, now and later (a local cluster of processes), through which the
+    tasks' inputs go instead of the comm (:func:`analysis.scoring.tasks.hand_over`)."""
     token = _SCORING.set((client, int(groups_per_task), float(patience), handoff))
     try:
         yield
@@ -99,12 +99,20 @@ def begin(function: Callable[..., Any], *args: Any, rows: int = 0) -> Callable[[
         return lambda: function(*args)
     client, _, patience, handoff = pool
     # the arguments go to the cluster as data (or as a file every worker sees), not inside the task graph
-    if handoff:
-        future = client.submit(_run_task, function, tasks.hand_over(list(args), handoff), pure=False, priority=1)
+    handed = tasks.hand_over(list(args), handoff) if handoff else None
+    if isinstance(handed, tasks.Handed):
+        future = client.submit(_run_task, function, handed, pure=False, priority=1)
     else:
         future = client.submit(_run_task, function, *(client.scatter(list(args)) if args else ()), pure=False,
                                priority=1)
-    return lambda: tasks.gather_watched(client, [future], patience)[0]
+
+    def finish() -> Any:
+        try:
+            return tasks.gather_watched(client, [future], patience)[0]
+        finally:
+            tasks.discard(handed)
+
+    return finish
 
 
 def _run_task(function: Callable[..., Any], *args: Any) -> Any:
@@ -164,7 +172,11 @@ def score_batch_begin(gid: Any, measured: Any, predicted: Any, names: Sequence[s
         futures = [client.submit(_score_chunk, d, pure=False, priority=1) for d in data]
 
         def gather() -> pd.DataFrame:
-            parts = tasks.gather_watched(client, futures, patience)
+            try:
+                parts = tasks.gather_watched(client, futures, patience)
+            finally:
+                for d in data:
+                    tasks.discard(d)
             for part, a in zip(parts, cuts[:-1], strict=True):
                 part["first"] += a
             return pd.concat(parts, ignore_index=True)

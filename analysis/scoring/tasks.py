@@ -35,18 +35,22 @@ which the cluster's TCP comm carried at about 100 MB/s on a two-core machine: se
 workers had finished. Where a worker sees the client's file system, it pickles its result into a directory the
 client made (:class:`HandOff`) and returns only the file's path; the client loads and removes it
 (:func:`received`). A worker on another node does not see that directory and returns its result through the
-comm as before. The scoring tasks' inputs go the other way alike (:func:`opened`) where every worker sees the
-directory.
+comm as before. The scoring tasks' inputs go the other way alike (:func:`opened`, removed once
+their task is done: :func:`discard`) where every worker is this host's (a local cluster of processes). Where the
+temporary directory is a tmpfs, these files are memory, as the results held by the workers were.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
 import os
 import pickle
+import re
 import shutil
+import socket
 import tempfile
 import time
 import uuid
@@ -145,23 +149,28 @@ class Handed:
 class HandOff:
     """A directory made by the client under the system's temporary directory, removed with everything in it
     when the block ends, through which tasks on workers that see it hand their results over (:func:`hand_over`).
-    Its name is unique, so a worker on another host cannot mistake a directory of its own for it."""
+    Its name carries this host's name and this process's id, and is otherwise unique, so a worker on another host
+    cannot mistake a directory of its own for it, and a later validation on this host knows a killed one's."""
 
     PREFIX = "hetval-handoff-"
 
     def __init__(self) -> None:
+        self.mine = f"{self.PREFIX}{socket.gethostname()}-"
         self.removed_stale = self._remove_stale()
-        self.path = Path(tempfile.mkdtemp(prefix=f"{self.PREFIX}{os.getpid()}-"))
+        self.path = Path(tempfile.mkdtemp(prefix=f"{self.mine}{os.getpid()}-"))
 
-    @classmethod
-    def _remove_stale(cls) -> list[str]:
-        """Remove the directories left by validations of this host that were killed (their process is gone)."""
+    def _remove_stale(self) -> list[str]:
+        """Remove the directories this host's validations left when killed (their process is gone); where this
+        host has no ``/proc`` to ask, none."""
+        if not Path("/proc/self").exists():
+            return []
         gone = []
-        for d in Path(tempfile.gettempdir()).glob(f"{cls.PREFIX}*-*"):
-            pid = d.name[len(cls.PREFIX):].split("-", 1)[0]
-            if pid.isdigit() and not Path(f"/proc/{pid}").exists() and d.is_dir():
+        for d in Path(tempfile.gettempdir()).glob(f"{self.mine}*-*"):
+            named = re.fullmatch(r"(\d+)-[a-z0-9_]+", d.name[len(self.mine):])  # mkdtemp's suffix has no "-"
+            if named and not Path(f"/proc/{named[1]}").exists() and d.is_dir() and not d.is_symlink():
                 shutil.rmtree(d, ignore_errors=True)
-                gone.append(str(d))
+                if not d.exists():
+                    gone.append(str(d))
         return gone
 
     def __enter__(self) -> HandOff:
@@ -170,15 +179,6 @@ class HandOff:
     def __exit__(self, *exc: object) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
-    def shared_with(self, client: Any) -> str | None:
-        """This directory's path if every worker of ``client``'s cluster sees it (the inputs of tasks may then
-        go through it), else None."""
-        try:
-            seen = client.run(os.path.isdir, str(self.path))
-        except Exception:  # noqa: BLE001 - a worker that cannot answer: the comm, as before
-            return None
-        return str(self.path) if seen and all(seen.values()) else None
-
 
 def hand_over(result: Any, directory: str | None) -> Any:
     """``result`` pickled into ``directory`` (atomically, under a name of its own: a task run again writes
@@ -186,9 +186,14 @@ def hand_over(result: Any, directory: str | None) -> Any:
     if not directory or not os.path.isdir(directory):
         return result
     final = os.path.join(directory, f"{uuid.uuid4().hex}.pickle")
-    with open(final + ".part", "wb") as fh:
-        pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(final + ".part", final)
+    try:
+        with open(final + ".part", "wb") as fh:
+            pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(final + ".part", final)
+    except OSError:  # not writable here, or the disk full: through the comm
+        with contextlib.suppress(OSError):
+            os.unlink(final + ".part")
+        return result
     return Handed(final)
 
 
@@ -199,6 +204,13 @@ def opened(value: Any) -> Any:
         return value
     with open(value.path, "rb") as fh:
         return pickle.load(fh)  # noqa: S301 - this validation's own client wrote it, into its own directory
+
+
+def discard(value: Any) -> None:
+    """Remove the file of a task input handed over (:func:`hand_over`) once its task's result is in."""
+    if isinstance(value, Handed):
+        with contextlib.suppress(OSError):
+            os.unlink(value.path)
 
 
 def received(value: Any) -> Any:

@@ -222,7 +222,8 @@ def validate(
         # next cases', holding up the first scoring)
         submit(list(registered)[:1])
         started = time.perf_counter()
-        shared = handoff.shared_with(client)
+        # the scoring tasks' inputs through the directory only where every worker, a replacement too, sees it
+        shared = str(handoff.path) if where.local_processes(records) else None
         if handoff.removed_stale:
             log(f"[hetval validate] removed {len(handoff.removed_stale)} hand-off director(ies) of killed validations: "
                 + ", ".join(handoff.removed_stale))

@@ -2,6 +2,7 @@
 set), large temporaries stop costing a fresh zero-filled mapping each once the task called for_arrays()."""
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -98,6 +99,15 @@ def test_results_go_through_a_directory_the_worker_sees_and_through_the_comm_oth
         assert tasks.received(frame) is frame
         kept = tasks.hand_over([1, 2], str(handoff.path))
         assert tasks.opened(kept) == [1, 2] and tasks.opened(kept) == [1, 2]  # read again by a rerun
+        tasks.discard(kept)  # its task's result is in
+        assert not os.path.exists(kept.path)
+
+        def full(*args, **kwargs):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(tasks.pickle, "dump", full)  # a full disk: through the comm, nothing left behind
+        assert tasks.hand_over(frame, str(handoff.path)) is frame
+        assert not list(handoff.path.iterdir())
     assert not handoff.path.exists()  # removed with what was left in it
 
 
@@ -107,11 +117,16 @@ def test_a_killed_validation_s_hand_off_directory_is_removed_by_the_next(tmp_pat
     monkeypatch.setattr(tasks.tempfile, "tempdir", str(tmp_path))
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    stale = tmp_path / f"hetval-handoff-{dead}-abc"
+    host = socket.gethostname()
+    stale = tmp_path / f"hetval-handoff-{host}-{dead}-abc"
     stale.mkdir()
     (stale / "x.pickle").write_bytes(b"0" * 100)
-    live = tmp_path / f"hetval-handoff-{os.getpid()}-def"  # a validation still running here: kept
-    live.mkdir()
+    live = tmp_path / f"hetval-handoff-{host}-{os.getpid()}-def"  # a validation still running here: kept
+    elsewhere = tmp_path / f"hetval-handoff-{host}x-{dead}-ghi"  # another host's, on a shared file system: kept
+    longer = tmp_path / f"hetval-handoff-{host}-2-{dead}-jkl"  # a host named like this one and "-2": kept
+    for d in (live, elsewhere, longer):
+        d.mkdir()
     with tasks.HandOff() as handoff:
         assert handoff.removed_stale == [str(stale)]
-    assert not stale.exists() and live.exists()
+        assert handoff.path.name.startswith(f"hetval-handoff-{host}-{os.getpid()}-")
+    assert not stale.exists() and live.exists() and elsewhere.exists() and longer.exists()

@@ -248,7 +248,10 @@ def test_interval_rows_without_missing_values_take_the_partition_path():
         assert (lo[r], hi[r]) == pytest.approx(interval(V[r], 0.95), rel=1e-13)
 
 
-def test_score_batch_spread_over_a_dask_cluster_equals_one_piece():
+@pytest.mark.parametrize("through", ["comm", "files"])
+def test_score_batch_spread_over_a_dask_cluster_equals_one_piece(through, tmp_path):
+    """The chunks' inputs go to the workers through the comm or through files (a local cluster's hand-off
+    directory, each file removed once its chunk is scored): the same rows as one piece."""
     from distributed import Client, LocalCluster
 
     from analysis.scoring.runs import scoring_on
@@ -263,8 +266,10 @@ def test_score_batch_spread_over_a_dask_cluster_equals_one_piece():
     settings = uncertainty_settings(resamples=100, seed=3)
     whole = score_batch(gid, m, p, names, p / m, reps, settings)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as client, scoring_on(client, groups_per_task=7):
+            Client(cluster) as client, scoring_on(client, groups_per_task=7,
+                                                  handoff=str(tmp_path) if through == "files" else None):
         spread = score_batch(gid, m, p, names, p / m, reps, settings)
+        assert not list(tmp_path.iterdir())
     pd.testing.assert_frame_equal(whole, spread)
 
 
@@ -278,7 +283,7 @@ def _where() -> str:
     return "worker"
 
 
-def test_begin_runs_a_large_step_as_a_cluster_task_and_a_small_one_here():
+def test_begin_runs_a_large_step_as_a_cluster_task_and_a_small_one_here(tmp_path):
     from distributed import Client, LocalCluster
 
     from analysis.scoring.runs import begin, scoring_on
@@ -288,6 +293,11 @@ def test_begin_runs_a_large_step_as_a_cluster_task_and_a_small_one_here():
             Client(cluster) as client, scoring_on(client, groups_per_task=10):
         large, small = begin(_where, rows=11), begin(_where, rows=10)
         assert (large(), small()) == ("worker", "here")
+        with scoring_on(client, groups_per_task=10, handoff=str(tmp_path)):  # its arguments through a file
+            assert begin(np.add, np.arange(3), 1, rows=11)().tolist() == [1, 2, 3]
+            assert not list(tmp_path.iterdir())
+        with scoring_on(client, groups_per_task=10, handoff=str(tmp_path / "gone")):  # no such directory: the comm
+            assert begin(np.add, np.arange(3), 1, rows=11)().tolist() == [1, 2, 3]
 
 
 def test_pad_sorted_reads_rows_of_every_form_as_their_finite_values_sorted():

@@ -229,7 +229,10 @@ def trial(base: Path, work: Path, stage: str, seed: int, life: float, timeout: f
         _kill_once(t, proc, stage, pattern, rng, reach * life * 0.5 ** attempt, deadline)
         if t.killed or attempt + 1 == attempts:
             break
-        proc.communicate(timeout=max(1.0, deadline - time.monotonic()))  # missed: it ran to its end
+        try:
+            proc.communicate(timeout=max(1.0, deadline - time.monotonic()))  # missed: it ran to its end
+        except subprocess.TimeoutExpired:
+            break  # out of time: the checks below report it
         while _alive(proc.pid, group=True) and time.monotonic() < deadline:
             time.sleep(0.2)
     out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
