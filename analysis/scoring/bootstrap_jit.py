@@ -100,6 +100,32 @@ def _extremes(xs: NDArray[np.float64], size: int, median: float) -> tuple[float,
 
 
 @numba.njit(**_JIT)
+def _resample_medians(M: NDArray[np.float64], xs: NDArray[np.float64], n: NDArray[np.int64],
+                      median: NDArray[np.float64], lo_pos: NDArray[np.int64], hi_pos: NDArray[np.int64],
+                      r: int) -> None:
+    """Resample ``r``'s median of each of a group's alternatives into ``M``: the mean of its two middle values
+    (positions ``lo_pos``/``hi_pos``, by slot and repetition count), or its ``median`` with fewer than two."""
+    for a in range(len(M)):
+        size = n[a]
+        if size < 2:
+            M[a] = median[a]
+        else:
+            M[a] = 0.5 * (xs[a, lo_pos[a, size, r]] + xs[a, hi_pos[a, size, r]])
+
+
+@numba.njit(**_JIT)
+def _nan_min(values: NDArray[np.float64]) -> float:
+    """NumPy's ``min``: the smallest value, or NaN if there is one."""
+    low = values[0]
+    for v in values:
+        if math.isnan(v) or v < low:
+            low = v
+        if math.isnan(low):
+            break
+    return low
+
+
+@numba.njit(**_JIT)
 def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np.float64],
                     p: NDArray[np.float64], unit_p: NDArray[np.float64], t: NDArray[np.float64], has_t: bool,
                     lo_pos: NDArray[np.int64], hi_pos: NDArray[np.int64], level: float) -> NDArray[np.float64]:
@@ -196,12 +222,7 @@ def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np
                     t_open[n_open] = a
                     n_open += 1
         for r in range(B):
-            for a in range(k):
-                size = n[g, a]
-                if size < 2:
-                    M[a] = m[g, a]
-                else:
-                    M[a] = 0.5 * (XS[g, a, lo_pos[a, size, r]] + XS[g, a, hi_pos[a, size, r]])
+            _resample_medians(M, XS[g], n[g], m[g], lo_pos, hi_pos, r)
             # over the pairs, with sm, s in {-1, 0, 1}: untied = sum sm^2, agree = sum sm s, and of the untied
             # pairs, those the prediction also orders (both = sum sm^2 s^2) split into same = (both + agree) / 2
             # and opposite; the rest are undecided (without branches: the signs of random data mispredict)
@@ -220,12 +241,7 @@ def interval_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], m: NDArray[np
             undecided = untied_m - both
             vals[0, r] = agree / math.sqrt(float(untied_m * untied_p)) if untied_m > 0 and untied_p > 0 else np.nan
             vals[1, r] = (same + 0.5 * undecided) / untied_m if untied_m > 0 else np.nan
-            mmin = M[0]
-            for a in range(k):
-                if math.isnan(M[a]) or M[a] < mmin:
-                    mmin = M[a]
-                if math.isnan(mmin):
-                    break
+            mmin = _nan_min(M)
             hits = 0
             pen = 0.0
             norm = 0.0
@@ -338,18 +354,8 @@ def splits_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], T: NDArray[np.f
             fixed_near[f] = _nearest_position(grid, fixed[f, s])
         ends = i0[s] >= 0 and i1[s] >= 0 and W[s] > 0
         for r in range(B):
-            for a in range(k):
-                size = n[s, a]
-                if size < 2:
-                    M[a] = T[s, a]
-                else:
-                    M[a] = 0.5 * (XS[s, a, lo_pos[a, size, r]] + XS[s, a, hi_pos[a, size, r]])
-            low = M[0]
-            for a in range(k):  # NumPy's min: NaN wins
-                if math.isnan(M[a]) or M[a] < low:
-                    low = M[a]
-                if math.isnan(low):
-                    break
+            _resample_medians(M, XS[s], n[s], T[s], lo_pos, hi_pos, r)
+            low = _nan_min(M)
             best = _argmin(M)
             a_best = grid[best]
             a_peach = np.nan
