@@ -309,11 +309,8 @@ def _nearest_position(grid: NDArray[np.float64], alpha: float) -> int:
     a rounding's worth per position added to break a tie towards the smaller; -1 where ``alpha`` is not finite."""
     if not math.isfinite(alpha):
         return -1
-    best = 0
-    best_d = abs(grid[0] - alpha) + 1e-12 * 0
-    if math.isnan(best_d):
-        return 0
-    for j in range(1, len(grid)):
+    best, best_d = 0, math.inf
+    for j in range(len(grid)):
         d = abs(grid[j] - alpha) + 1e-12 * j
         if math.isnan(d):
             return j
@@ -334,7 +331,8 @@ def splits_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], T: NDArray[np.f
 
     ``XS``/``n`` are each point's sorted padded repetitions ``(S, k, w)`` and their counts, ``T`` the medians
     (kept by a point of fewer than two repetitions), ``A`` the swept alphas, ``W`` the work, ``i0``/``i1`` the
-    positions of alpha 0 and 1 (-1: absent); ``lo_pos``/``hi_pos`` as :func:`interval_kernel`'s. The same
+    positions of alpha 0 and 1 (-1: absent); ``lo_pos``/``hi_pos`` as :func:`interval_kernel`'s
+    (:func:`analysis.scoring.uncertainty.median_position_tables`). The same
     operations as the NumPy path of :func:`analysis.scoring.splits._answers`, so the same bits.
     """
     S, k = T.shape
@@ -355,8 +353,8 @@ def splits_kernel(XS: NDArray[np.float64], n: NDArray[np.int64], T: NDArray[np.f
         ends = i0[s] >= 0 and i1[s] >= 0 and W[s] > 0
         for r in range(B):
             _resample_medians(M, XS[s], n[s], T[s], lo_pos, hi_pos, r)
-            low = _nan_min(M)
             best = _argmin(M)
+            low = M[best]  # NumPy's min: the first NaN where there is one, as argmin finds it
             a_best = grid[best]
             a_peach = np.nan
             if ends:

@@ -145,8 +145,7 @@ def dask_client(settings: DaskSettings, records: int | None = None) -> Iterator[
             for lg in loggers:
                 lg.removeFilter(quiet)
         return
-    processes = records is None or records >= THREADS_BELOW_RECORDS
-    with LocalCluster(n_workers=settings.workers, threads_per_worker=1, processes=processes,
+    with LocalCluster(n_workers=settings.workers, threads_per_worker=1, processes=settings.local_processes(records),
                       dashboard_address=None) as cluster, Client(cluster, timeout=settings.connect_timeout) as client:
         yield client
 

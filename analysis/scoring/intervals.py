@@ -146,10 +146,10 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
         return out
     n, b = len(t), int(settings.resamples)
     rng = np.random.default_rng(settings.seed)
-    # the repetitions are counted only where the runs and resamples alone do not settle it (a million rows)
-    large = n * b > SCIPY_BOOTSTRAP_ELEMENTS or n * b * max(1, max(
-        (int(np.size(x)) for x, k in zip(reps, keep, strict=True) if k and x is not None), default=1)
-        if reps is not None else 1) > SCIPY_BOOTSTRAP_ELEMENTS
+    large = n * b > SCIPY_BOOTSTRAP_ELEMENTS
+    if not large and reps is not None:  # the repetitions counted only where runs x resamples do not settle it
+        per_run = max((int(np.size(x)) for x, k in zip(reps, keep, strict=True) if k and x is not None), default=1)
+        large = n * b * max(1, per_run) > SCIPY_BOOTSTRAP_ELEMENTS
     logf = None
     if replicates is not None and np.ndim(replicates) == 2 and np.shape(replicates)[1] >= 2:
         f = np.asarray(replicates, dtype=float)[keep]

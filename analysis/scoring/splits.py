@@ -170,12 +170,7 @@ def _resampled(x: dict[str, np.ndarray], answer: dict[str, np.ndarray], i0: np.n
         from analysis.scoring import bootstrap_jit
 
         n = x["n"]
-        lo_pos = np.zeros((k, int(n.max()) + 1, B), dtype=np.int64)
-        hi_pos = np.zeros_like(lo_pos)
-        for slot in range(k):
-            for size in np.unique(n[:, slot]).tolist():
-                if size >= 2:
-                    lo_pos[slot, size], hi_pos[slot, size] = unc._median_positions(settings.seed, B, size, slot)
+        lo_pos, hi_pos = unc.median_position_tables(n, settings)
         dense = np.ascontiguousarray
         fixed_alpha = (np.stack([answer[m] for m in fixed]) if fixed else np.empty((0, S))).astype(np.float64)
         a_iv, p_iv = bootstrap_jit.splits_kernel(

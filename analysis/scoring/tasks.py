@@ -203,7 +203,7 @@ def opened(value: Any) -> Any:
     if not isinstance(value, Handed):
         return value
     with open(value.path, "rb") as fh:
-        return pickle.load(fh)  # noqa: S301 - this validation's own client wrote it, into its own directory
+        return pickle.load(fh)  # noqa: S301 - this validation's own processes wrote it, into its own directory
 
 
 def discard(value: Any) -> None:
@@ -216,9 +216,6 @@ def discard(value: Any) -> None:
 def received(value: Any) -> Any:
     """A gathered task result: the result a :class:`Handed` points to (loaded, its file removed), else
     ``value``."""
-    if not isinstance(value, Handed):
-        return value
-    with open(value.path, "rb") as fh:
-        out = pickle.load(fh)  # noqa: S301 - this validation's own workers wrote it, into its own directory
-    os.unlink(value.path)
+    out = opened(value)
+    discard(value)
     return out

@@ -171,6 +171,19 @@ def _median_positions(seed: int, resamples: int, n: int, slot: int) -> tuple[NDA
     return lo, hi
 
 
+def median_position_tables(n: NDArray[np.int_], settings: Settings) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The compiled kernels' :func:`_median_positions` of every slot and repetition count in ``n`` (groups x
+    slots): ``(lo, hi)``, each ``(slots, largest count + 1, resamples)``, zero where unused."""
+    k, B = n.shape[1], int(settings.resamples)
+    lo = np.zeros((k, int(n.max()) + 1 if n.size else 1, B), dtype=np.int64)
+    hi = np.zeros_like(lo)
+    for slot in range(k):
+        for size in np.unique(n[:, slot]).tolist():
+            if size >= 2:
+                lo[slot, size], hi[slot, size] = _median_positions(settings.seed, B, size, slot)
+    return lo, hi
+
+
 def flat_repetitions(samples: Sequence[Any]) -> tuple[NDArray[np.int_], NDArray[np.float64]]:
     """Every finite repetition of ``samples`` as one flat array, beside the index of the row it came from, in row
     order. Rows that are lists, tuples, flat arrays or None (the reductions' lists) take no NumPy call each; any
@@ -492,13 +505,7 @@ def _compiled_intervals(out: dict[str, Any], rows: NDArray[np.int_], m: NDArray[
     the intervals written into ``out``."""
     from analysis.scoring import bootstrap_jit
 
-    k, B = m.shape[1], settings.resamples
-    lo_pos = np.zeros((k, int(n[rows].max()) + 1, B), dtype=np.int64)
-    hi_pos = np.zeros_like(lo_pos)
-    for slot in range(k):
-        for size in np.unique(n[rows, slot]).tolist():
-            if size >= 2:
-                lo_pos[slot, size], hi_pos[slot, size] = _median_positions(settings.seed, B, size, slot)
+    lo_pos, hi_pos = median_position_tables(n[rows], settings)
     dense = np.ascontiguousarray
     res = bootstrap_jit.interval_kernel(
         dense(XS[rows], dtype=np.float64), dense(n[rows], dtype=np.int64), dense(m[rows], dtype=np.float64),
