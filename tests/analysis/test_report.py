@@ -421,3 +421,22 @@ def test_variant_order_follows_the_papers() -> None:
     variants = [("DP(0.5)", 0.5), ("CP", None), ("DP(0.25)", 0.25), ("CO", 0.0), ("p-DP", 0.8), ("GO", 1.0)]
     ordered = [v for v, a in sorted(variants, key=lambda va: report.variant_sort_key(*va))]
     assert ordered == ["CO", "GO", "p-DP", "CP", "DP(0.25)", "DP(0.5)"]
+
+
+def test_a_tightness_figure_of_many_runs_and_models_stays_readable() -> None:
+    """17 runs x 4 models: one row of bars per model, the figure as wide as the runs (not runs x models, which the
+    page shrank past reading), every bar labelled in its own model's row, a model's gap where it does not apply."""
+    from analysis.report.sections.wp import tightness_figure
+
+    variants = ["CO", "GO", "p-DP", "CP", "CP-reverse"] + [f"DP({a / 10:g})" for a in range(11)]
+    models = ["per-operation (Kannan)", "PerDome/PeaPaw", "Panwar projection", "PEACH (end-point calibrated)"]
+    rows = [{"variant": v, "alpha": None, "model": m, "tightness": 0.5 + 0.03 * i + 0.1 * j,
+             "study": "s", "case": "sa", "platform": PLATFORM, "size": 6400000}
+            for i, v in enumerate(variants) for j, m in enumerate(models)
+            if not (m.startswith("PEACH") and not v.startswith("DP("))]
+    fig = tightness_figure(("s", "sa", PLATFORM, 6400000), pd.DataFrame(rows))
+    width, height = fig.get_size_inches()
+    assert width <= 0.55 * len(variants) + 2.5 and height <= 1.0 + 1.9 * len(models)
+    numbers = {ax.get_title(loc="left"): sum(bool(re.fullmatch(r"\d\.\d\d", t.get_text())) for t in ax.texts)
+               for ax in fig.get_axes()}
+    assert numbers == {m: (11 if m.startswith("PEACH") else len(variants)) for m in models}

@@ -103,35 +103,35 @@ def wp_figure(keys: Sequence[Any], sub: pd.DataFrame) -> Figure:
 
 
 def tightness_figure(keys: Sequence[Any], sub: pd.DataFrame) -> Figure:
-    """Bars of tightness (the fraction of the bound reached) per run, one bar per model, with the 1.0 line."""
+    """Tightness (the fraction of the bound reached) per run: one row of bars per model, the runs along a shared
+    x axis and one y scale, with the 1.0 line. A row per model keeps the figure as wide as its runs, not runs x
+    models (17 runs x 4 models side by side made a figure the page shrank past reading)."""
     import numpy as np
 
     variants_frame = ordered(sub.drop_duplicates("variant"))
     variants = [str(v) for v in variants_frame["variant"]]
     models = models_in(sub) or [None]
-    width = 0.8 / len(models)
     x = np.arange(len(variants))
-    fig = new_figure(max(7.5, 0.45 * len(variants) * len(models) + 2.5), 4.6)
-    ax = fig.add_subplot()
-    for i, model in enumerate(models):
+    top = np.nanmax(np.append(sub["tightness"].astype(float).to_numpy(), 1.0))
+    fig = new_figure(max(7.5, 0.55 * len(variants) + 2.5), 1.0 + 1.9 * len(models))
+    axes = fig.subplots(len(models), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
+    for i, (ax, model) in enumerate(zip(axes, models, strict=True)):
         rows = sub if model is None else sub[sub["model"] == model]
         by_variant = rows.drop_duplicates("variant").set_index("variant")["tightness"]
         values = np.array([float(by_variant.get(v, float("nan"))) for v in variants])
-        xs = x - 0.4 + width * (i + 0.5)
-        bars = ax.bar(xs, values, width, color=f"C{i}", label=mpl_text(str(model or "tightness")))
+        bars = ax.bar(x, values, 0.7, color=f"C{i}")
         for bar, value in zip(bars, values, strict=True):
             if value > 1.0:  # the "bound" was beaten: the model or its parameters are wrong
                 bar.set_edgecolor("red")
                 bar.set_linewidth(2)
         ax.bar_label(bars, labels=[f"{v:.2f}" if finite(v) else NA for v in values], fontsize=7, padding=2)
-    ax.axhline(1.0, color="black", ls="--", lw=1, label="bound reached (1.0)")
-    ax.set_xticks(x, [mpl_text(v) for v in variants], rotation=30 if len(variants) > 6 else 0)
-    ax.set_ylabel("tightness (fraction of the bound)")
-    top = np.nanmax(np.append(sub["tightness"].astype(float).to_numpy(), 1.0))
-    ax.set_ylim(0, max(1.35, top * 1.25))  # headroom above the 1.0 line for the legend
-    ax.set_title(mpl_text(f"tightness per run — {group_label(keys, size_label_of(sub))}"), fontsize=10)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper right", ncol=len(models) + 1)
+        ax.axhline(1.0, color="black", ls="--", lw=1)
+        ax.set_ylim(0, max(1.35, top * 1.25))  # room above the 1.0 line for the bars' labels
+        ax.set_title(mpl_text(str(model or "tightness")), fontsize=9, loc="left")
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[-1].set_xticks(x, [mpl_text(v) for v in variants], rotation=30 if len(variants) > 6 else 0)
+    fig.supylabel("tightness (fraction of the bound; dashed: 1.0)", fontsize=9)
+    fig.suptitle(mpl_text(f"tightness per run — {group_label(keys, size_label_of(sub))}"), fontsize=10)
     return fig
 
 
@@ -269,7 +269,8 @@ def _tightness_figures(
     for keys, sub in groups:
         caption = (
             "Tightness = the fraction of the bound each run reached (measured / predicted performance). 1.0 means the "
-            "bound is reached; bars outlined in red exceed 1.0, i.e. the run beat the model's 'upper bound'."
+            "bound is reached; bars outlined in red exceed 1.0, i.e. the run beat the model's 'upper bound'. One row per "
+            "model; a gap is a run the model does not predict."
         )
         _emit(
             tightness_figure(keys, sub),
