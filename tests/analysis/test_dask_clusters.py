@@ -70,11 +70,7 @@ class DaskCluster:
         self.scheduler = subprocess.Popen(
             [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
              "--scheduler-file", str(self.file)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while not self.file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert self.file.exists(), "dask scheduler did not start"
-        self.address = json.loads(self.file.read_text())["address"]
+        self.address = self._address(deadline=time.monotonic() + 60)
         self.workers = [subprocess.Popen(
             [str(BIN / "dask"), "worker", "--scheduler-file", str(self.file), "--nthreads", "1", "--no-nanny",
              "--no-dashboard", "--name", f"w{i}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -83,6 +79,16 @@ class DaskCluster:
 
         self.client = Client(self.address, timeout=30)
         self.client.wait_for_workers(workers, timeout=60)
+
+    def _address(self, deadline: float) -> str:
+        """The scheduler's address from its file, once the file is whole: the scheduler creates it, then writes it
+        (not atomically), so a file that exists may still be empty or cut short."""
+        while True:
+            try:
+                return json.loads(self.file.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                assert time.monotonic() < deadline, "dask scheduler did not start (no whole scheduler file)"
+                time.sleep(0.2)
 
     def close(self) -> None:
         self.client.close()
