@@ -13,7 +13,7 @@ environment, ``pip install -c constraints.txt -e '.[mpich,test]'``, then ``snake
 the study apart and every output line's arrival, and prints the study's own account of where its time went (the
 line it ends with). ``--fdm-scaling`` also runs ``snakemake -c2 --configfile config/studies/fdm-scaling.yaml`` in
 the same clone; ``--suite`` runs README command 2's set-up and ``pytest`` (with ``--durations=10``: its ten longest
-test phases are printed). ``--memory-gib`` runs them all under a
+test phases are printed, and how busy the cores were, minute by minute). ``--memory-gib`` runs them all under a
 memory cgroup of that size (tests/memory_ceiling.py), as a smaller machine would. The longest silence is the
 longest time between two lines of output (the set-up's pip is quiet by itself and is left out).
 """
@@ -52,6 +52,57 @@ def timed(words: list[str] | str, cwd: Path, prefix: list[str], env: dict[str, s
     proc.wait()
     return {"wall_s": time.monotonic() - started, "gap_s": gap, "gap_before": after, "out": "".join(lines),
             "rc": proc.returncode}
+
+
+class CpuBusy:
+    """The machine's CPU use while a command runs: ``/proc/stat`` read every ``period`` seconds in a thread, each
+    interval's busy share of all the cores kept (empty where there is no ``/proc/stat``)."""
+
+    def __init__(self, period: float = 2.0) -> None:
+        import threading
+
+        self.period, self.samples = period, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _read() -> tuple[int, int] | None:
+        try:
+            fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+        except (OSError, ValueError):
+            return None
+        return sum(fields), fields[3] + fields[4]  # all jiffies, idle + iowait
+
+    def _run(self) -> None:
+        last = self._read()
+        while last is not None and not self._stop.wait(self.period):
+            now = self._read()
+            if now is None:
+                return
+            total, idle = now[0] - last[0], now[1] - last[1]
+            if total > 0:
+                self.samples.append(1.0 - idle / total)
+            last = now
+
+    def __enter__(self) -> CpuBusy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self, wall_s: float) -> str:
+        """The mean busy share, the core-seconds left idle, and the busy share minute by minute."""
+        if not self.samples:
+            return "CPU use not sampled here (no /proc/stat)"
+        cores = os.cpu_count() or 1
+        per = max(1, round(60 / self.period))
+        minutes = [sum(self.samples[i:i + per]) / len(self.samples[i:i + per])
+                   for i in range(0, len(self.samples), per)]
+        mean = sum(self.samples) / len(self.samples)
+        return (f"the {cores} cores {100 * mean:.0f} % busy on average, {(1 - mean) * cores * wall_s:.0f} "
+                f"core-seconds idle; busy minute by minute: " + " ".join(f"{100 * m:.0f}" for m in minutes))
 
 
 def llc_line() -> str:
@@ -109,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.suite:
             extra = timed(". .venv/bin/activate && pip install -q -c constraints.txt -e '.[mpich,test,slurm]'", clone,
                           prefix, env)
-            suite = timed(". .venv/bin/activate && pytest -q -p no:cacheprovider --durations=10", clone, prefix, env)
+            with CpuBusy() as busy:
+                suite = timed(". .venv/bin/activate && pytest -q -p no:cacheprovider --durations=10", clone, prefix,
+                              env)
             (base / "pytest.log").write_text(suite["out"], encoding="utf-8")
             for line in suite["out"].splitlines():
                 if line.startswith(("FAILED", "ERROR")):
@@ -119,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
                      f"pytest {suite['wall_s']:.0f} s (exit "
                      f"{suite['rc']}; pytest's own count {took.group(1) if took else '?'} s): "
                      + (suite["out"].strip().splitlines()[-1] if suite["out"].strip() else "no output")]
+            print(rows[-1], flush=True)
+            # where its CPU-seconds went: how busy the machine was, minute by minute (an idle stretch is work
+            # waiting on something serial)
+            rows.append(f"- its CPU use: {busy.summary(suite['wall_s'])}")
             print(rows[-1], flush=True)
             # where the suite's wall time went: its ten longest phases (a test that waits for a study running in the
             # background carries that wait)
