@@ -15,7 +15,8 @@ For each size N, in a fresh temporary directory:
 3. **validate**: ``hetval validate`` on a local Dask cluster of ``--workers`` workers (a fresh process),
    timed, with the peak of the summed resident memory of it and its workers (sampled every 0.1 s);
 4. **report**: ``hetval report`` on those tables (a fresh process), timed, with the number of rows of the
-   fidelity tables it reads - one per scored group (target: 10^4 groups in <= 60 s).
+   fidelity tables it reads - one per scored group (target: 10^4 groups in <= 60 s, judged at the size whose
+   groups are nearest 10^4, within a factor 3; about 26,000 runs give 10^4 groups).
 
 Prints one row per size and the growth exponent of each step (the slope of log time against log N between
 successive sizes, and over all of them), with PASS/FAIL against the targets: 10^6 runs validated in
@@ -219,11 +220,18 @@ def main() -> int:
         g = [r for r in rows if math.isfinite(r[1])]
         if len(g) >= 2:
             print(f"  gather from raw files: overall {exponent([r[0] for r in g], [r[1] for r in g]):.2f}")
-    many = [r for r in rows if r[5] >= 10_000]
-    if many:
-        n, groups, report_s = many[0][0], many[0][5], many[0][6]
+    def off(r: tuple) -> float:  # how far a size's groups are from the target's 10^4, as a factor
+        return abs(math.log10(r[5] / 10_000)) if r[5] > 0 else math.inf
+
+    near = [r for r in rows if off(r) <= math.log10(3)]
+    if near:  # the size whose groups are nearest 10^4, within a factor 3: the target's size
+        _, _, _, _, _, groups, report_s = min(near, key=off)
         print(f"target: the report of {groups} groups in {report_s:.0f} s (<= 60 for 10^4 groups)  "
               f"{'PASS' if report_s <= 60 else 'FAIL'}")
+    elif rows and rows[0][5] > 0:  # no size near the target's: say which would be, instead of judging another
+        n, groups = rows[0][0], rows[0][5]
+        print(f"target: the report of 10^4 groups in <= 60 s, not judged here (no size gave 10^4 groups within a "
+              f"factor 3); --sizes {round(n * 10_000 / groups, -3):.0f} gives about 10^4")
     big = [r for r in rows if r[0] >= 1_000_000]
     if big:
         n, _, _, took, mem = big[0][:5]
