@@ -6,7 +6,7 @@ Run from the repository root, on a directory where a study ran (``snakemake -c2`
 
 Each round of a batch is a fresh MPI launch that sets every run up again and runs it once untimed before its timed
 repetitions (``runs.warmup``). This measures the study's batch twice more, in a scratch directory of its own (the
-study's records are not touched): as the study runs it, and with ``warmup: 0`` in every run. For each run and each
+study's records are not touched): with one warm-up per run and round (the default), and with none. For each run and each
 round of two repetitions it takes the first repetition over the second: about 1 when the first is already warm,
 above 1 when it still carries first-execution costs. Printed per case (SA by size) as the median and the upper
 quartile over the run-rounds, with each batch's wall time. The ratios are within one round of one run, so the

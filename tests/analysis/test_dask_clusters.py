@@ -87,6 +87,7 @@ class DaskCluster:
             try:
                 return json.loads(self.file.read_text())["address"]
             except (OSError, ValueError, KeyError):
+                assert self.scheduler.poll() is None, f"dask scheduler exited ({self.scheduler.returncode})"
                 assert time.monotonic() < deadline, "dask scheduler did not start (no whole scheduler file)"
                 time.sleep(0.2)
 
