@@ -8,8 +8,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_study():
-    """The built tiny study (``work``, ``first``, ``jobs``, ``report``): built alone by ``tests/conftest.py``
-    when the suite reaches the tests after the cluster study (or this one's, if none)."""
+    """The built tiny study (``work``, ``first``, ``jobs``; ``study`` and ``report``: its outputs as first built):
+    built alone by ``tests/conftest.py`` when the suite reaches the tests after the cluster study (or this one's,
+    if none)."""
     from tests.conftest import tiny_built
 
     return tiny_built()

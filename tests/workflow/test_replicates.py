@@ -15,7 +15,7 @@ from sims.bench.replicates import merge
 
 
 def _replicates(tiny_study):
-    where = tiny_study.work / "results" / "tiny" / "platforms"
+    where = tiny_study.study / "platforms"
     return where, [json.loads((where / "replicates" / f"cpu-pair-numpy-numba.{k}.json").read_text()) for k in (1, 2)]
 
 
@@ -86,7 +86,7 @@ def test_a_replicate_that_moved_is_flagged_and_the_flag_names_it(tiny_study, tmp
 
 
 def test_validation_carries_each_replicates_figures_into_the_scorecards_intervals(tiny_study):
-    study = tiny_study.work / "results" / "tiny"
+    study = tiny_study.study
     platforms = Platforms.from_files([study / "platforms" / "cpu-pair-numpy-numba.yaml"])
     assert len(platforms.replicates) == 2
     runs = pq.read_table(study / "validation" / "runs.parquet").to_pandas()

@@ -62,15 +62,16 @@ def runs_redone(counts: dict[str, int]) -> int:
 
 def build(work: Path, env: dict[str, str]) -> SimpleNamespace:
     """The tiny study run to the end in ``work`` under a probe of every job's memory (``first`` its Snakemake
-    process, ``jobs`` each job's peak and estimate), and its report as first built (``report``), kept apart
-    from what :func:`end_to_end` does to the study afterwards."""
+    process, ``jobs`` each job's peak and estimate), and a copy of its outputs as first built (``study``: platforms,
+    validation, report; ``report`` its report), which the tests beside :func:`end_to_end` read: it re-validates the
+    study and rewrites its platform file meanwhile."""
     from benchmarks.bench_memory import probe
 
     first, jobs = probe(list(TINY), work, env=env, timeout=600)  # each job's process tree polled every 20 ms
-    report = work / "report-as-built"
+    study = work / "as-built"
     if first.returncode == 0:
-        shutil.copytree(work / "results" / "tiny" / "report", report)
-    return SimpleNamespace(work=work, first=first, jobs=jobs, report=report)
+        shutil.copytree(work / "results" / "tiny", study)
+    return SimpleNamespace(work=work, first=first, jobs=jobs, study=study, report=study / "report")
 
 
 def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
