@@ -4,12 +4,18 @@ Run from the repository root::
 
     python benchmarks/bench_fdm_studies.py --studies 3 [--config config/studies/fdm-scaling.yaml] [--write]
     python benchmarks/bench_fdm_studies.py --from DIR [DIR ...]   # studies already run (their working dirs)
+    python benchmarks/bench_fdm_studies.py --brief --from DIR [DIR ...]   # one row per study, and the tally
 
 Each fresh study runs the whole workflow (``snakemake -c2``, characterisation included) in a new directory,
 one after the other. Per study and FDM model it prints the scorecard's figures (tightness median with its
 bootstrap interval, Kendall tau median over the distinguishable groups with its interval, noise-aware top-1
 rate with its Clopper-Pearson interval), and where the calibrated model's top-1 misses: per axis (marshaling design,
 decomposition) and rank count, the groups it picks wrong, and which phase misses most across the runs.
+
+``--brief`` gives every study found under each directory (a working directory holds one per study it ran) one
+row: the code that measured it, the calibrated model's 2-4-rank tightness with its interval and ranking, whether
+the median lies in [0.8, 1.25]; then per study kind how many do, and the median of their medians: how often one
+study's verdict on the calibrated model lands in the band, measured over many studies rather than assumed.
 """
 
 from __future__ import annotations
@@ -84,12 +90,61 @@ def summarize(work: Path) -> list[str]:
     return lines
 
 
+#: the tightness band the calibrated FDM model is held to on multi-rank runs
+BAND = (0.8, 1.25)
+
+
+def brief_rows(work: Path) -> list[dict]:
+    """One row per study with an FDM validation under ``work``: its calibrated 2-4-rank scorecard figures."""
+    import pandas as pd
+
+    rows = []
+    for v in sorted(work.glob("results/*/validation/fdm_fidelity.parquet")):
+        v = v.parent
+        card = pd.read_parquet(v / "scorecard.parquet")
+        row = card[(card["model"] == "FDM-calibrated") & card["workload_class"].str.startswith("2-4 ranks")]
+        if row.empty:
+            continue
+        r = row.iloc[0]
+        shas = pd.read_parquet(work / "results" / "runs", columns=["study", "git_sha"],
+                               filters=[("study", "=", v.parent.name)])["git_sha"].dropna().unique()
+        rows.append({"dir": str(work), "study": v.parent.name, "code": ", ".join(sorted(s[:7] for s in shas)) or "?",
+                     "runs": int(r["runs"]), "median": float(r["tightness_median"]), "lo": float(r["tightness_lo"]),
+                     "hi": float(r["tightness_hi"]), "tau": r["kendall_tau_median"]})
+    return rows
+
+
+def brief(dirs: list[Path]) -> list[str]:
+    """The table of :func:`brief_rows` over ``dirs`` and the tally per study kind."""
+    import statistics
+
+    rows = [r for d in dirs for r in brief_rows(d)]
+    if not rows:
+        raise SystemExit("no study with a calibrated FDM 2-4-rank scorecard row under the directories given")
+    lines = ["| directory | study | code | runs | calibrated 2-4 ranks tightness [interval] | tau | in "
+             f"[{BAND[0]}, {BAND[1]}] |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        tau = "n/a" if r["tau"] != r["tau"] or r["tau"] is None else f"{r['tau']:.2f}"
+        inside = BAND[0] <= r["median"] <= BAND[1]
+        lines.append(f"| `{r['dir']}` | {r['study']} | {r['code']} | {r['runs']} | {r['median']:.2f} "
+                     f"[{r['lo']:.2f}, {r['hi']:.2f}] | {tau} | {'yes' if inside else 'NO'} |")
+    lines.append("")
+    for study in sorted({r["study"] for r in rows}):
+        meds = [r["median"] for r in rows if r["study"] == study]
+        inside = sum(BAND[0] <= m <= BAND[1] for m in meds)
+        lines.append(f"- {study}: {inside} of {len(meds)} studies' medians in [{BAND[0]}, {BAND[1]}]; median of "
+                     f"the medians {statistics.median(meds):.2f}, range {min(meds):.2f}-{max(meds):.2f}")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", type=int, default=3, help="fresh studies to run, one after the other")
     ap.add_argument("--config", type=Path, default=ROOT / "config" / "studies" / "fdm-scaling.yaml")
     ap.add_argument("--from", dest="dirs", nargs="+", type=Path, help="summarize these studies' directories instead")
     ap.add_argument("--keep", type=Path, help="run the studies under this new or empty directory (default: a temporary one)")
+    ap.add_argument("--brief", action="store_true", help="one row per study (every study under each directory) "
+                    "and the tally, instead of each study's every scorecard row")
     ap.add_argument("--write", action="store_true", help="write the figures into docs/benchmarks.md")
     args = ap.parse_args()
     lines = []
@@ -105,13 +160,23 @@ def main() -> int:
             took = run_study(args.config, work)
             print(f"[bench_fdm_studies] study {i + 1} of {args.studies}: {took:.0f} s", flush=True)
             dirs.append(work)
-    for work in dirs:
-        lines += summarize(work)
+    if args.brief:
+        lines = brief(dirs)
+    else:
+        for work in dirs:
+            lines += summarize(work)
     text = "\n".join(lines)
     print(text)
     if args.write:
         from benchmarks.record import write_section
 
+        if args.brief:
+            write_section("bench_fdm_studies-brief", "The calibrated FDM model across many studies",
+                          "Every finished study given (`--brief --from`), one row each: the calibrated FDM model's "
+                          "tightness on its 2-4-rank runs (measured / predicted performance, median over the runs "
+                          "with its bootstrap interval) and Kendall's tau; `code` is the commit that measured it. "
+                          "How often a single study's median lands in the band, not whether one did.\n\n" + text)
+            return 0
         what = (f"{len(dirs)} finished studies ({', '.join(sorted({validation_dir(d).parent.name for d in dirs}))})"
                 if args.dirs else f"{args.studies} fresh studies of {args.config.name}")
         write_section("bench_fdm_studies", "FDM models across fresh studies",

@@ -32,9 +32,10 @@ def machine_line() -> str:
 
 
 def write_section(name: str, title: str, body: str, doc: Path = DOC) -> None:
-    """Replace (or append) benchmark ``name``'s section of ``doc`` with ``body`` under ``title``."""
+    """Replace (or append) benchmark ``name``'s section of ``doc`` with ``body`` under ``title``; a script with
+    several sections names them ``<script>-<part>``."""
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    block = (f"<!-- bench:{name} -->\n## {title}\n\n_Written by `benchmarks/{name}.py --write` on {when}; "
+    block = (f"<!-- bench:{name} -->\n## {title}\n\n_Written by `benchmarks/{name.partition('-')[0]}.py --write` on {when}; "
              f"{machine_line()}._\n\n{body.rstrip()}\n<!-- /bench:{name} -->\n")
     text = doc.read_text(encoding="utf-8") if doc.exists() else "# Benchmark figures\n"
     pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->\n", re.S)
