@@ -118,13 +118,15 @@ def brief(dirs: list[Path]) -> list[str]:
     """The table of :func:`brief_rows` over ``dirs`` and the tally per study kind."""
     import statistics
 
+    import pandas as pd
+
     rows = [r for d in dirs for r in brief_rows(d)]
     if not rows:
         raise SystemExit("no study with a calibrated FDM 2-4-rank scorecard row under the directories given")
     lines = ["| directory | study | code | runs | calibrated 2-4 ranks tightness [interval] | tau | in "
              f"[{BAND[0]}, {BAND[1]}] |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        tau = "n/a" if r["tau"] != r["tau"] or r["tau"] is None else f"{r['tau']:.2f}"
+        tau = "n/a" if pd.isna(r["tau"]) else f"{r['tau']:.2f}"
         inside = BAND[0] <= r["median"] <= BAND[1]
         lines.append(f"| `{r['dir']}` | {r['study']} | {r['code']} | {r['runs']} | {r['median']:.2f} "
                      f"[{r['lo']:.2f}, {r['hi']:.2f}] | {tau} | {'yes' if inside else 'NO'} |")
