@@ -6,9 +6,9 @@ Run from the repository root, on a directory where a study ran (``snakemake -c2`
 
 Each round of a batch is a fresh MPI launch that sets every run up again and runs it once untimed before its timed
 repetitions (``runs.warmup``). This measures the study's batch twice more, in a scratch directory of its own (the
-study's records are not touched): with one warm-up per run and round (the default), and with none. A run's
-setup writes its arrays (the backends' zeros), so what the warm-up still takes away is the rest, such as the
-first call of a kernel in a launch. For each run and each round of two repetitions it takes the first repetition
+study's records are not touched): with one warm-up per run and round (the default), and with none: without it
+a round's first repetition pays an output array's first writes and a kernel's first call in the launch. For each
+run and each round of two repetitions it takes the first repetition
 over the second: about 1 when the first is already warm, above 1 when it still carries first-execution costs.
 Printed per case (SA by size) as the median, the upper quartile and the largest over the run-rounds, with each
 batch's wall time. The ratios are within one round of one run, so the
