@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import statistics
@@ -54,6 +55,8 @@ def measure(study_dir: Path, study: str, warmup: int, scratch: Path) -> tuple[fl
     files = sorted((study_dir / "logs" / study / "simulate").glob("batch-*.runs.json"))
     if not files:
         raise SystemExit(f"no batch file under {study_dir / 'logs' / study / 'simulate'}: run the study there first")
+    # the batch's launches find this interpreter's mpiexec, as in an activated environment
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     started = time.monotonic()
     for i, path in enumerate(files):
         entries = with_warmup(json.loads(path.read_text(encoding="utf-8")), warmup)
@@ -61,13 +64,15 @@ def measure(study_dir: Path, study: str, warmup: int, scratch: Path) -> tuple[fl
         runs_file.write_text(json.dumps(entries), encoding="utf-8")
         with (scratch / f"batch-{i}.log").open("w", encoding="utf-8") as log:
             done = subprocess.run([sys.executable, "-m", "sims.batch", "--runs-file", str(runs_file)], cwd=scratch,
-                                  stdout=log, stderr=subprocess.STDOUT)
+                                  stdout=log, stderr=subprocess.STDOUT, env=env)
         if done.returncode:
             raise SystemExit(f"the batch with warm-up {warmup} failed: see {scratch / f'batch-{i}.log'}")
     took = time.monotonic() - started
     records = []
     for path in sorted((scratch / "results" / "raw" / study).glob("*.json")):
         records += [r for r in json.loads(path.read_text(encoding="utf-8"))["records"] if r["status"] == "ok"]
+    if not records:
+        raise SystemExit(f"the batch with warm-up {warmup} measured no run: see {scratch}/batch-*.log")
     return took, records
 
 

@@ -4,7 +4,8 @@ A job is built as ``Job(spec, role, platform_file)`` on every rank. ``parts``
 maps each role to its share (with ``flops``, ``bytes``, ``idle``), ``alpha``
 is the accelerator's data fraction (None for code partitions), ``executed``
 the flops each role's kernels really execute; ``work`` is the timed region,
-``sync`` waits for the device, ``describe`` goes into the record's ``params``.
+``sync`` waits for the device, ``describe`` goes into the record's ``params``; an optional ``rehearse``
+is called once in setup, untimed (:meth:`PhaseJob.rehearse`).
 :class:`PhaseJob` is the common case: a list of phase kernels run in order.
 """
 
@@ -27,14 +28,26 @@ class Job(Protocol):
 
 
 class PhaseJob:
-    """A job whose timed region runs ``steps`` (one callable per phase) on ``backend``."""
+    """A job whose timed region runs ``steps`` (one callable per phase) on ``backend``; ``rehearsal`` holds
+    the same phases' kernels on arrays of a few elements."""
 
     backend: Any
     steps: list[Callable[[], None]]
+    rehearsal: list[Callable[[], None]]
 
     def work(self) -> None:
         for step in self.steps:
             step()
+
+    def rehearse(self) -> None:
+        """Call each phase's kernel once on tiny arrays of the run's dtypes, dimensions and layouts (so the same
+        compiled code): a kernel's first call in a process loads its code, which cost a short run's first timed
+        execution up to 7x its second when no warm-up took it. With the outputs written when made
+        (:meth:`sims.backends.numpy_backend.Backend.zeros`), this is what a full untimed execution did for the
+        first timed one, at the cost of a few elements. The run's own arrays are not touched."""
+        for step in getattr(self, "rehearsal", []):
+            step()
+        self.sync()
 
     def sync(self) -> None:
         self.backend.synchronize()

@@ -173,6 +173,8 @@ def execute(comm: Any, spec: dict[str, Any], platform_file: str | None) -> list[
         if not spec.get("job"):
             raise ValueError(f"the run spec names no job ('job': 'package.module:Class') for case {spec.get('case')!r}")
         job = load_job(spec["job"])(spec, role, platform_file)
+        if hasattr(job, "rehearse"):  # each kernel's first call in this process, in setup (sims.job.PhaseJob)
+            job.rehearse()
         meters = open_meters(spec, role, proc, rank, on_node)
     except Exception as exc:  # noqa: BLE001 - recorded, never swallowed
         error = f"rank {rank}: {type(exc).__name__}: {exc}"

@@ -72,6 +72,11 @@ properties:
     type: integer
     minimum: 1
     default: 20
+  warmup:
+    type: ["integer", "null"]
+    minimum: 0
+    description: "untimed whole runs of the time loop before the timed ones (its one-step warm-up leaves the first loop slower); null = runs.warmup"
+    default: null
   medium:
     type: object
     description: "{{homogeneous: {{vp, vs, rho}}}} or {{layers: [{{top, vp, vs, rho}}, ...]}} (sims.fdm run spec)"
@@ -186,8 +191,8 @@ def fdm_runs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
                 fdm["marshaling"]):
             doc = {
                 "study": config["study"], "platform": platform, "ranks": where["ranks"], **placed,
-                "warmup": config["runs"]["warmup"], "repetitions": config["runs"]["repetitions"],
-                "grid": {"shape": shape, "spacing": h}, "time": {"steps": int(fdm["steps"])},
+                "warmup": config["runs"]["warmup"] if fdm["warmup"] is None else fdm["warmup"],
+                "repetitions": config["runs"]["repetitions"], "grid": {"shape": shape, "spacing": h}, "time": {"steps": int(fdm["steps"])},
                 "medium": fdm["medium"], "source": source, "receivers": receivers,
                 "boundary": fdm["boundary"], "order": int(order), "backend": backend,
                 "free_surface": bool(fdm["free_surface"]),

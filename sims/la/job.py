@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sims.job import PhaseJob
@@ -45,10 +46,14 @@ class MatrixRun(PhaseJob):
         self.backend = get_backend(proc["backend"], proc.get("device"))
         # BLAS and cuBLAS execute the classical product's 2 n^3 flops; a transpose executes none.
         self.executed = {r: p.flops for r, p in self.parts.items()}
-        self.steps = []
+        self.steps, self.rehearsal = [], []
         if not self.part.idle:
-            arrays = kernels.allocate(self.backend, self.part, dtype, int(spec["seed"]))
-            self.steps = [lambda k=kernels.PHASES[ph], a=arrays: k(self.backend, a) for ph in self.part.phases]
+            # the rehearsal's part: each phase at one tile of rows and columns (the run's dtype and layouts)
+            tiny = replace(self.part, mm_rows=min(self.part.mm_rows, matrix.TILE), n_mm=matrix.TILE,
+                           tr_rows=min(self.part.tr_rows, matrix.TILE), n_tr=matrix.TILE)
+            for part, steps in ((self.part, self.steps), (tiny, self.rehearsal)):
+                arrays = kernels.allocate(self.backend, part, dtype, int(spec["seed"]))
+                steps += [lambda k=kernels.PHASES[ph], a=arrays: k(self.backend, a) for ph in part.phases]
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {

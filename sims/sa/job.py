@@ -8,6 +8,9 @@ from sims.job import PhaseJob
 from sims.platform_file import read_rates
 from sims.sa import case
 
+#: elements of the arrays each kernel is rehearsed on (:meth:`sims.job.PhaseJob.rehearse`)
+REHEARSAL_ELEMENTS = 64
+
 
 class SARun(PhaseJob):
     """This rank's share of one synthetic-application run."""
@@ -35,12 +38,13 @@ class SARun(PhaseJob):
             )
             for r, p in self.parts.items()
         }
-        self.steps = []
+        self.steps, self.rehearsal = [], []
         if not self.part.idle:
-            arrays = kernels.allocate(self.backend, self.part.elements, set(self.part.phases), int(spec["seed"]))
-            for phase in self.part.phases:
-                kernel = getattr(kernels, phase)
-                self.steps.append(lambda k=kernel, a=arrays: k(self.backend, a))
+            for size, steps in ((self.part.elements, self.steps), (REHEARSAL_ELEMENTS, self.rehearsal)):
+                arrays = kernels.allocate(self.backend, size, set(self.part.phases), int(spec["seed"]))
+                for phase in self.part.phases:
+                    kernel = getattr(kernels, phase)
+                    steps.append(lambda k=kernel, a=arrays: k(self.backend, a))
 
     def describe(self) -> dict[str, Any]:
         return {

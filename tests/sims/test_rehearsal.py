@@ -1,0 +1,70 @@
+"""A job's rehearsal (sims.job.PhaseJob.rehearse) calls every kernel of its timed region on tiny arrays of the same
+types, so that the region's first timed execution loads no compiled code; it leaves the run's arrays alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from numba import typeof  # noqa: E402
+
+from sims.la import kernels as la_kernels  # noqa: E402
+from sims.la.job import MatrixRun  # noqa: E402
+from sims.sa import kernels as sa_kernels  # noqa: E402
+from sims.sa.job import REHEARSAL_ELEMENTS, SARun  # noqa: E402
+
+LAYOUT = {"host": {"backend": "numpy"}, "accel": {"backend": "numba"}}
+
+
+def _recording(monkeypatch, module, names):
+    """Replace each compiled kernel ``names`` of ``module`` by one that notes its argument types and sizes."""
+    calls: list[tuple[str, tuple, int]] = []
+    for name in names:
+        kernel = getattr(module, name)
+
+        def noted(*args, _k=kernel, _n=name):
+            calls.append((_n, tuple(str(typeof(a)) for a in args), max(getattr(a, "size", 1) for a in args)))
+            return _k(*args)
+
+        monkeypatch.setattr(module, name, noted)
+    return calls
+
+
+@pytest.mark.parametrize("variant", ["GO", "CP", "DP(0.5)"])
+def test_sa_rehearsal_calls_the_timed_kernels_with_the_same_types_on_tiny_arrays(monkeypatch, variant):
+    calls = _recording(monkeypatch, sa_kernels, ["_vecadd_nb", "_powadd_nb"])
+    spec = {"params": {"size": 50_000}, "variant": variant, "layout": LAYOUT, "seed": 1}
+    job = SARun(spec, "accel", None)
+    job.rehearse()
+    rehearsed = list(calls)
+    calls.clear()
+    job.work()
+    assert rehearsed and [(n, t) for n, t, _ in rehearsed] == [(n, t) for n, t, _ in calls]
+    assert max(s for *_, s in rehearsed) <= 32 * REHEARSAL_ELEMENTS < min(s for *_, s in calls)
+
+
+@pytest.mark.parametrize("case,params,variant", [
+    ("la", {"n_mm": 128, "n_tr": 256, "dtype": "float32"}, "GO"),
+    ("peach", {"workload": "MatrixTranspose", "n": 256, "dtype": "float64"}, "DP(0.3)"),
+])
+def test_matrix_rehearsal_calls_the_timed_kernels_with_the_same_types_on_tiny_arrays(monkeypatch, case, params,
+                                                                                      variant):
+    calls = _recording(monkeypatch, la_kernels, ["_transpose_nb"])
+    spec = {"case": case, "params": params, "variant": variant, "layout": LAYOUT, "seed": 1}
+    job = MatrixRun(spec, "accel", None)
+    job.rehearse()
+    rehearsed = list(calls)
+    calls.clear()
+    job.work()
+    assert rehearsed and [(n, t) for n, t, _ in rehearsed] == [(n, t) for n, t, _ in calls]
+    assert max(s for *_, s in rehearsed) < min(s for *_, s in calls)
+
+
+def test_a_rehearsal_leaves_the_runs_own_output_as_it_was_made():
+    spec = {"params": {"size": 4096}, "variant": "GO", "layout": LAYOUT, "seed": 1}
+    job = SARun(spec, "accel", None)
+    job.rehearse()
+    outputs = [a for step in job.steps for a in step.__defaults__ if isinstance(a, dict)]  # each step's arrays
+    assert outputs and all(not np.any(a["d"]) for a in outputs if "d" in a)
