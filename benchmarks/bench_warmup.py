@@ -4,10 +4,11 @@ Run from the repository root, on a directory where a study ran (``snakemake -c2`
 
     python benchmarks/bench_warmup.py --study-dir DIR [--study default] [--write]
 
-Each round of a batch is a fresh MPI launch that sets every run up again and runs it once untimed before its timed
-repetitions (``runs.warmup``). This measures the study's batch twice more, in a scratch directory of its own (the
-study's records are not touched): with one warm-up per run and round (the default), and with none: without it
-a round's first repetition pays an output array's first writes and a kernel's first call in the launch. For each
+Each round of a batch is a fresh MPI launch that sets every run up again, and the run's first execution in it pays
+first-execution costs (a kernel's first call in the launch, an output array's first writes) that the SA, LA and
+PEACH jobs' rehearsal takes in setup (:meth:`sims.job.PhaseJob.rehearse`); ``runs.warmup`` adds whole untimed
+executions. This measures the study's batch twice more, in a scratch directory of its own (the study's records are
+not touched): with one warm-up per run and round, and with none (the default study's setting). For each
 run and each round of two repetitions it takes the first repetition
 over the second: about 1 when the first is already warm, above 1 when it still carries first-execution costs.
 Printed per case (SA by size) as the median, the upper quartile and the largest over the run-rounds, with each

@@ -42,9 +42,10 @@ class PhaseJob:
     def rehearse(self) -> None:
         """Call each phase's kernel once on tiny arrays of the run's dtypes, dimensions and layouts (so the same
         compiled code): a kernel's first call in a process loads its code, which cost a short run's first timed
-        execution up to 7x its second when no warm-up took it. With the outputs written when made
-        (:meth:`sims.backends.numpy_backend.Backend.zeros`), this is what a full untimed execution did for the
-        first timed one, at the cost of a few elements. The run's own arrays are not touched."""
+        execution up to 7x its second when no warm-up took it. This is what a whole untimed execution did for
+        the first timed one, at the cost of a few elements, where the outputs are small enough that mapping their
+        pages at the first write costs nothing a repetition shows (a subclass rehearses a phase whole where
+        not). Untimed, in setup."""
         for step in getattr(self, "rehearsal", []):
             step()
         self.sync()

@@ -90,14 +90,7 @@ class Backend:
         return self.xp.asarray(a)
 
     def zeros(self, shape: Any, dtype: Any = np.float32) -> Any:
-        """Zeros, on the host with every page written now (in a run's untimed setup): NumPy's own zeros come
-        from ``calloc``, whose pages the kernel maps at their first write - inside the first timed execution,
-        which then ran up to 5x slower than the next (a transpose's output, measured)."""
-        if self.xp is not np:
-            return self.xp.zeros(shape, dtype=dtype)
-        out = np.empty(shape, dtype=dtype)
-        out.fill(0)
-        return out
+        return self.xp.zeros(shape, dtype=dtype)
 
     def uniform(self, shape: Any, low: float, high: float, seed: int, dtype: Any = np.float32) -> Any:
         """Deterministic array in ``[low, high]`` (float32 draws, as ``dtype``); identical on every backend."""

@@ -121,6 +121,21 @@ def test_fdm_scales_run_on_each_backend_with_their_processor_and_keep_their_ids(
     assert {r["fdm_doc"]["processor"] for r in numba} == {"accel"}
 
 
+def test_fdm_runs_take_their_own_warmup_and_otherwise_the_runs_one():
+    # the two-processor jobs rehearse their kernels in setup; the FDM loop keeps its own untimed loop
+    from analysis import registry
+    from analysis.cases.fdm import fdm_runs
+    from analysis.planning.config import load_config
+
+    config = load_config("config/config.yaml")
+    assert config["runs"]["warmup"] == 0 and config["cases"]["fdm"]["warmup"] == 1
+    assert {r["fdm_doc"]["warmup"] for r in fdm_runs(config)} == {1}
+    assert {r["warmup"] for name in ("sa", "la", "peach") for r in registry.case(name).expand(config)} == {0}
+    config["cases"]["fdm"]["warmup"] = None
+    config["runs"]["warmup"] = 2
+    assert {r["fdm_doc"]["warmup"] for r in fdm_runs(config)} == {2}
+
+
 def test_the_fdm_driver_counts_on_the_processor_it_ran():
     from sims.fdm.driver import per_processor
 

@@ -106,19 +106,3 @@ def test_placed_arrays_start_where_asked_in_their_page():
     starts = [state["buf"].ctypes.data % PAGE, ops._operand(state, "c", "fma").ctypes.data % PAGE,
               ops._operand(state, "d", "fma").ctypes.data % PAGE]
     assert starts == [0, 1024, 2048]
-
-
-def _resident_bytes() -> int:
-    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="no /proc/self/statm to read resident memory")
-@pytest.mark.parametrize("name", ["numpy", "numba"])
-def test_zeros_are_written_when_made_not_at_a_kernels_first_write(name):
-    # calloc's zero pages are mapped at their first write, which then falls in a run's first timed execution
-    size = 128 * 2**20
-    before = _resident_bytes()
-    out = make(name).zeros(size // 8, dtype=np.float64)
-    grown = _resident_bytes() - before
-    assert grown >= 0.9 * size, f"only {grown / 2**20:.0f} MiB of {size / 2**20:.0f} MiB resident"
-    assert out.dtype == np.float64 and out.shape == (size // 8,) and not out.any()
