@@ -51,10 +51,9 @@ class MatrixRun(PhaseJob):
             arrays = kernels.allocate(self.backend, self.part, dtype, int(spec["seed"]))
             self.steps = [lambda k=kernels.PHASES[ph], a=arrays: k(self.backend, a) for ph in self.part.phases]
             # the rehearsal (PhaseJob.rehearse): the product on one tile of rows and columns (the run's dtype and
-            # layouts); the transpose whole, on the run's own arrays - its output's pages are mapped at their first
-            # write (a first execution up to 5x slower than the second), and in the transpose's own order: writing
-            # them beforehand, in setup, made whole rounds of a study's transposes 20-30 % slower than the others
-            # (measured). Writing the output again changes nothing the timed executions compute.
+            # layouts); the transpose whole, on the run's own arrays, as a warm-up ran it - its large output's pages
+            # are mapped at their first write (a first execution up to 5x slower than the second), here in the
+            # transpose's own order. Writing the output again changes nothing the timed executions compute.
             tiny = kernels.allocate(self.backend, replace(self.part, mm_rows=min(self.part.mm_rows, matrix.TILE),
                                                           n_mm=matrix.TILE, tr_rows=0), dtype, int(spec["seed"]))
             self.rehearsal = [lambda k=kernels.PHASES[ph], a=(arrays if ph == "transpose" else tiny):
