@@ -34,6 +34,7 @@ class PhaseJob:
     backend: Any
     steps: list[Callable[[], None]]
     rehearsal: list[Callable[[], None]]
+    outputs: list[Any]  # the run's zero-filled outputs whose pages the rehearsal writes
 
     def work(self) -> None:
         for step in self.steps:
@@ -44,10 +45,14 @@ class PhaseJob:
         compiled code): a kernel's first call in a process loads its code, which cost a short run's first timed
         execution up to 7x its second when no warm-up took it. This is what a whole untimed execution did for
         the first timed one, at the cost of a few elements, where the outputs are small enough that mapping their
-        pages at the first write costs nothing a repetition shows (a subclass rehearses a phase whole where
-        not). Untimed, in setup."""
+        pages at the first write costs nothing a repetition shows. ``outputs`` are written with zeros, as they
+        were made, so their pages are mapped now and not in the first timed execution (an SA run's two outputs of
+        6.4 million elements cost it 2-3 % at the median when not); a subclass rehearses a phase whole where its
+        output's pages should be mapped in the kernel's own order. Untimed, in setup."""
         for step in getattr(self, "rehearsal", []):
             step()
+        for out in getattr(self, "outputs", []):
+            out.fill(0)
         self.sync()
 
     def sync(self) -> None:

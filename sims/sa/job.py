@@ -10,6 +10,8 @@ from sims.sa import case
 
 #: elements of the arrays each kernel is rehearsed on (:meth:`sims.job.PhaseJob.rehearse`)
 REHEARSAL_ELEMENTS = 64
+#: the arrays :func:`sims.sa.kernels.allocate` makes as zeros: VecAdd's output and PowAdd's accumulator
+OUTPUTS = ("a", "d")
 
 
 class SARun(PhaseJob):
@@ -38,13 +40,15 @@ class SARun(PhaseJob):
             )
             for r, p in self.parts.items()
         }
-        self.steps, self.rehearsal = [], []
+        self.steps, self.rehearsal, self.outputs = [], [], []
         if not self.part.idle:
             for size, steps in ((self.part.elements, self.steps), (REHEARSAL_ELEMENTS, self.rehearsal)):
                 arrays = kernels.allocate(self.backend, size, set(self.part.phases), int(spec["seed"]))
                 for phase in self.part.phases:
                     kernel = getattr(kernels, phase)
                     steps.append(lambda k=kernel, a=arrays: k(self.backend, a))
+                if steps is self.steps:  # the outputs VecAdd writes and PowAdd accumulates into, made as zeros
+                    self.outputs = [arrays[k] for k in OUTPUTS if k in arrays]
 
     def describe(self) -> dict[str, Any]:
         return {
