@@ -42,6 +42,8 @@ def test_shipped_configs_validate(repo):
         ({"cases": {"sa": {"sizes": "big"}}}, "cases.sa.sizes: 'big' is not allowed (allowed: of type array)"),
         ({"characterize": {"repetitions": 3}}, "characterize.repetitions: 3 is not allowed (allowed: a number >= 5"),
         ({"study": "bad name"}, "study: 'bad name' is not allowed (allowed: text matching"),
+        ({"cases": {"fdm": {"warmup": -1}}}, "cases.fdm.warmup: -1 is not allowed (allowed: a number >= 0)"),
+        ({"cases": {"fdm": {"warmup": 1.5}}}, "cases.fdm.warmup: 1.5 is not allowed (allowed: of type integer or null)"),
     ],
 )
 def test_bad_values_name_the_key(patch, expected):
