@@ -11,7 +11,7 @@ is called once in setup, untimed (:meth:`PhaseJob.rehearse`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 
@@ -33,8 +33,8 @@ class PhaseJob:
 
     backend: Any
     steps: list[Callable[[], None]]
-    rehearsal: list[Callable[[], None]]
-    outputs: list[Any]  # the run's zero-filled outputs whose pages the rehearsal writes
+    rehearsal: Sequence[Callable[[], None]] = ()
+    outputs: Sequence[Any] = ()  # the run's zero-filled outputs whose pages the rehearsal writes
 
     def work(self) -> None:
         for step in self.steps:
@@ -49,9 +49,9 @@ class PhaseJob:
         were made, so their pages are mapped now and not in the first timed execution (an SA run's two outputs of
         6.4 million elements cost it 2-3 % at the median when not); a subclass rehearses a phase whole where its
         output's pages should be mapped in the kernel's own order. Untimed, in setup."""
-        for step in getattr(self, "rehearsal", []):
+        for step in self.rehearsal:
             step()
-        for out in getattr(self, "outputs", []):
+        for out in self.outputs:
             out.fill(0)
         self.sync()
 

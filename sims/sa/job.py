@@ -42,13 +42,13 @@ class SARun(PhaseJob):
         }
         self.steps, self.rehearsal, self.outputs = [], [], []
         if not self.part.idle:
-            for size, steps in ((self.part.elements, self.steps), (REHEARSAL_ELEMENTS, self.rehearsal)):
-                arrays = kernels.allocate(self.backend, size, set(self.part.phases), int(spec["seed"]))
-                for phase in self.part.phases:
-                    kernel = getattr(kernels, phase)
-                    steps.append(lambda k=kernel, a=arrays: k(self.backend, a))
-                if steps is self.steps:  # the outputs VecAdd writes and PowAdd accumulates into, made as zeros
-                    self.outputs = [arrays[k] for k in OUTPUTS if k in arrays]
+            phases, seed = set(self.part.phases), int(spec["seed"])
+            arrays = kernels.allocate(self.backend, self.part.elements, phases, seed)
+            tiny = kernels.allocate(self.backend, REHEARSAL_ELEMENTS, phases, seed)
+            run = [getattr(kernels, phase) for phase in self.part.phases]
+            self.steps = [lambda k=k, a=arrays: k(self.backend, a) for k in run]
+            self.rehearsal = [lambda k=k, a=tiny: k(self.backend, a) for k in run]
+            self.outputs = [arrays[k] for k in OUTPUTS if k in arrays]
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -73,14 +73,6 @@ def test_a_matrix_rehearsal_multiplies_one_tile():
     assert not product.__defaults__[1]["C"].any()  # the run's own product is left to the timed executions
 
 
-def test_a_rehearsal_leaves_the_runs_own_output_as_it_was_made():
-    spec = {"params": {"size": 4096}, "variant": "GO", "layout": LAYOUT, "seed": 1}
-    job = SARun(spec, "accel", None)
-    job.rehearse()
-    outputs = [a for step in job.steps for a in step.__defaults__ if isinstance(a, dict)]  # each step's arrays
-    assert outputs and all(not np.any(a["d"]) for a in outputs if "d" in a)
-
-
 def test_an_sa_rehearsal_maps_the_runs_outputs_pages_and_leaves_them_zero(monkeypatch):
     # an output's pages mapped at its first write cost the first timed execution of a large run 2-3 %
     written = []
