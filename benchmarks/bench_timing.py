@@ -101,7 +101,9 @@ class CpuBusy:
         minutes = [sum(self.samples[i:i + per]) / len(self.samples[i:i + per])
                    for i in range(0, len(self.samples), per)]
         mean = sum(self.samples) / len(self.samples)
-        return (f"the {cores} cores {100 * mean:.0f} % busy on average, {(1 - mean) * cores * wall_s:.0f} "
+        busy = mean * cores * wall_s  # the work done: no schedule on these cores ends before busy / cores
+        return (f"the {cores} cores {100 * mean:.0f} % busy on average: {busy:.0f} core-seconds of work, so "
+                f"{busy / cores:.0f} s at best with every core busy throughout, and {(1 - mean) * cores * wall_s:.0f} "
                 f"core-seconds idle; busy minute by minute: " + " ".join(f"{100 * m:.0f}" for m in minutes))
 
 

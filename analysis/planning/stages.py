@@ -3,7 +3,8 @@
 Snakemake stamps every job's start and end (``[Sat Nov 28 09:39:29 2026]`` before ``rule x:`` / ``jobid: N`` and
 before ``Finished jobid: N``). :func:`stage_times` groups the jobs by the stage their rule belongs to and counts
 each stage's wall time as the union of its jobs' intervals (jobs of one stage that overlap count once), which the
-workflow prints at the end of a study.
+workflow prints at the end of a study. The characterisation's share that compiled the FDM kernels (once per
+machine: Numba's cache keeps them) is read from its jobs' own logs, which Snakemake's log names.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable
+from pathlib import Path
+
+from sims.bench import KERNELS_READY
 
 #: the stage of each rule (a rule not named here is "other"; batch rules are simulate_batch_<k>)
 STAGES = {"characterize_platform": "characterisation", "pool_platform": "characterisation",
@@ -22,6 +26,8 @@ _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 _RULE = re.compile(r"^(?:local)?(?:checkpoint|rule) (\w+):$")
 _JOB = re.compile(r"^\s+jobid: (\d+)$")
 _DONE = re.compile(r"^Finished jobid: (\d+)")
+_LOG = re.compile(r"^\s+log: (.+)$")
+_READY = re.compile(re.escape(KERNELS_READY).replace(re.escape("{seconds:.1f}"), r"([0-9.]+)"))
 
 
 def stage_of(rule: str) -> str:
@@ -37,15 +43,15 @@ def _union(spans: Iterable[tuple[float, float]]) -> float:
     return total
 
 
-def stage_times(log: str) -> tuple[dict[str, float], float]:
-    """Each stage's wall seconds in the Snakemake log text ``log`` (stages with no job left out), and the
-    invocation's from its first stamp to its last."""
+def _jobs(log: str) -> tuple[list[tuple[str, float, float, list[str]]], float]:
+    """Every job the Snakemake log text ``log`` saw finish, as ``(rule, start, end, its log files)``, and the seconds
+    from the log's first stamp to its last."""
     stamp: float | None = None
     first = last = None
-    rule_of: dict[str, str] = {}
-    started: dict[str, float] = {}
-    spans: dict[str, list[tuple[float, float]]] = {}
-    pending_rule = None
+    pending: str | None = None  # the rule of the job being announced
+    logs: list[str] = []
+    started: dict[str, tuple[str, float, list[str]]] = {}
+    done = []
     for line in log.splitlines():
         m = _STAMP.match(line.strip())
         if m:
@@ -55,25 +61,63 @@ def stage_times(log: str) -> tuple[dict[str, float], float]:
             continue
         m = _RULE.match(line.strip())
         if m:
-            pending_rule = m.group(1)
+            pending, logs = m.group(1), []
+            continue
+        m = _LOG.match(line)
+        if m and pending is not None:
+            logs = [p.strip() for p in m.group(1).split(",") if p.strip()]
             continue
         m = _JOB.match(line)
-        if m and pending_rule is not None and stamp is not None:
-            rule_of[m.group(1)], started[m.group(1)] = pending_rule, stamp
-            pending_rule = None
+        if m and pending is not None and stamp is not None:
+            started[m.group(1)] = (pending, stamp, logs)
+            pending = None
             continue
         m = _DONE.match(line.strip())
         if m and m.group(1) in started and stamp is not None:
-            job = m.group(1)
-            spans.setdefault(stage_of(rule_of[job]), []).append((started.pop(job), stamp))
-    times = {s: _union(spans[s]) for s in ORDER if s in spans}
-    return times, (last - first) if first is not None and last is not None else 0.0
+            rule, began, named = started.pop(m.group(1))
+            done.append((rule, began, stamp, named))
+    return done, (last - first) if first is not None and last is not None else 0.0
 
 
-def summary_line(log: str) -> str:
-    """One line: each stage's seconds and the invocation's."""
+def stage_times(log: str) -> tuple[dict[str, float], float]:
+    """Each stage's wall seconds in the Snakemake log text ``log`` (stages with no job left out), and the
+    invocation's from its first stamp to its last."""
+    jobs, total = _jobs(log)
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for rule, began, ended, _ in jobs:
+        spans.setdefault(stage_of(rule), []).append((began, ended))
+    return {s: _union(spans[s]) for s in ORDER if s in spans}, total
+
+
+def compiling_seconds(log: str, root: Path | str = ".") -> float:
+    """The seconds this invocation's characterisations spent making the FDM kernels ready, from each finished
+    characterisation job's own log (a path in ``log`` relative to ``root``; one that cannot be read adds nothing)."""
+    seconds = 0.0
+    for rule, _, _, logs in _jobs(log)[0]:
+        if stage_of(rule) != "characterisation":
+            continue
+        for path in logs:
+            try:
+                text = (Path(root) / path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            seconds += sum(float(m.group(1)) for m in _READY.finditer(text))
+    return seconds
+
+
+def summary_line(log: str, root: Path | str = ".") -> str:
+    """One line: each stage's seconds and the invocation's; the characterisation's share that compiled the FDM
+    kernels, where it took a second or more (a fresh clone's: Numba's cache keeps them for the next study)."""
     times, total = stage_times(log)
     if not times:
         return "where the time went: no job ran"
-    parts = ", ".join(f"{stage} {seconds:.0f} s" for stage, seconds in times.items())
+    compiling = compiling_seconds(log, root) if "characterisation" in times else 0.0
+
+    def part(stage: str, seconds: float) -> str:
+        if stage == "characterisation" and compiling >= 1.0:
+            return (f"{stage} {seconds:.0f} s ({compiling:.0f} s of it compiling the FDM kernels, which Numba's cache "
+                    f"keeps for the next study)")
+        return f"{stage} {seconds:.0f} s"
+
+    parts = ", ".join(part(stage, seconds) for stage, seconds in times.items())
     return f"where the time went: {parts}; {total:.0f} s from the first job to the last"

@@ -25,12 +25,14 @@ import argparse
 import json
 import statistics
 import sys
+import time
 from dataclasses import replace
 from typing import Any
 
 from sims import record as rec
 from sims._threads import pin_cores
 from sims.atomic import atomic_write_text
+from sims.bench import KERNELS_READY
 from sims.bench.document import RAW_FORMAT, choices, document
 from sims.bench.stopping import Tally, stop_rule
 from sims.fingerprint import machine_facts
@@ -428,12 +430,16 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
         return step
 
     if backend == "numba":
+
         say(f"step 6 of 7: compiling the FDM kernels (orders {', '.join(map(str, orders))}), one half-step per rank",
             rank=alone_rank)
+        began = time.perf_counter()
         fdm_calib.precompile(rank, comm.Get_size(), backend, orders, blocks, widths,
                              lambda text: print(f"[hetval characterize] {spec['platform']}: step 6 of 7: compiling "
                                                 f"the FDM kernels, rank {rank}: {text}", flush=True))
         comm.Barrier()
+        # a fresh clone compiles them (about 20 s here); later characterisations load them from Numba's cache
+        say(KERNELS_READY.format(seconds=time.perf_counter() - began), rank=alone_rank)
     say(f"step 6 of 7: FDM kernels ({backend}): {points} blocks x {len(widths)} widths, alone"
         + (" then shared" if backend != "cupy" else ""), rank=alone_rank)
     modes = {"alone": fdm_calib.measure(rank == alone_rank, backend, orders, blocks, widths, seconds, progress("alone"))}

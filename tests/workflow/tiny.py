@@ -95,6 +95,14 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     # the summary printed at the end counts every case
     assert "36 runs ok (sa 8, la 4, peach 6, fdm 6, published 12); 0 failed; 0 quarantined" in first.stdout
     assert "Energy could not be measured on this machine" in first.stdout
+    # where the time went, each stage; each characterisation says how long its FDM kernels took to be ready, which
+    # that line adds up as the characterisation's compiling share once it is a second or more (a fresh clone's)
+    where = re.search(r"^where the time went: characterisation \d+ s.*, runs \d+ s.*, report \d+ s; ", first.stdout, re.M)
+    assert where, first.stdout[-3000:]
+    ready = [re.search(r"FDM kernels ready in ([0-9.]+) s", (tmp_path / "logs" / "tiny" / "characterize" /
+                                                              f"cpu-pair-numpy-numba.{k}.log").read_text()) for k in (1, 2)]
+    assert all(ready), ready
+    assert ("of it compiling the FDM kernels" in where.group(0)) == (sum(float(m.group(1)) for m in ready) >= 1.0)
 
     results = tmp_path / "results"
     parts = sorted((results / "runs" / "study=tiny" / "case=sa").glob("part-*.parquet"))
