@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_timing import CpuBusy, llc_line, timed  # noqa: E402
+from benchmarks.bench_timing import CpuBusy, fresh_clone, llc_line, timed  # noqa: E402
 
 #: the suite's heavy parts: (what, the pytest arguments that run it alone). The tiny study's end-to-end test builds
 #: the study too: its checks are the difference from the build alone.
@@ -59,12 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="write the figures into docs/benchmarks.md")
     args = ap.parse_args(argv)
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-suite-parts-"))
-    clone = base / "clone"
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
+    clone, sha, env = fresh_clone(base)
     if os.geteuid() == 0:  # as .ci/run does where it could install them
         env.update(HETVAL_REQUIRE_SLURM="1", HETVAL_REQUIRE_BROWSER="1")
     setup = timed("python3 -m venv .venv && . .venv/bin/activate && pip install -q -c constraints.txt "

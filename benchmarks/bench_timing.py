@@ -107,6 +107,18 @@ class CpuBusy:
                 f"core-seconds idle; busy minute by minute: " + " ".join(f"{100 * m:.0f}" for m in minutes))
 
 
+def fresh_clone(base: Path) -> tuple[Path, str, dict[str, str]]:
+    """This checkout's HEAD cloned into ``base / "clone"``: the clone, its short commit, and an environment that
+    sees no virtual environment of the caller's (as a new user's shell)."""
+    clone = base / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
+    return clone, sha, env
+
+
 def llc_line() -> str:
     from sims.bench.plan import llc_detected
 
@@ -124,12 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="write the figures into docs/benchmarks.md")
     args = ap.parse_args(argv)
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-timing-"))
-    clone = base / "clone"
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
+    clone, sha, env = fresh_clone(base)
     rows = [llc_line(), f"code: the checkout's HEAD ({sha}), cloned afresh"]
     ceiling = contextlib.nullcontext(None)
     if args.memory_gib:
