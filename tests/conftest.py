@@ -314,12 +314,9 @@ _BACKGROUND: list[Background] = []
 _KILL: dict[str, Any] = {}
 #: the micro study the kill trials start from: how to build it, and the build once started
 _KILL_BASE: dict[str, Any] = {}
-#: the plugin's study end to end (its test module and test), run in the background from the end of group 0 on
+#: the plugin's study end to end (its test module and test), run in the background from group 1 on
 PLUGIN_STUDY = (REPO / "tests" / "test_plugin.py", "test_a_plugin_study_end_to_end")
-#: the last module of group 0 whose tests check measured values (fitted per-operation costs): the plugin's study,
-#: which checks none, starts beside the group-0 tests after it (:func:`pytest_collection_modifyitems`)
-LAST_MEASURING = REPO / "tests" / "sims" / "test_run_mpi.py"
-#: the plugin's study: how to start it (:func:`plugin_study`), the test it starts beside, and the study once started
+#: the plugin's study: how to start it (:func:`plugin_study`), and the study once started
 _PLUGIN: dict[str, Any] = {}
 
 
@@ -327,8 +324,7 @@ def _order(item) -> tuple[int, int]:
     """The order the suite runs in, by what may share the machine with what:
 
     0. the tests that may run beside the cluster study in the background (the FDM tests last, once the background
-       compile of their kernels has had the most time); those after the last that checks a measurement
-       (:data:`LAST_MEASURING`) beside the plugin's study too, which is done before group 1;
+       compile of their kernels has had the most time);
     1. once it is done, the tests that may run beside the kill trials and the plugin's study in the background:
        those that use SLURM (none of them checks a measurement);
     2. the kill tests and the plugin's study's test, which wait for them;
@@ -336,7 +332,7 @@ def _order(item) -> tuple[int, int]:
 
     Before group 1 starts (once the cluster study is done), the tiny study, whose measurements are checked, is
     built alone (:func:`build_tiny`); its end-to-end checks, which re-invoke it and check no measurement, then run
-    in the background beside group 1 and the kill trials."""
+    in the background beside group 1, the kill trials and the plugin's study."""
     path = Path(str(item.path))
     rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else ""
     if _QUIET in getattr(item, "fixturenames", ()):
@@ -371,8 +367,7 @@ def kill_trials(request, tmp_path_factory):
 @pytest.fixture(scope="session", autouse=True)
 def plugin_study(request, tmp_path_factory, env):
     """How to start the plugin's study, if its test is selected: a chain of one-core processes that checks no
-    measurement, started beside the group-0 tests after :data:`LAST_MEASURING` (or, without them, when group 1
-    begins: :func:`pytest_runtest_setup`), done before the tiny study is built alone, and waited for by its test."""
+    measurement, started when group 1 begins (:func:`pytest_runtest_setup`) and waited for by its test."""
     if any(_is_plugin_study(i) for i in request.session.items):
         from tests.test_plugin import plugin_study as run
 
@@ -460,30 +455,22 @@ def tiny_end_to_end() -> None:
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """The order of :func:`_order`; pytest's order within each group. Notes the group-0 test the plugin's study
-    starts beside: the first after the last of :data:`LAST_MEASURING` (none if that module is not selected)."""
+    """The order of :func:`_order`; pytest's order within each group."""
     items[:] = [item for _, item in sorted(enumerate(items), key=lambda pair: (_order(pair[1]), pair[0]))]
-    last = max((i for i, item in enumerate(items) if Path(str(item.path)) == LAST_MEASURING), default=None)
-    if last is not None and last + 1 < len(items) and _order(items[last + 1])[0] == 0:
-        _PLUGIN["beside"] = items[last + 1].nodeid
 
 
 def pytest_runtest_setup(item) -> None:
-    """The FDM tests start the build of the kill trials' micro study in the background, and the test after the last
-    that checks a measurement starts the plugin's study. From group 1 on, a test starts once the cluster study, that
-    build and the plugin's study are done and the tiny study has been built alone; its end-to-end checks and the
-    kill trials then run in the background (the tests of each wait for them)."""
+    """The FDM tests start the build of the kill trials' micro study in the background. From group 1 on, a test
+    starts once the cluster study and that build are done and the tiny study has been built alone; its end-to-end
+    checks, the kill trials and the plugin's study then run in the background (the tests of each wait for them)."""
     group, fdm = _order(item)
     if group == 0 and fdm:  # the FDM tests check no measurement: the kill trials' micro study is built beside them
         _start(_KILL_BASE)
-    if item.nodeid == _PLUGIN.get("beside"):  # no test from here to group 1 checks a measurement
-        _start(_PLUGIN)
     if _BACKGROUND and group >= 1:
         _BACKGROUND[0].wait()
     if group >= 1:
-        for store in (_KILL_BASE, _PLUGIN):  # done before the tiny study is built alone
-            if "job" in store:
-                store["job"].wait()
+        if "job" in _KILL_BASE:  # done before the tiny study is built alone
+            _KILL_BASE["job"].wait()
         build_tiny()
         _start(_KILL)
         _start(_PLUGIN)

@@ -83,17 +83,25 @@ def stage_times(log: str) -> tuple[dict[str, float], float]:
     """Each stage's wall seconds in the Snakemake log text ``log`` (stages with no job left out), and the
     invocation's from its first stamp to its last."""
     jobs, total = _jobs(log)
+    return _stage_times(jobs), total
+
+
+def _stage_times(jobs: list[tuple[str, float, float, list[str]]]) -> dict[str, float]:
     spans: dict[str, list[tuple[float, float]]] = {}
     for rule, began, ended, _ in jobs:
         spans.setdefault(stage_of(rule), []).append((began, ended))
-    return {s: _union(spans[s]) for s in ORDER if s in spans}, total
+    return {s: _union(spans[s]) for s in ORDER if s in spans}
 
 
 def compiling_seconds(log: str, root: Path | str = ".") -> float:
     """The seconds this invocation's characterisations spent making the FDM kernels ready, from each finished
     characterisation job's own log (a path in ``log`` relative to ``root``; one that cannot be read adds nothing)."""
+    return _compiling_seconds(_jobs(log)[0], root)
+
+
+def _compiling_seconds(jobs: list[tuple[str, float, float, list[str]]], root: Path | str) -> float:
     seconds = 0.0
-    for rule, _, _, logs in _jobs(log)[0]:
+    for rule, _, _, logs in jobs:
         if stage_of(rule) != "characterisation":
             continue
         for path in logs:
@@ -108,10 +116,11 @@ def compiling_seconds(log: str, root: Path | str = ".") -> float:
 def summary_line(log: str, root: Path | str = ".") -> str:
     """One line: each stage's seconds and the invocation's; the characterisation's share that compiled the FDM
     kernels, where it took a second or more (a fresh clone's: Numba's cache keeps them for the next study)."""
-    times, total = stage_times(log)
+    jobs, total = _jobs(log)
+    times = _stage_times(jobs)
     if not times:
         return "where the time went: no job ran"
-    compiling = compiling_seconds(log, root) if "characterisation" in times else 0.0
+    compiling = _compiling_seconds(jobs, root)
 
     def part(stage: str, seconds: float) -> str:
         if stage == "characterisation" and compiling >= 1.0:

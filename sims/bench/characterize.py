@@ -430,7 +430,6 @@ def _fdm_calibration(comm: Any, spec: dict[str, Any], fdm: dict[str, Any], warmu
         return step
 
     if backend == "numba":
-
         say(f"step 6 of 7: compiling the FDM kernels (orders {', '.join(map(str, orders))}), one half-step per rank",
             rank=alone_rank)
         began = time.perf_counter()

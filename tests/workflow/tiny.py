@@ -95,8 +95,8 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     # the summary printed at the end counts every case
     assert "36 runs ok (sa 8, la 4, peach 6, fdm 6, published 12); 0 failed; 0 quarantined" in first.stdout
     assert "Energy could not be measured on this machine" in first.stdout
-    # where the time went, each stage; each characterisation says how long its FDM kernels took to be ready, which
-    # that line adds up as the characterisation's compiling share once it is a second or more (a fresh clone's)
+    # where the time went, by stage; the line names the characterisation's compiling share (the "ready in" lines of
+    # its jobs' logs, added up) once it is a second or more, as in a fresh clone
     where = re.search(r"^where the time went: characterisation \d+ s.*, runs \d+ s.*, report \d+ s(, other \d+ s)?; ",
                       first.stdout, re.M)
     assert where, first.stdout[-3000:]
