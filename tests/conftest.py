@@ -31,6 +31,30 @@ def tool_env() -> dict[str, str]:
     return env
 
 
+#: what a newcomer's machine lacks: SLURM's programs (and Chromium, which no workflow test runs)
+SLURM_PROGRAMS = ("srun", "sbatch", "squeue", "sinfo", "scancel", "scontrol", "salloc", "sacct", "slurmctld",
+                  "slurmd", "munged")
+
+
+def env_without(programs: tuple[str, ...], farm: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default :func:`tool_env`) as on a machine where ``programs`` are not installed: its PATH becomes
+    one directory ``farm`` of links to every other program PATH finds, so that CI, which has them, also runs
+    what a newcomer without them runs."""
+    env = dict(env or tool_env())
+    farm.mkdir(parents=True, exist_ok=True)
+    for folder in env.get("PATH", "").split(os.pathsep):
+        if not folder or not os.path.isdir(folder):
+            continue
+        for entry in os.scandir(folder):
+            link = farm / entry.name
+            if entry.name in programs or link.exists() or link.is_symlink():
+                continue
+            if entry.is_file() and os.access(entry.path, os.X_OK):
+                link.symlink_to(entry.path)
+    env["PATH"] = str(farm)
+    return env
+
+
 def default_dataset(root: Path) -> Path:
     """The default study's 73 real measured runs (tests/data) gathered into ``root/runs``, with their
     platform file at ``root/platform.yaml``; returns ``root``."""

@@ -76,13 +76,16 @@ def check_launcher_text(launcher: str) -> None:
 
 
 def check_launcher(config: Mapping[str, Any]) -> None:
-    """The launcher's program is on this machine's PATH (checked where runs are about to start, and by
-    ``hetval check-config``; a dry run plans for a cluster it need not be on)."""
+    """The launcher's program is on this machine's PATH, this Python's own bin directory first as the workflow's
+    rules see it (checked where runs are about to start, and by ``hetval check-config``; a dry run plans for a
+    cluster it need not be on)."""
     import shutil
+    import sys
 
     words = str(config["launcher"]).split()
     program = next((w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)), words[0])  # past VAR=value
-    if shutil.which(program) is None:
+    path = os.pathsep.join(filter(None, (os.path.dirname(sys.executable), os.environ.get("PATH", ""))))
+    if shutil.which(program, path=path) is None:
         raise ConfigError(f"launcher: {program!r} is not found on PATH (allowed: a program that starts MPI ranks here, "
                           "e.g. mpiexec from the mpich extra, or srun inside a SLURM allocation)")
 

@@ -9,10 +9,19 @@ import pytest
 
 from analysis.planning.config import load_config, study_matrix
 from analysis.planning.jobs import BATCH_OVERHEAD_MB, Layout, batches
-from tests.conftest import REPO
+from tests.conftest import REPO, SLURM_PROGRAMS, env_without
 from tests.workflow.tiny import job_counts, snakemake
 
 PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm")]
+
+
+@pytest.fixture(params=["as installed", "without SLURM"])
+def preview_env(request, env, tmp_path_factory):
+    """A cluster study is previewed (``-n -p``) on the machine it was written on, with or without SLURM: both
+    worlds on every machine, so that CI, which has SLURM, also sees a newcomer's."""
+    if request.param == "as installed":
+        return env
+    return env_without(SLURM_PROGRAMS, tmp_path_factory.mktemp("path-without-slurm"), env)
 
 
 def jobs_of(dry_run: str, rule: str) -> list[dict[str, str]]:
@@ -33,10 +42,10 @@ def jobs_of(dry_run: str, rule: str) -> list[dict[str, str]]:
     return out
 
 
-def test_cluster_study_dry_run_asks_each_job_for_its_own_resources(env, tmp_path):
+def test_cluster_study_dry_run_asks_each_job_for_its_own_resources(preview_env, tmp_path):
     pytest.importorskip("snakemake_executor_plugin_slurm", reason="the [slurm] extra is not installed")
     study = REPO / "config" / "studies" / "fdm-cluster.yaml"
-    out = snakemake([*PROFILE, "--configfile", str(study), "-n", "-p"], env, tmp_path)
+    out = snakemake([*PROFILE, "--configfile", str(study), "-n", "-p"], preview_env, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     specs = {s["run_id"]: s for s in study_matrix(load_config(study))}
     runs = jobs_of(out.stdout, "simulate_run")
@@ -66,10 +75,10 @@ def test_cluster_study_dry_run_asks_each_job_for_its_own_resources(env, tmp_path
     assert "srun --mpi=pmi2 -n 2 -N 2" in out.stdout and "sims.bench.internode" in out.stdout
 
 
-def test_one_rank_runs_are_plain_jobs_and_short_runs_share_a_job(env, tmp_path):
+def test_one_rank_runs_are_plain_jobs_and_short_runs_share_a_job(preview_env, tmp_path):
     pytest.importorskip("snakemake_executor_plugin_slurm", reason="the [slurm] extra is not installed")
     study = REPO / "config" / "studies" / "tiny.yaml"
-    out = snakemake([*PROFILE, "--configfile", str(study), "-n", "-p"], env, tmp_path)
+    out = snakemake([*PROFILE, "--configfile", str(study), "-n", "-p"], preview_env, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     specs = {s["run_id"]: s for s in study_matrix(load_config(study))}
     measured = {rid for rid, s in specs.items() if not Layout.of(s).local}
@@ -121,3 +130,14 @@ def test_a_stale_link_to_the_suites_slurm_conf_is_dropped(tmp_path, monkeypatch)
     conf.unlink()
     conf.write_text(f"ClusterName={slurm_cluster.CLUSTER}\n")  # a regular file is never ours
     assert slurm_cluster.drop_stale_conf(conf) is None and conf.exists()
+
+
+def test_a_real_run_without_srun_is_refused_before_anything_runs(tmp_path, env):
+    """The preview needs no launcher; running the same study for real on a machine without SLURM stops before the
+    first job, naming the key."""
+    no_slurm = env_without(SLURM_PROGRAMS, tmp_path / "bin", env)
+    out = snakemake([*PROFILE, "--configfile", str(REPO / "config" / "studies" / "tiny.yaml"), "--executor", "local",
+                     "-c1"], no_slurm, tmp_path / "work")
+    assert out.returncode != 0
+    assert "hetval: config error: launcher: 'srun' is not found on PATH" in out.stderr, out.stderr[-2000:]
+    assert not (tmp_path / "work" / "results").exists()  # nothing measured, nothing written

@@ -32,11 +32,16 @@ from sims.record import stable_hash  # noqa: E402
 # the rules' python, hetval and mpiexec: the environment Snakemake runs in, activated or not
 interpreter_first_on_path()
 
+# A dry run (-n) plans and prints; it never needs the launcher, a GPU or a meter on the machine that previews.
+# Snakemake picks its executor only after parsing, so workflow.dryrun reads False here: the output settings
+# already carry -n.
+DRYRUN = bool(workflow.dryrun or getattr(workflow.output_settings, "dryrun", False))
+
 try:
     # --config 'runs={rounds: 2}': Snakemake passes a nested override's scalars as text; each takes its key's type
     merge(config, command_line_values(dict(workflow.config_settings.config), load_schema()))
     validate_config(config)
-    if not workflow.dryrun and workflow.is_main_process:
+    if not DRYRUN and workflow.is_main_process:
         check_launcher(config)  # where runs are about to start (a dry run may plan for a cluster elsewhere)
     # the memory check runs where the study is planned, not again inside each batch job (held to its allocation)
     RUNS = {spec["run_id"]: spec for spec in study_matrix(config, check=workflow.is_main_process)}
@@ -77,7 +82,7 @@ MATRIX_DIGEST = stable_hash(MATRIX)
 # retried now, a dataset that differs from what gather recorded is gathered again, and runs
 # given up after repeated failures are retried when asked (retry_failed) or when the code changed.
 if workflow.is_main_process:
-    heal_at_start(STUDY, bool(config["retry_failed"]), dryrun=workflow.dryrun, runs=RUNS,
+    heal_at_start(STUDY, bool(config["retry_failed"]), dryrun=DRYRUN, runs=RUNS,
                   max_attempts=int(config["runs"]["max_attempts"]))
 
 
