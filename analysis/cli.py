@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.planning.checks import check_launcher
+from analysis.planning.checks import check_machine
 from analysis.planning.config import ConfigError, load_config, study_matrix, uncertainty_settings
 from analysis.planning.config import section as section_of
 from analysis.registry import RegistryError
@@ -57,7 +57,7 @@ def _config(args: argparse.Namespace) -> dict:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = _config(args)
-    check_launcher(config)
+    check_machine(config)
     runs = study_matrix(config)
     print(f"config ok: study {config['study']!r}, {len(config['platforms'])} platform(s), {len(runs)} run(s)")
     return 0

@@ -71,10 +71,12 @@ properties:
   steps:
     type: integer
     minimum: 1
+    maximum: 100000
     default: 20
   warmup:
     type: ["integer", "null"]
     minimum: 0
+    maximum: 100
     description: "untimed whole runs of the time loop before the timed ones (its one-step warm-up leaves the first loop slower); null = runs.warmup"
     default: null
   medium:

@@ -1,7 +1,7 @@
 """What a study's config must be beyond its schema, checked before anything runs: every job's memory against its
 node, the launcher, the history's path, and the values Snakemake's ``--config`` passes as text.
 
-:func:`analysis.planning.config.validate_config` calls the text checks; :func:`check_launcher` (the launcher's
+:func:`analysis.planning.config.validate_config` calls the text checks; :func:`check_machine` (the launcher's
 program on PATH) runs where runs are about to start and in ``hetval check-config`` - a dry run may plan for a
 cluster it is not on.
 """
@@ -68,11 +68,108 @@ def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     return base
 
 
+def shell_words(key: str, text: str, example: str) -> list[str]:
+    """``text`` as the words a command line gets, each of characters no POSIX shell gives a meaning to (letters,
+    digits and ``@%+=:,./-_``): a value that reaches a command is never shell code, quoted or not."""
+    import shlex
+
+    try:
+        words = shlex.split(text) if text.strip() and not any(ord(c) < 32 for c in text) else []
+    except ValueError:
+        words = []
+    if not words or any(not w or shlex.quote(w) != w for w in words):
+        raise ConfigError(f"{key}: {text!r} is not allowed (allowed: one line of words made of letters, digits and "
+                          f"@%+=:,./-_, e.g. {example}; no shell syntax)")
+    return words
+
+
 def check_launcher_text(launcher: str) -> None:
-    """``launcher`` is one line of words, the first a program name (the command that starts a job's ranks)."""
-    if not launcher.strip() or any(ord(c) < 32 for c in launcher):
+    """``launcher`` is a list of plain words, the first a program name (past ``VAR=value``): the command that
+    starts a job's ranks, never shell code."""
+    words = shell_words("launcher", launcher, "mpiexec or srun --mpi=pmi2")
+    if all(re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w) for w in words):
         raise ConfigError(f"launcher: {launcher!r} is not allowed (allowed: one line naming the program that starts "
                           "a job's ranks, e.g. mpiexec or srun --mpi=pmi2)")
+
+
+#: the SLURM values a job request carries (sbatch options, a Dask job script's #SBATCH lines): what each may hold
+_SLURM_TEXT = {"partition": r"[A-Za-z0-9_.,:+-]+", "account": r"[A-Za-z0-9_.,:+-]+", "qos": r"[A-Za-z0-9_.,:+-]+",
+               "constraint": r"[A-Za-z0-9_.,:+&|!*\[\]()-]+"}
+
+
+def check_slurm_text(config: Mapping[str, Any]) -> None:
+    """Each platform's ``slurm`` values and the Dask workers' SLURM requests are plain scheduler words: they reach
+    sbatch's command line and job scripts, so no shell syntax, no option (a leading '-'), no second line."""
+    for i, p in enumerate(config.get("platforms") or []):
+        slurm = p.get("slurm") or {}
+        for name, pattern in _SLURM_TEXT.items():
+            value = slurm.get(name)
+            if value is not None and (not re.fullmatch(pattern, str(value)) or str(value).startswith("-")):
+                raise ConfigError(f"platforms[{i}].slurm.{name}: {value!r} is not allowed (allowed: a SLURM name of "
+                                  "letters, digits and _.,:+- not starting with '-'; no shell syntax)")
+        if slurm.get("extra") is not None:
+            shell_words(f"platforms[{i}].slurm.extra", str(slurm["extra"]), "--exclusive")
+    v = config.get("validate") or {}
+    if v.get("worker_walltime") is not None and not re.fullmatch(r"(\d+-)?\d+(:\d\d){0,2}", str(v["worker_walltime"])):
+        raise ConfigError(f"validate.worker_walltime: {v['worker_walltime']!r} is not allowed (allowed: a SLURM time "
+                          "such as 01:00:00 or 1-00:00:00)")
+    if v.get("worker_memory") is not None and not re.fullmatch(r"\d+(\.\d+)?\s?([KMGT]i?B?)?", str(v["worker_memory"]),
+                                                             re.I):
+        raise ConfigError(f"validate.worker_memory: {v['worker_memory']!r} is not allowed (allowed: a size such as "
+                          "4GiB or 4000MB)")
+
+
+#: what every study shares under results/ (raw records, the dataset, quarantine, retry requests, FDM
+#: outputs, the history): a study named so would put its own files inside theirs
+SHARED_DIRS = ("raw", "runs", "quarantine", "retry", "fdm", "history")
+
+
+def check_study_name(config: Mapping[str, Any]) -> None:
+    """``study`` is not a directory the studies share under ``results/`` (nor the history's, where that is
+    there): ``results/<study>/`` holds the study's own files."""
+    study = str(config["study"])
+    shared = set(SHARED_DIRS)
+    path = (config.get("history") or {}).get("path")
+    if path and "://" not in str(path):
+        rel = os.path.relpath(os.path.abspath(str(path)), os.path.abspath("results"))
+        if not rel.startswith(".."):
+            shared.add(rel.split(os.sep)[0])
+    if study.casefold() in {s.casefold() for s in shared}:
+        raise ConfigError(f"study: {study!r} is not allowed (allowed: a name that is not one of the directories "
+                          f"every study shares under results/: {', '.join(sorted(shared))})")
+
+
+def check_scheduler_address(config: Mapping[str, Any]) -> None:
+    """``validate.scheduler_address`` (or ``DASK_SCHEDULER_ADDRESS`` when it is null) is an address a Dask client
+    can parse - a known scheme, a host and a port - checked without connecting, before any measurement."""
+    text = (config.get("validate") or {}).get("scheduler_address")
+    key = "validate.scheduler_address"
+    if not text:
+        text, key = os.environ.get("DASK_SCHEDULER_ADDRESS") or None, "DASK_SCHEDULER_ADDRESS"
+    if not text:
+        return
+
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(f"{key}: {text!r} is not allowed (allowed: a Dask scheduler address such as "
+                           f"tcp://host:8786; {why})")
+
+    if text != text.strip() or any(c.isspace() or ord(c) < 32 for c in text):
+        raise refuse("it holds spaces or spans lines")
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, location = parse_address(text, strict=False)
+        get_backend(scheme)
+    except (ValueError, TypeError) as exc:
+        raise refuse(str(exc).splitlines()[0] if str(exc) else "it does not parse") from None
+    if scheme in ("tcp", "tls", "ws", "wss"):
+        try:
+            host, port = parse_host_port(location)
+        except (ValueError, TypeError) as exc:
+            raise refuse(str(exc).splitlines()[0]) from None
+        if not host or not 1 <= int(port) <= 65535:
+            raise refuse("it needs a host and a port from 1 to 65535")
 
 
 def check_launcher(config: Mapping[str, Any]) -> None:
@@ -88,6 +185,30 @@ def check_launcher(config: Mapping[str, Any]) -> None:
     if shutil.which(program, path=path) is None:
         raise ConfigError(f"launcher: {program!r} is not found on PATH (allowed: a program that starts MPI ranks here, "
                           "e.g. mpiexec from the mpich extra, or srun inside a SLURM allocation)")
+
+
+def check_machine(config: Mapping[str, Any]) -> None:
+    """What a run needs of the machine it starts on, checked where runs are about to start (never in a dry run,
+    which may preview a cluster elsewhere) and by ``hetval check-config``: the launcher on PATH, a power trace
+    that is there to read, and - for runs started here - cores this machine's cpuset has."""
+    check_launcher(config)
+    trace = (config.get("energy") or {}).get("trace") or {}
+    if trace.get("path") and (config.get("energy") or {}).get("meter", "auto") in ("auto", "trace"):
+        path = str(trace["path"])
+        if not os.path.isfile(path) or not os.access(path, os.R_OK):
+            raise ConfigError(f"energy.trace.path: {path!r} is not allowed (allowed: a power meter's CSV that exists "
+                              "and can be read where the runs start; every run's meter reads it)")
+    if str(config.get("launcher") or "").split()[:1] == ["srun"]:
+        return  # the ranks start inside an allocation, whose cpuset is not this machine's
+    from sims.placement import cpuset
+
+    here = cpuset()
+    for i, p in enumerate(config.get("platforms") or []):
+        for role in ("host", "accel"):
+            cores = (p.get(role) or {}).get("cores") or []
+            if cores and max(int(c) for c in cores) >= len(here):
+                raise ConfigError(f"platforms[{i}].{role}.cores: {list(cores)} is not allowed (allowed: positions "
+                                  f"0..{len(here) - 1} of the {len(here)} CPU(s) this machine lets a run use)")
 
 
 #: where a history must never go: the file system's root and the kernel's pseudo-file systems

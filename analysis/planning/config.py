@@ -22,6 +22,9 @@ from analysis.planning.checks import (  # noqa: F401 - ConfigError, platform_lay
     check_history_path,
     check_launcher_text,
     check_memory,
+    check_scheduler_address,
+    check_slurm_text,
+    check_study_name,
     merge,
     platform_layouts,
 )
@@ -201,6 +204,9 @@ def validate_config(config: dict[str, Any], schema: Mapping[str, Any] | None = N
                               "starting with a letter or digit)")
     check_launcher_text(config["launcher"])
     check_history_path(config["history"]["path"])
+    check_study_name(config)
+    check_slurm_text(config)
+    check_scheduler_address(config)
     names = [p["name"] for p in config["platforms"]]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -418,6 +424,11 @@ def study_matrix(config: Mapping[str, Any], check: bool = True) -> list[dict[str
         if spec["run_id"] in seen:
             raise ConfigError(f"cases.{spec['case']}: run {spec['run_id']} ({spec.get('variant')}) is listed twice")
         seen.add(spec["run_id"])
+    if check and not runs:
+        from analysis.registry import cases
+
+        raise ConfigError("cases: the study runs nothing (allowed: at least one enabled case section, of "
+                          f"{', '.join(sorted(cases()))}; a study file is the whole study)")
     if check:  # not inside a batch job's own Snakemake: its allocation is not the node the study was checked for
         check_memory(config, runs)
     return runs

@@ -42,7 +42,7 @@ def test_shipped_configs_validate(repo):
         ({"cases": {"sa": {"sizes": "big"}}}, "cases.sa.sizes: 'big' is not allowed (allowed: of type array)"),
         ({"characterize": {"repetitions": 3}}, "characterize.repetitions: 3 is not allowed (allowed: a number >= 5"),
         ({"study": "bad name"}, "study: 'bad name' is not allowed (allowed: text matching"),
-        ({"cases": {"fdm": {"warmup": -1}}}, "cases.fdm.warmup: -1 is not allowed (allowed: a number >= 0)"),
+        ({"cases": {"fdm": {"warmup": -1}}}, "cases.fdm.warmup: -1 is not allowed (allowed: a number >= 0 and <= 100)"),
         ({"cases": {"fdm": {"warmup": 1.5}}}, "cases.fdm.warmup: 1.5 is not allowed (allowed: of type integer or null)"),
     ],
 )
@@ -89,10 +89,14 @@ def test_duplicate_platform_names():
         validate_config(cfg)
 
 
-def test_an_empty_study_runs_nothing_on_the_default_platform():
+def test_an_empty_study_is_refused_before_anything_runs():
     cfg = validate_config({})
     assert [p["name"] for p in cfg["platforms"]] == ["cpu-pair-numpy-numba"]
-    assert cfg["cases"] == {} and study_matrix(cfg) == []
+    assert cfg["cases"] == {} and study_matrix(cfg, check=False) == []
+    with pytest.raises(ConfigError, match="cases: the study runs nothing"):
+        study_matrix(cfg)
+    with pytest.raises(ConfigError, match="cases: the study runs nothing"):
+        study_matrix(validate_config(merge(minimal(), {"cases": {"sa": {"enabled": False}}})))
 
 
 def test_a_case_absent_or_disabled_in_the_study_does_not_run(repo):
@@ -136,7 +140,7 @@ def test_cli_config_error_is_one_line_without_traceback(tmp_path, repo, env):
     bad.write_text(yaml.safe_dump({"runs": {"warmup": -1}}))
     out = cli("check-config", "--configfile", str(repo / "config" / "config.yaml"), "--configfile", str(bad))
     assert out.returncode == 2
-    assert out.stderr.strip() == "hetval: config error: runs.warmup: -1 is not allowed (allowed: a number >= 0)"
+    assert out.stderr.strip() == "hetval: config error: runs.warmup: -1 is not allowed (allowed: a number >= 0 and <= 100)"
     assert "Traceback" not in out.stderr
 
 

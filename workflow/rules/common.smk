@@ -11,7 +11,7 @@ REPO_DIR = os.path.dirname(WORKFLOW_DIR)
 sys.path.insert(0, REPO_DIR)
 
 from analysis.planning.jobs import COMPUTED, Layout, batch_cores, batch_request, batches, round_shares, interpreter_first_on_path, job_resources, launch_prefix, profile_defaults, scheduler_keys, shared_launch_prefix  # noqa: E402
-from analysis.planning.checks import check_launcher, command_line_values, merge, node_memory_mb  # noqa: E402
+from analysis.planning.checks import check_machine, command_line_values, merge, node_memory_mb  # noqa: E402
 from analysis.planning.config import (  # noqa: E402
     ConfigError,
     characterize_spec,
@@ -42,7 +42,7 @@ try:
     merge(config, command_line_values(dict(workflow.config_settings.config), load_schema()))
     validate_config(config)
     if not DRYRUN and workflow.is_main_process:
-        check_launcher(config)  # where runs are about to start (a dry run may plan for a cluster elsewhere)
+        check_machine(config)  # where runs are about to start (a dry run may plan for a cluster elsewhere)
     # the memory check runs where the study is planned, not again inside each batch job (held to its allocation)
     RUNS = {spec["run_id"]: spec for spec in study_matrix(config, check=workflow.is_main_process)}
 except (ConfigError, RegistryError) as exc:
