@@ -1,6 +1,6 @@
 """What the workflow checks each time it starts, so that a plain re-invocation heals what a kill left behind.
 
-Snakemake decides what to redo from files' presence and times. Three things a killed or tampered run
+Snakemake decides what to redo from files' presence and times. Four things a killed or tampered run
 leaves are invisible to that, and :func:`at_start` (called by ``workflow/rules/common.smk`` while the
 workflow is parsed, before Snakemake builds its job graph) turns each into something it sees:
 
@@ -11,8 +11,14 @@ workflow is parsed, before Snakemake builds its job graph) turns each into somet
   for Snakemake to report.
 * **A dataset that differs from what gather wrote.** The gather manifest lists every data file of the
   study with its checksum (:func:`analysis.storage.manifest.check_manifest`). A file missing, added or changed
-  makes the manifest older than its inputs (its time is set to the epoch), so gather - and everything
-  after it - runs again and rebuilds the dataset from the raw records.
+  (or a manifest that does not read) sets the manifest aside into ``results/quarantine/<study>/`` with its
+  reason, so that Snakemake finds gather's output missing and runs gather - and everything after it - in this
+  same invocation, rebuilding the dataset from the raw records. (An older time would not do: Snakemake
+  compares an output's time with its inputs' only when the time is not the epoch, and reruns a job for a newer
+  input only when the input's recorded checksum changed.)
+* **A characterised file that does not read.** A replicate's raw samples or document, or a pooled platform
+  file, that does not parse is set aside the same way, so that its replicate is characterised (or its
+  platform pooled) again in this invocation.
 * **Runs given up after repeated failures** (:mod:`analysis.planning.retry`) are retried again when the user asks
   (config ``retry_failed``) or when the code changed since their last attempt.
 """
@@ -23,6 +29,7 @@ import json
 import os
 import shutil
 import socket
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -68,20 +75,91 @@ def claim_lock(snakemake_dir: str | Path = ".snakemake") -> None:
                                                 "host": socket.gethostname()}) + "\n")
 
 
-def stale_manifest(manifest: str | Path, runs_dir: str | Path, study: str, log: Any = print) -> list[str]:
-    """When ``study``'s data files differ from what ``manifest`` records, say how and age the manifest to the
-    epoch, so that Snakemake reruns gather (an output older than its inputs) and what follows it."""
+def set_aside(path: Path, quarantine: Path, why: str) -> Path:
+    """Move ``path`` out of Snakemake's sight into ``quarantine`` with its reason (nothing is deleted): an output
+    that is missing is one Snakemake makes again."""
+    quarantine.mkdir(parents=True, exist_ok=True)
+    dst = quarantine / f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.{os.getpid()}"
+    shutil.move(str(path), dst)
+    atomic_write_text(dst.with_name(dst.name + ".reason.txt"), why + "\n")
+    return dst
+
+
+def stale_manifest(manifest: str | Path, runs_dir: str | Path, study: str, log: Any = print,
+                   quarantine: str | Path | None = None) -> list[str]:
+    """When ``study``'s data files differ from what ``manifest`` records, say how and set the manifest aside
+    (into ``quarantine``, default ``results/quarantine/<study>`` beside ``runs_dir``), so that Snakemake reruns
+    gather and what follows it in this invocation."""
     from analysis.storage.manifest import check_manifest
 
+    manifest = Path(manifest)
     problems = check_manifest(manifest, runs_dir, study)
     if problems:
         for line in problems[:5]:
             log(f"hetval: {line}")
         if len(problems) > 5:
             log(f"hetval: ... and {len(problems) - 5} more")
-        log(f"hetval: the dataset differs from what gather recorded in {manifest}: gathering again")
-        os.utime(manifest, (0, 0))
+        where = Path(quarantine) if quarantine is not None else Path(runs_dir).parent / "quarantine" / study
+        dst = set_aside(manifest, where, problems[0])
+        log(f"hetval: the dataset differs from what gather recorded in {manifest}: gathering again (the manifest "
+            f"is kept as {dst})")
     return problems
+
+
+def _platform_problem(path: Path) -> str | None:
+    """Why a characterised platform file (pooled or one replicate's) cannot serve, or None (also when absent)."""
+    from sims.platform_file import PlatformFileError, read_raw, roofline_rates
+
+    if not path.exists():
+        return None
+    try:
+        roofline_rates(read_raw(path), str(path))
+    except (PlatformFileError, OSError, RecursionError) as exc:
+        return f"{path}: not a readable platform file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+    return None
+
+
+def _raw_samples_problem(path: Path) -> str | None:
+    """Why a replicate's raw samples (``<platform>.<k>.json``) cannot be pooled, or None (also when absent)."""
+    from sims.bench.document import RAW_FORMAT
+
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        return f"{path}: not valid JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+    if not isinstance(doc, dict) or doc.get("format") != RAW_FORMAT:
+        return f"{path}: not a replicate's raw samples (format {RAW_FORMAT})"
+    return None
+
+
+def corrupt_platforms(study: str, platforms: Iterable[str], replicates: int, results: str | Path = "results",
+                      log: Any = print) -> list[str]:
+    """Characterised files that do not read (a kill, a full disk, an edit): each replicate's pair (raw samples
+    and document, one job's outputs) and each pooled platform file is set aside into
+    ``results/quarantine/<study>/platforms/`` with its reason, so that Snakemake characterises or pools that
+    platform again in this invocation. Returns the reasons."""
+    results = Path(results)
+    out, quarantine = results / study / "platforms", results / "quarantine" / study / "platforms"
+    found = []
+    for platform in platforms:
+        for k in range(1, replicates + 1):
+            pair = [out / "replicates" / f"{platform}.{k}.{kind}" for kind in ("json", "yaml")]
+            why = _raw_samples_problem(pair[0]) or _platform_problem(pair[1])
+            if why:
+                for f in pair:
+                    if f.exists():
+                        set_aside(f, quarantine, why)
+                log(f"hetval: {why}: set aside, characterising replicate {k} of {platform} again")
+                found.append(why)
+        pooled = out / f"{platform}.yaml"
+        why = _platform_problem(pooled)
+        if why:
+            set_aside(pooled, quarantine, why)
+            log(f"hetval: {why}: set aside, pooling {platform}'s replicates again")
+            found.append(why)
+    return found
 
 
 def missing_records(study: str, run_ids: Iterable[str], results: str | Path = "results",
@@ -135,9 +213,10 @@ def retry_new_failures(study: str, max_attempts: int, results: str | Path = "res
 
 
 def at_start(study: str, retry_failed: bool, dryrun: bool, log: Any = print, results: str | Path = "results",
-             snakemake_dir: str | Path = ".snakemake", runs: Iterable[str] = (), max_attempts: int = 2) -> None:
-    """Everything above, for one invocation of the workflow on ``study`` (a dry run changes nothing but the
-    manifest's time, so that it shows what the real run will redo)."""
+             snakemake_dir: str | Path = ".snakemake", runs: Iterable[str] = (), max_attempts: int = 2,
+             platforms: Iterable[str] = (), replicates: int = 0) -> None:
+    """Everything above, for one invocation of the workflow on ``study`` (a dry run changes nothing but setting
+    a stale manifest aside, so that it shows what the real run will redo)."""
     from analysis.planning.retry import revive
     from sims.record import git_state
 
@@ -146,6 +225,7 @@ def at_start(study: str, retry_failed: bool, dryrun: bool, log: Any = print, res
         clear_stale_lock(snakemake_dir, log)
         claim_lock(snakemake_dir)
     stale_manifest(results / study / "gathered.json", results / "runs", study, log)
+    corrupt_platforms(study, platforms, replicates, results, log)
     missing_records(study, runs, results, log)
     if dryrun:
         return

@@ -305,11 +305,15 @@ def validate(
         files = [Path(f) for f in platform_files] if platform_files else sorted(Path(platforms_dir).glob("*.yaml"))
         card = scorecard({t: f[0] for t, f in tables.items()}, platforms.processors, settings, machine_fingerprints(files))
         study = "+".join(sorted(set(studies))) if studies else "all"
-        # tonight's snapshot first (the scorecard's rows in it), then the scorecard with the verdict of every night
-        # of this code, configuration and machine pooled (analysis.tracking.pooled)
-        where = history.record(history_path, study, {**{t: f[0] for t, f in tables.items()}, "scorecard": card}, files,
-                               config_hash, settings.as_dict(), {t: c.name for c in registered.values() for t in c.tables})
-        card = pooled_scorecard(card, history_path, study, Path(where).stem if where else None, settings.level)
+        # tonight's snapshot (the scorecard's rows in it), then the scorecard with the verdict of every night of
+        # this code, configuration and machine pooled (analysis.tracking.pooled); the snapshot is appended last,
+        # once every other output is written, so that a validation that fails appends nothing
+        tonight = history.snapshot(study, {**{t: f[0] for t, f in tables.items()}, "scorecard": card}, files,
+                                   config_hash, settings.as_dict(),
+                                   {t: c.name for c in registered.values() for t in c.tables}) if history_path else None
+        where = history.snapshot_path(history_path, study, tonight) if tonight is not None else None
+        card = pooled_scorecard(card, history_path, study, Path(where).stem if where else None, settings.level,
+                                tonight)
         write(to_arrow(card, "scorecard"), out_dir / "scorecard.parquet")
     log(f"[hetval validate] scorecard: {len(card)} row(s); "
         + ", ".join(f"{v} {int((card['verdict'] == v).sum())}" for v in VERDICTS if (card["verdict"] == v).any())
@@ -319,7 +323,8 @@ def validate(
     summary["provenance"] = _provenance(config_hash, settings, where)
     summary["provenance"].update(study=study, history=str(history_path) if history_path else None)
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=1))
-    if where:
+    if tonight is not None:
+        where = history.append(history_path, study, tonight)
         log(f"[hetval validate] history snapshot -> {where}")
     log("[hetval validate] " + ", ".join(f"{n} ok {c} runs" for c, n in counts.items())
         + f"; {summary['runs_metered']} with measured energy, {summary['runs_failed']} failed, "

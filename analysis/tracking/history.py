@@ -43,15 +43,17 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 import secrets
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as pads
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -81,7 +83,6 @@ SCHEMA = pa.schema([
 ROW_COLUMNS = ["kind", "case", "platform", "group", "model", "metric", "value", "lo", "hi", "n_reps",
                "n_alternatives"]
 #: The partition column (in the path, not in the files).
-PARTITION = pa.schema([("study", pa.string())])
 
 
 class HistoryError(ValueError):
@@ -282,36 +283,89 @@ def _write(fs: pafs.FileSystem, table: pa.Table, final: str) -> None:
         raise
 
 
-def compact(path: str | Path, study: str, at_least: int = COMPACT_AT) -> int:
+#: the name of a file a history holds under ``study=<study>/``: one snapshot, or snapshots folded by :func:`compact`
+SNAPSHOT_FILE = re.compile(r"(?:\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{8}|compact-[0-9A-Za-z.-]+)\.parquet")
+
+
+def snapshot_files(path: str | Path, study: str | None = None) -> tuple[pafs.FileSystem, list[tuple[str, str]]]:
+    """The history's filesystem and its snapshot files as (study, path), oldest name first: only files named as
+    :func:`append` and :func:`compact` name them, one level under a ``study=<name>`` directory; anything else
+    there (a stray file, a temporary one, another tool's) is not part of the history."""
+    fs, root = filesystem(path)
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.NotFound:
+        return fs, []
+    if info.type != pafs.FileType.Directory:
+        raise HistoryError(f"history path {path} is not a directory")
+    found = []
+    for entry in fs.get_file_info(pafs.FileSelector(root, allow_not_found=True)):
+        name = entry.base_name
+        if entry.type != pafs.FileType.Directory or not name.startswith("study=") or (study and name != f"study={study}"):
+            continue
+        for f in fs.get_file_info(pafs.FileSelector(entry.path, allow_not_found=True)):
+            if f.type == pafs.FileType.File and SNAPSHOT_FILE.fullmatch(f.base_name):
+                found.append((name[len("study="):], f.path))
+    return fs, sorted(found, key=lambda x: x[1].rpartition("/")[2])
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _tables(path: str | Path, study: str | None, columns: list[str] | None,
+            log: Any = _warn) -> Iterator[tuple[str, pa.Table]]:
+    """Each readable snapshot file's rows (``columns`` of :data:`SCHEMA`, with its study), one file at a time; a
+    file that does not read (truncated by a kill or a full disk) is skipped and named through ``log``."""
+    fs, files = snapshot_files(path, study)
+    wanted = [c for c in (columns or SCHEMA.names) if c != "study"]
+    for name, f in files:
+        try:
+            table = pq.read_table(f, filesystem=fs, schema=SCHEMA, columns=wanted)
+        except (OSError, pa.ArrowException) as exc:
+            log(f"hetval: history: skipped {f}: not a readable snapshot ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
+            continue
+        yield f, table.append_column("study", pa.array([name] * table.num_rows, pa.string()))
+
+
+def compact(path: str | Path, study: str, at_least: int = COMPACT_AT, log: Any = _warn) -> int:
     """Fold the loose snapshot files of ``study`` into one ``compact-*.parquet`` when there are ``at_least``.
 
     Content is never changed: the folded file holds exactly the snapshots' rows, written (temporary
     name, rename) before the loose files are removed. A reader in between sees a snapshot twice,
-    which :func:`read` drops; two compactions at once both leave complete files. Returns the number
-    of snapshot files folded.
+    which :func:`read` drops; two compactions at once both leave complete files. A file that does not read is
+    left where it is. Returns the number of snapshot files folded.
     """
-    fs, root = filesystem(path)
-    part = f"{root}/study={study}"
-    infos = fs.get_file_info(pafs.FileSelector(part, allow_not_found=True))
-    loose = sorted(i.path for i in infos if i.is_file and i.base_name.endswith(".parquet")
-                   and not i.base_name.startswith((".", "_", "compact-")))
+    fs, files = snapshot_files(path, study)
+    loose = [f for _, f in files if not f.rpartition("/")[2].startswith("compact-")]
     if len(loose) < at_least:
         return 0
-    table = pa.concat_tables([pq.read_table(f, filesystem=fs, schema=SCHEMA) for f in loose])
-    first, last = loose[0].rpartition("/")[2][:-8], loose[-1].rpartition("/")[2][:-8]
-    _write(fs, table, f"{part}/compact-{first}-{last}-{secrets.token_hex(4)}.parquet")
-    for f in loose:
+    fs, root = filesystem(path)
+    part = f"{root}/study={study}"
+    folded = [(f, t.drop_columns(["study"])) for f, t in _tables(path, study, None, log)
+              if not f.rpartition("/")[2].startswith("compact-")]
+    if not folded:
+        return 0
+    first, last = folded[0][0].rpartition("/")[2][:-8], folded[-1][0].rpartition("/")[2][:-8]
+    _write(fs, pa.concat_tables([t for _, t in folded]), f"{part}/compact-{first}-{last}-{secrets.token_hex(4)}.parquet")
+    for f, _ in folded:
         try:
             fs.delete_file(f)
         except (OSError, FileNotFoundError):
             pass  # another compaction took it
-    return len(loose)
+    return len(folded)
+
+
+def snapshot_path(path: str | Path, study: str, table: pa.Table) -> str:
+    """Where :func:`append` writes ``table``."""
+    _, root = filesystem(path)
+    return f"{root}/study={study}/{table.column('snapshot')[0].as_py()}.parquet"
 
 
 def append(path: str | Path, study: str, table: pa.Table) -> str:
     """Write one snapshot under ``study=<study>/`` (temporary name, then rename); returns its path.
 
-    When the study has :data:`COMPACT_AT` loose snapshot files, they are folded into one (:func:`compact`).
+    When the study has :data:`COMPACT_AT` loose snapshot files, they are folded into one (:func:`compact`); a
+    compaction that fails leaves them loose (the snapshot is in already) and says why.
     """
     fs, root = filesystem(path)
     snapshot = table.column("snapshot")[0].as_py() if table.num_rows else None
@@ -319,18 +373,20 @@ def append(path: str | Path, study: str, table: pa.Table) -> str:
         raise HistoryError("a snapshot with no rows is not appended")
     part = f"{root}/study={study}"
     fs.create_dir(part, recursive=True)
-    final = f"{part}/{snapshot}.parquet"
+    final = snapshot_path(path, study, table)
     _write(fs, table, final)
-    compact(path, study, COMPACT_AT)
+    try:
+        compact(path, study, COMPACT_AT)
+    except (OSError, pa.ArrowException) as exc:
+        _warn(f"hetval: history: the snapshots of {study} were not folded ({exc}); they stay as they are")
     return final
 
 
-def record(path: str | Path | None, study: str, tables: Mapping[str, pd.DataFrame],
-           platform_files: Iterable[str | Path], config_hash: str | None, bootstrap: Mapping[str, Any],
-           case_of_table: Mapping[str, str] | None = None) -> str | None:
-    """Append the snapshot of one validation (no-op when ``path`` is None); returns where it went."""
-    if not path:
-        return None
+def snapshot(study: str, tables: Mapping[str, pd.DataFrame], platform_files: Iterable[str | Path],
+             config_hash: str | None, bootstrap: Mapping[str, Any],
+             case_of_table: Mapping[str, str] | None = None) -> pa.Table | None:
+    """The snapshot of one validation, not yet written (None when it has no rows): :func:`append` writes it
+    once everything else the validation writes is written, so that a validation that fails appends nothing."""
     docs = []
     for f in platform_files:
         doc = read_platform(f)
@@ -339,23 +395,32 @@ def record(path: str | Path | None, study: str, tables: Mapping[str, pd.DataFram
                      ignore_index=True)
     if not len(rows):
         return None
-    return append(path, study, snapshot_table(snapshot_meta(docs, config_hash, bootstrap), rows))
+    return snapshot_table(snapshot_meta(docs, config_hash, bootstrap), rows)
 
 
-def read(path: str | Path, study: str | None = None, columns: list[str] | None = None) -> pd.DataFrame:
-    """Every snapshot in the history (of one study), as one frame sorted by time; empty when there is none."""
-    fs, root = filesystem(path)
-    info = fs.get_file_info(root)
-    if info.type == pafs.FileType.NotFound:
-        return pd.DataFrame(columns=[*SCHEMA.names, "study"])
-    if info.type != pafs.FileType.Directory:
-        raise HistoryError(f"history path {path} is not a directory")
-    schema = pa.unify_schemas([SCHEMA, PARTITION])
-    ds = pads.dataset(root, filesystem=fs, format="parquet", schema=schema,
-                      partitioning=pads.partitioning(PARTITION, flavor="hive"))
-    flt = pads.field("study") == study if study else None
-    table = ds.to_table(columns=columns, filter=flt)
-    frame = table.to_pandas()
+def record(path: str | Path | None, study: str, tables: Mapping[str, pd.DataFrame],
+           platform_files: Iterable[str | Path], config_hash: str | None, bootstrap: Mapping[str, Any],
+           case_of_table: Mapping[str, str] | None = None) -> str | None:
+    """Append the snapshot of one validation (no-op when ``path`` is None); returns where it went."""
+    if not path:
+        return None
+    table = snapshot(study, tables, platform_files, config_hash, bootstrap, case_of_table)
+    return append(path, study, table) if table is not None else None
+
+
+def read(path: str | Path, study: str | None = None, columns: list[str] | None = None, log: Any = _warn,
+         extra: pa.Table | None = None, extra_study: str | None = None) -> pd.DataFrame:
+    """Every snapshot in the history (of one study), as one frame sorted by time; empty when there is none. Only
+    snapshot files are read (:func:`snapshot_files`); one that does not read is skipped and named. ``extra``
+    (with ``extra_study``) is a snapshot not yet appended, read as if it were."""
+    names = [*(c for c in (columns or SCHEMA.names) if c != "study"), "study"]
+    parts = [t.select(names) for _, t in _tables(path, study, columns, log)]
+    if extra is not None and extra.num_rows:
+        wanted = [c for c in names if c != "study"]
+        parts.append(extra.select(wanted).append_column("study", pa.array([extra_study] * extra.num_rows, pa.string())))
+    if not parts:
+        return pd.DataFrame(columns=names)
+    frame = pa.concat_tables(parts).to_pandas()
     keys = [c for c in ("snapshot", "kind", "case", "platform", "group", "model", "metric") if c in frame.columns]
     if len(keys) == 7:  # a snapshot seen twice while a compaction was folding it
         frame = frame.drop_duplicates(keys)
@@ -372,12 +437,12 @@ TRACK_COLUMNS = ["snapshot", "time", "study", "git_sha", "git_dirty", "fingerpri
 
 def snapshot_row(path: str | Path, study: str, snapshot: str) -> dict[str, Any]:
     """Every identity column of one snapshot (its first row), e.g. the machine facts for a header."""
-    fs, root = filesystem(path)
-    schema = pa.unify_schemas([SCHEMA, PARTITION])
-    ds = pads.dataset(root, filesystem=fs, format="parquet", schema=schema,
-                      partitioning=pads.partitioning(PARTITION, flavor="hive"))
-    table = ds.head(1, filter=(pads.field("study") == study) & (pads.field("snapshot") == snapshot))
-    return table.to_pylist()[0] if table.num_rows else {}
+    for f, table in _tables(path, study, None, lambda _line: None):
+        if f.rpartition("/")[2] == f"{snapshot}.parquet" or f.rpartition("/")[2].startswith("compact-"):
+            rows = table.filter(pc.equal(table["snapshot"], snapshot))
+            if rows.num_rows:
+                return rows.slice(0, 1).to_pylist()[0]
+    return {}
 
 
 def snapshots(frame: pd.DataFrame) -> pd.DataFrame:

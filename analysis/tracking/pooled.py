@@ -168,14 +168,14 @@ def _distinct_nights(rows: pd.DataFrame) -> list[str]:
 
 
 def pooled_scorecard(card: pd.DataFrame, history_path: Any, study: str, snapshot: str | None,
-                     level: float) -> pd.DataFrame:
-    """``card`` with its pooled columns from the history at ``history_path`` (none pooled without a history or a
-    snapshot)."""
+                     level: float, tonight: Any = None) -> pd.DataFrame:
+    """``card`` with its pooled columns from the history at ``history_path`` and ``tonight``'s snapshot (an
+    Arrow table not yet appended; none pooled without a history or a snapshot)."""
     from analysis.tracking import history
 
     nights = pd.DataFrame(columns=COLUMNS)
     if history_path and snapshot:
-        frame = history.read(history_path, study, columns=COLUMNS)
+        frame = history.read(history_path, study, columns=COLUMNS, extra=tonight, extra_study=study)
         nights = same_nights(frame, snapshot)
     return pool(card, nights, level)
 

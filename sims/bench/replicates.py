@@ -95,7 +95,10 @@ def merge(raw_paths: list[str], spec: dict[str, Any], out: str | None = None) ->
 
     raws = []
     for path in raw_paths:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        try:
+            raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a replicate's raw measurements ({exc})") from None
         if not isinstance(raw, dict) or raw.get("format") != RAW_FORMAT:
             raise ValueError(f"{path} is not a replicate's raw measurements (format {RAW_FORMAT})")
         raws.append(raw)

@@ -62,6 +62,70 @@ def test_append_and_read_round_trip_with_identity(tmp_path):
     assert not [p for p in os.listdir(tmp_path / "h" / "study=s") if p.startswith(".")]
 
 
+def test_the_reader_reads_only_snapshots_and_skips_a_corrupt_one_naming_it(tmp_path, capsys):
+    """A snapshot truncated by a kill or a full disk, a stray file and another tool's Parquet under the history:
+    only snapshot files are read, a corrupt one is skipped and named, and ``track`` goes on."""
+    path = tmp_path / "h"
+    rows = history.model_rows({"fidelity": _fidelity(0.5)})
+    written = [history.append(path, "s", history.snapshot_table(
+        _meta(i, dt.datetime(2026, 1, 1 + i, tzinfo=dt.UTC)), rows)) for i in range(3)]
+    with open(written[1], "r+b") as fh:
+        fh.truncate(300)
+    (path / "study=s" / "notes.txt").write_text("not a snapshot")
+    (path / "study=s" / "x.parquet.bak").write_bytes(b"PAR1")
+    (path / "matrix.json").write_text("{}")
+    lines: list[str] = []
+    frame = history.read(path, "s", log=lines.append)
+    assert frame["snapshot"].nunique() == 2
+    assert len(lines) == 1 and written[1] in lines[0] and "not a readable snapshot" in lines[0]
+    assert history.snapshot_row(path, "s", frame["snapshot"].iloc[-1])["snapshot"] == frame["snapshot"].iloc[-1]
+    assert history.compact(path, "s", at_least=2) == 2  # the corrupt one stays where it is
+    assert os.path.exists(written[1])
+    capsys.readouterr()
+    assert main(["track", "--history", str(path), "--study", "s"]) in (0, 1)
+    assert written[1] in capsys.readouterr().err
+
+
+def test_a_directory_that_holds_no_snapshot_is_not_a_history(tmp_path, capsys):
+    """``track --history results`` (or the dataset's directory): nothing there is a snapshot; one line, exit 2."""
+    runs = tmp_path / "results" / "runs" / "study=default" / "case=sa"
+    runs.mkdir(parents=True)
+    (runs / "part-0.parquet").write_bytes(b"PAR1")
+    for where in (tmp_path / "results", tmp_path / "results" / "runs"):
+        assert main(["track", "--history", str(where), "--study", "default"]) == 2
+        err = capsys.readouterr().err
+        assert "holds no snapshot" in err and "Traceback" not in err
+
+
+def test_a_validation_that_fails_appends_no_snapshot(tmp_path, monkeypatch):
+    """The snapshot is appended last: a validation that fails after scoring (here, writing its scorecard) leaves
+    the history as it was."""
+    from analysis.scoring import validate
+    from analysis.storage import dataset
+    from sims.record import write_raw
+    from tests.analysis.test_validate import STUDY, write_platform
+
+    raw = tmp_path / "raw" / "s"
+    for rid in ("a", "b"):
+        write_raw(raw / f"{rid}.json", rid, [r for r in STUDY if r["run_id"] == rid])
+    dataset.gather([raw / "a.json", raw / "b.json"], tmp_path / "runs", tmp_path / "q", tmp_path / "r",
+                   log=lambda *_: None)
+    write_platform(tmp_path / "platforms")
+    path = tmp_path / "h"
+    validate.validate(tmp_path / "runs", tmp_path / "platforms", tmp_path / "val", history_path=path,
+                      log=lambda *_: None)
+    assert len(history.snapshot_files(path)[1]) == 1
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(validate, "pooled_scorecard", fail)
+    with pytest.raises(OSError):
+        validate.validate(tmp_path / "runs", tmp_path / "platforms", tmp_path / "val", history_path=path,
+                          log=lambda *_: None)
+    assert len(history.snapshot_files(path)[1]) == 1
+
+
 def _append_one(args):
     path, i = args
     rows = history.model_rows({"fidelity": _fidelity(0.1 * i)})

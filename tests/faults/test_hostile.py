@@ -126,7 +126,7 @@ def test_a_data_file_that_does_not_read_is_set_aside_and_rebuilt_from_the_raw_re
     assert check_manifest(manifest, root / "results" / "runs", "s") == []
 
 
-def test_the_manifest_notices_a_missing_added_or_changed_file_and_ages_itself(root):
+def test_the_manifest_notices_a_missing_added_or_changed_file_and_sets_itself_aside(root):
     files = [put(root, "s", rid) for rid in ("a" * 16, "b" * 16)]
     res, _ = run_gather(root, files)
     manifest = root / "results" / "s" / "gathered.json"
@@ -138,7 +138,9 @@ def test_the_manifest_notices_a_missing_added_or_changed_file_and_ages_itself(ro
     lines: list[str] = []
     problems = heal.stale_manifest(manifest, runs, "s", lines.append)
     assert len(problems) == 2 and any("missing" in p for p in problems) and any("not written by" in p for p in problems)
-    assert manifest.stat().st_mtime == 0 and any("gathering again" in line for line in lines)
+    assert not manifest.exists() and any("gathering again" in line for line in lines)
+    [kept] = [p for p in (root / "results" / "quarantine" / "s").iterdir() if not p.name.endswith(".reason.txt")]
+    assert kept.name.startswith("gathered.json.") and json.loads(kept.read_text()) == res.as_dict()  # nothing lost
     res, lines = run_gather(root, files, matrix=Matrix("s", {"a" * 16: "sa", "b" * 16: "sa"}))
     assert (runs / "study=s" / "case=sa" / "part-b.parquet").exists()
     assert not (runs / "study=s" / "case=sa" / "stray.parquet").exists()  # set aside: not a data file

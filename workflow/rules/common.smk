@@ -83,7 +83,8 @@ MATRIX_DIGEST = stable_hash(MATRIX)
 # given up after repeated failures are retried when asked (retry_failed) or when the code changed.
 if workflow.is_main_process:
     heal_at_start(STUDY, bool(config["retry_failed"]), dryrun=DRYRUN, runs=RUNS,
-                  max_attempts=int(config["runs"]["max_attempts"]))
+                  max_attempts=int(config["runs"]["max_attempts"]), platforms=sorted(platform_layouts(config)),
+                  replicates=int(config["characterize"]["replicates"]))
 
 
 wildcard_constraints:
