@@ -51,6 +51,40 @@ def _existing(path: str | os.PathLike[str], what: str, directory: bool = False) 
     return p
 
 
+#: where no command writes: the file system's root and the kernel's pseudo-file systems
+_NO_OUTPUT = ("/proc", "/sys", "/dev", "/run")
+
+
+def _output(path: str | os.PathLike[str] | None, what: str, directory: bool = True) -> Path | None:
+    """An output path a command may write: not under the kernel's pseudo-file systems or the root itself, not a
+    file where a directory goes (or the other way round), and the nearest folder that exists is writable (a
+    read-only or otherwise closed file system costs seconds, not a whole validation)."""
+    if path is None:
+        return None
+    p = Path(path)
+    where = os.path.realpath(p)
+    if where == "/" or any(where == d or where.startswith(d + "/") for d in _NO_OUTPUT):
+        raise InputError(f"{what} {p}: no output goes there (the root or a kernel pseudo-file system)")
+    if p.exists() and directory and not p.is_dir():
+        raise InputError(f"{what} {p} is a file, not a directory")
+    if p.exists() and not directory and p.is_dir():
+        raise InputError(f"{what} {p} is a directory, not a file")
+    parent = Path(where) if directory else Path(where).parent
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK) or _read_only(parent):
+        raise InputError(f"{what} {p}: {parent} cannot be written (read-only or not permitted)")
+    return p
+
+
+def _read_only(folder: Path) -> bool:
+    """Whether ``folder`` lies on a file system mounted read-only (root may write anywhere else)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def _config(args: argparse.Namespace) -> dict:
     return load_config(*(args.configfile or []))
 
@@ -98,6 +132,13 @@ def cmd_gather(args: argparse.Namespace) -> int:
             raise InputError(str(exc)) from None
     if not files and matrix is None:
         raise InputError("nothing to gather: give raw record files or --raw-dir")
+    try:
+        section_of("runs", {"max_attempts": args.max_attempts})
+    except ConfigError as exc:
+        raise InputError(f"{exc} (--max-attempts)") from None
+    for folder, what in ((args.runs, "--runs"), (args.quarantine, "--quarantine"), (args.retry, "--retry")):
+        _output(folder, what)
+    _output(args.manifest, "--manifest", directory=False)
     previous = None
     if args.manifest and Path(args.manifest).exists():
         try:
@@ -147,8 +188,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not any(runs.glob("study=*/case=*/*.parquet")):
         raise InputError(f"--runs {runs} holds no dataset (study=*/case=*/*.parquet): gather first")
     files = [_existing(f, "--platform-file") for f in args.platform_file or []]
-    if not files:
-        _existing(args.platforms, "--platform-dir", directory=True)
+    if not files and not any(_existing(args.platforms, "--platform-dir", directory=True).glob("*.yaml")):
+        raise InputError(f"--platform-dir {args.platforms} holds no platform file (*.yaml): characterise first")
+    from analysis.storage.dataset import partition_files
+
+    for study in args.study or []:
+        if not partition_files(runs, [study]):
+            known = sorted({f[0] for f in partition_files(runs)})
+            raise InputError(f"--study {study}: the dataset {runs} holds no run of it (it holds {', '.join(known)})")
+    _output(args.out, "--out")
     given = {k: getattr(args, k) for k in ("resamples", "seed", "level", "noise_alpha") if getattr(args, k) is not None}
     try:  # the defaults and bounds of the config's uncertainty section (the schema)
         settings = uncertainty_settings(**given)
@@ -167,9 +215,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
                  dask_settings=dask_settings)
     except (ClusterStartError, WorkersLost) as exc:
         raise InputError(str(exc)) from None
-    except (OSError, TimeoutError) as exc:
-        raise InputError(f"cannot reach {dask_settings.describe()} within {args.connect_timeout:g} s "
-                         f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no answer'})") from None
     return 0
 
 
@@ -191,6 +236,13 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise InputError(f"--manifest {quarantine} is not a gather manifest (no 'quarantined' list)")
     if args.processes is not None and args.processes < 1:
         raise InputError(f"--processes must be >= 1, got {args.processes}")
+    if args.case:
+        from analysis.registry import cases
+
+        unknown = [c for c in args.case if c not in cases()]
+        if unknown:
+            raise InputError(f"--case {unknown[0]}: not a registered case (registered: {', '.join(sorted(cases()))})")
+    _output(args.out, "--out")
     from sims.placement import cpuset
 
     processes = args.processes or min(4, len(cpuset()))
@@ -213,7 +265,16 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
     if not args.raw_dir and not args.platform_file:
         raise InputError("give --raw-dir, --platform-file or both")
     _existing(args.trace, "--trace")
+    try:  # held to the energy section's bounds, as the config's keys are: no NaN, no count below 1
+        section_of("energy", {"min_periods": args.min_periods,
+                              "trace": {"path": str(args.trace), "clock_offset_s": args.clock_offset}})
+    except ConfigError as exc:
+        raise InputError(f"{exc} (--clock-offset, --min-periods)") from None
     raw_dir = _existing(args.raw_dir, "--raw-dir", directory=True) if args.raw_dir else None
+    if raw_dir is not None:
+        if not any(p.is_file() and not p.is_symlink() for p in raw_dir.glob("*.json")):
+            raise InputError(f"--raw-dir {raw_dir} holds no raw record (*.json)")
+        _output(raw_dir, "--raw-dir")
     platform_files = [_existing(f, "--platform-file") for f in args.platform_file or []]
     try:
         # the platform's overlay first, the records second: the re-gathered records then meet the new parameters
@@ -286,6 +347,22 @@ def _scorecard_of(arg: str) -> Path | None:
     return path if path.is_file() and path.suffix == ".parquet" else None
 
 
+def _scorecard_table(path: Path) -> Any:
+    """The scorecard at ``path`` as a frame; one that does not read, or another table, is an input error."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0] if str(exc) else 'no detail'})"
+                         ) from None
+    name = (table.schema.metadata or {}).get(b"hetval.table", b"").decode()
+    if name != "scorecard" or "workload_class" not in table.column_names:
+        raise InputError(f"{path}: a {name or 'foreign'!r} table, not a scorecard (compare two scorecards)")
+    return table.to_pandas()
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -299,7 +376,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              "(compare two machines' scorecards, or two history snapshots)")
         from analysis.scoring.compare import compare_machines, describe
 
-        a, b = (pd.read_parquet(c) for c in cards)
+        a, b = (_scorecard_table(c) for c in cards)
         table = compare_machines(a, b)
         if args.json:
             print(table.to_json(orient="records"))
@@ -487,6 +564,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         sys.stderr.close()
         return 0
+    except OSError as exc:  # a path that cannot be read or written: a full disk, a read-only one, /proc
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"hetval {args.command}: {where}{exc.strerror or str(exc).splitlines()[0] if str(exc) else exc!r}",
+              file=sys.stderr)
+        return 2
+    except RecursionError:
+        print(f"hetval {args.command}: an input is nested too deeply to read", file=sys.stderr)
+        return 2
     except Exception as exc:  # an input error (pandas and pyarrow are loaded only by the commands that raise theirs)
         kinds = {"analysis.storage.schema": "DatasetSchemaError", "analysis.tracking.history": "HistoryError",
                  "sims.platform_file": "PlatformFileError", "sims.yamlfile": "YAMLFileError"}

@@ -46,8 +46,11 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     and ``path`` is untouched.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # named as the file meant, not its temporary name
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     os.close(fd)
     try:
         yield Path(tmp)
@@ -55,9 +58,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.fsync(fh.fileno())
         os.chmod(tmp, _umask_mode())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError | FileExistsError | PermissionError):
+            # a full disk, a read-only file system: named as the file meant (the writer saw only the temporary)
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
 
 
@@ -96,3 +102,26 @@ def parquet_writer(threads: int = 2) -> Iterator[Callable[[Any, str | os.PathLik
         yield lambda frame, path: pending.append(pool.submit(atomic_write_parquet, frame, path))
         for done in pending:
             done.result()
+
+
+@contextlib.contextmanager
+def staged_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a staging directory beside ``path``; on a clean exit each file in it is renamed into ``path`` (its
+    subdirectories made), on an exception the staging directory is removed and ``path`` is untouched: a full
+    disk or a kill mid-way never leaves an output directory half new and half old."""
+    import shutil
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+    try:
+        yield stage
+        for src in sorted(p for p in stage.rglob("*") if p.is_file()):
+            dst = path / src.relative_to(stage)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dst)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

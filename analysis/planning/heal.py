@@ -144,17 +144,21 @@ def corrupt_platforms(study: str, platforms: Iterable[str], replicates: int, res
     out, quarantine = results / study / "platforms", results / "quarantine" / study / "platforms"
     found = []
     for platform in platforms:
+        pooled = out / f"{platform}.yaml"
+        why = None
         for k in range(1, replicates + 1):
             pair = [out / "replicates" / f"{platform}.{k}.{kind}" for kind in ("json", "yaml")]
-            why = _raw_samples_problem(pair[0]) or _platform_problem(pair[1])
-            if why:
+            bad = _raw_samples_problem(pair[0]) or _platform_problem(pair[1])
+            if bad:
                 for f in pair:
                     if f.exists():
-                        set_aside(f, quarantine, why)
-                log(f"hetval: {why}: set aside, characterising replicate {k} of {platform} again")
-                found.append(why)
-        pooled = out / f"{platform}.yaml"
-        why = _platform_problem(pooled)
+                        set_aside(f, quarantine, bad)
+                log(f"hetval: {bad}: set aside, characterising replicate {k} of {platform} again")
+                found.append(bad)
+                # the pooled file holds that replicate's samples: pooled again, which makes Snakemake (asking for
+                # the pooled file) characterise the replicate again
+                why = why or f"{pooled}: pooled from replicate {k}, which was set aside"
+        why = why if why and pooled.exists() else _platform_problem(pooled)
         if why:
             set_aside(pooled, quarantine, why)
             log(f"hetval: {why}: set aside, pooling {platform}'s replicates again")

@@ -23,7 +23,7 @@ from pathlib import Path
 from analysis.report.common import Inputs, fmt_fraction, load_inputs, variant_sort_key
 from analysis.report.drawing import drawing
 from analysis.report.section import Section, SectionOutput
-from sims.atomic import atomic_write_bytes
+from sims.atomic import atomic_write_bytes, staged_directory
 
 __all__ = ["Section", "SectionOutput", "build_report", "fmt_fraction", "main", "page_sections", "variant_sort_key"]
 
@@ -110,7 +110,19 @@ def build_report(
     str
         The plain-text summary, identical to ``out_dir/summary.txt``.
     """
-    out = Path(out_dir)
+    final = Path(out_dir)
+    with staged_directory(final) as out:  # the whole page or none: a full disk leaves the last report
+        text, drawn = _build(validation_dir, platforms_dir, quarantine_dir, out, final, title, cases, processes)
+    _prune_stale_figures(final / FIGURES, drawn)
+    _prune_stale_figures(final, set())  # figures of the layout before figures/ existed
+    return text
+
+
+def _build(validation_dir: str | os.PathLike[str],
+           platforms_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+           quarantine_dir: str | os.PathLike[str], out: Path, final: Path, title: str, cases: Sequence[str] | None,
+           processes: int) -> tuple[str, set[str]]:
+    """:func:`build_report` into the staging directory ``out``; returns the summary and the figures drawn."""
     figures = out / FIGURES
     figures.mkdir(parents=True, exist_ok=True)
     plats = Path(platforms_dir) if isinstance(platforms_dir, str | os.PathLike) else [Path(p) for p in platforms_dir]
@@ -130,13 +142,11 @@ def build_report(
         lines += o.lines
     if notes:
         lines += ["", "notes:", *(f"  {n}" for n in notes)]
-    lines += ["", f"report: {index}"]
+    lines += ["", f"report: {final / 'index.html'}"]
     text = "\n".join(lines) + "\n"
     atomic_write_bytes(out / "summary.txt", text.encode())
     atomic_write_bytes(index, _render(title, outputs, notes).encode())
-    _prune_stale_figures(figures, {f.file for o in outputs for f in o.figures})
-    _prune_stale_figures(out, set())  # figures of the layout before figures/ existed
-    return text
+    return text, {f.file for o in outputs for f in o.figures}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -93,15 +93,24 @@ def dask_client(settings: DaskSettings, records: int | None = None) -> Iterator[
     """A ``distributed.Client`` on the cluster ``settings`` chooses; the cluster is closed afterwards. A local
     cluster for fewer ``records`` than :data:`THREADS_BELOW_RECORDS` runs its workers as threads of this process.
 
-    An unreachable scheduler raises ``OSError`` / ``TimeoutError`` within ``connect_timeout``; a SLURM cluster
-    whose first worker does not start in time, or without dask-jobqueue, raises :class:`ClusterStartError`.
+    A scheduler that cannot be reached within ``connect_timeout``, a local cluster that cannot start, a SLURM
+    cluster whose first worker does not start in time, or one without dask-jobqueue, raises
+    :class:`ClusterStartError`; an error of the job itself (a full disk, say) passes through as it is.
     """
     from distributed import Client, LocalCluster
 
+    def unreachable(exc: BaseException) -> ClusterStartError:
+        return ClusterStartError(f"cannot reach {settings.describe(records)} within {settings.connect_timeout:g} s "
+                                 f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no answer'})")
+
     addr = scheduler_address(settings.address)
     if addr:
-        probe_scheduler(addr, settings.connect_timeout)
-        with Client(addr, timeout=settings.connect_timeout) as client:
+        try:  # only reaching the cluster becomes a cluster error: what the job does with it is its own
+            probe_scheduler(addr, settings.connect_timeout)
+            client = Client(addr, timeout=settings.connect_timeout)
+        except (OSError, TimeoutError) as exc:
+            raise unreachable(exc) from None
+        with client:
             yield client
         return
     if settings.cluster == "slurm":
@@ -145,9 +154,18 @@ def dask_client(settings: DaskSettings, records: int | None = None) -> Iterator[
             for lg in loggers:
                 lg.removeFilter(quiet)
         return
-    with LocalCluster(n_workers=settings.workers, threads_per_worker=1, processes=settings.local_processes(records),
-                      dashboard_address=None) as cluster, Client(cluster, timeout=settings.connect_timeout) as client:
-        yield client
+    try:
+        cluster = LocalCluster(n_workers=settings.workers, threads_per_worker=1,
+                               processes=settings.local_processes(records), dashboard_address=None)
+    except (OSError, TimeoutError) as exc:
+        raise unreachable(exc) from None
+    with cluster:
+        try:
+            client = Client(cluster, timeout=settings.connect_timeout)
+        except (OSError, TimeoutError) as exc:
+            raise unreachable(exc) from None
+        with client:
+            yield client
 
 
 def worker_hosts(client: Any) -> list[str]:

@@ -50,7 +50,7 @@ from analysis.storage.schema import RUN_SCHEMA
 from analysis.tracking import history
 from analysis.tracking.pooled import pooled_scorecard
 from analysis.tracking.pooled import summary_line as pooled_line
-from sims.atomic import atomic_write_text, parquet_writer
+from sims.atomic import atomic_write_text, parquet_writer, staged_directory
 
 #: Tables every validation writes besides the cases' own.
 ENGINE_TABLES = ("failed", "published", "scorecard")
@@ -186,8 +186,24 @@ def validate(
     test (:mod:`analysis.scoring.uncertainty`); with ``history_path`` the validation appends one snapshot to the
     history (:mod:`analysis.tracking.history`).
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    final_dir = Path(out_dir)
+    with staged_directory(final_dir) as out_dir:  # every table or none: a full disk leaves the last validation
+        summary, tonight = _validate(runs_dir, platforms_dir, out_dir, final_dir, studies, address, log, dask_settings,
+                                     published_dir, platform_files, connect_timeout, uncertainty, history_path,
+                                     config_hash)
+    if tonight is not None:  # appended last: a validation that fails appends nothing
+        where = history.append(history_path, summary["provenance"]["study"], tonight)
+        log(f"[hetval validate] history snapshot -> {where}")
+    return summary
+
+
+def _validate(runs_dir: str | Path, platforms_dir: str | Path, out_dir: Path, final_dir: Path,
+              studies: Sequence[str] | None, address: str | None, log: Any, dask_settings: DaskSettings | None,
+              published_dir: str | Path | None, platform_files: Sequence[str | Path] | None, connect_timeout: float,
+              uncertainty: Settings | None, history_path: str | Path | None,
+              config_hash: str | None) -> tuple[dict[str, Any], Any]:
+    """:func:`validate` writing into the staging directory ``out_dir``; returns the summary and tonight's
+    snapshot (not yet appended)."""
     platforms = Platforms.from_files(list(platform_files)) if platform_files else Platforms.read(platforms_dir)
     registered = cases()
     where = dask_settings or DaskSettings(address=address, connect_timeout=connect_timeout)
@@ -200,8 +216,16 @@ def validate(
     import pyarrow.parquet as pq
 
     records = 0
+    import pyarrow as pa
+
+    from analysis.storage.schema import DatasetSchemaError
+
     for f in files:  # before any task: a file of another layout is one line, not a worker's traceback
-        footer = pq.ParquetFile(f[2])  # each footer read once: its layout and its record count
+        try:
+            footer = pq.ParquetFile(f[2])  # each footer read once: its layout and its record count
+        except (OSError, pa.ArrowException) as exc:
+            raise DatasetSchemaError(f"{f[2]} does not read ({str(exc).splitlines()[0] if str(exc) else 'truncated?'}):"
+                                     " gather again, which sets it aside and rebuilds it from the raw records") from None
         check_layout(f[2], footer.schema_arrow)
         records += footer.metadata.num_rows
     with dask_client(where, records) as client, tasks.HandOff() as handoff:
@@ -323,13 +347,10 @@ def validate(
     summary["provenance"] = _provenance(config_hash, settings, where)
     summary["provenance"].update(study=study, history=str(history_path) if history_path else None)
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=1))
-    if tonight is not None:
-        where = history.append(history_path, study, tonight)
-        log(f"[hetval validate] history snapshot -> {where}")
     log("[hetval validate] " + ", ".join(f"{n} ok {c} runs" for c, n in counts.items())
         + f"; {summary['runs_metered']} with measured energy, {summary['runs_failed']} failed, "
-        f"{summary['runs_skipped']} skipped, {summary['groups']} fidelity groups -> {out_dir}")
-    return summary
+        f"{summary['runs_skipped']} skipped, {summary['groups']} fidelity groups -> {final_dir}")
+    return summary, tonight
 
 
 def machine_fingerprints(files: list[Path]) -> dict[str, str]:

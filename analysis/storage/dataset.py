@@ -27,6 +27,7 @@ overwrites it.)
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -89,30 +90,45 @@ class GatherResult:
         }
 
 
+#: the fields of a record that its run's spec defines (what a record cannot say otherwise without lying)
+IDENTITY = ("variant", "platform", "ranks", "size", "params")
+
+
+def identity(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's spec says each of its records holds (:data:`IDENTITY`; ``params`` those its spec sets)."""
+    return {k: spec.get(k) for k in IDENTITY if spec.get(k) is not None}
+
+
 @dataclass(frozen=True)
 class Matrix:
-    """The runs a study is made of (run id -> case): what gather accepts into the study's partitions and
-    keeps there. The workflow writes it as ``results/<study>/matrix.json``."""
+    """The runs a study is made of (run id -> case), and what each run's spec says its records hold
+    (``identity``: :func:`identity`): what gather accepts into the study's partitions and keeps there. The
+    workflow writes it as ``results/<study>/matrix.json``."""
 
     study: str
     runs: dict[str, str]
+    identity: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: str | Path) -> Matrix:
         try:
             doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise ValueError(f"matrix {path}: {exc}") from exc
         runs = doc.get("runs") if isinstance(doc, dict) else None
+        ident = doc.get("identity", {}) if isinstance(doc, dict) else None
         if not (isinstance(doc, dict) and is_name(doc.get("study")) and isinstance(runs, dict)
-                and all(is_name(k) and is_name(v) for k, v in runs.items())):
-            raise ValueError(f"matrix {path}: expected {{'study': <name>, 'runs': {{<run_id>: <case>}}}}")
-        return cls(doc["study"], dict(runs))
+                and all(is_name(k) and is_name(v) for k, v in runs.items()) and isinstance(ident, dict)
+                and all(k in runs and isinstance(v, dict) for k, v in ident.items())):
+            raise ValueError(f"matrix {path}: expected {{'study': <name>, 'runs': {{<run_id>: <case>}}, "
+                             "'identity': {<run_id>: {<field>: <value>}}}")
+        return cls(doc["study"], dict(runs), dict(ident))
 
     def write(self, path: str | Path, log: str | Path | None = None) -> None:
         """Write the matrix file (and, with ``log``, one line saying what it holds)."""
-        atomic_write_text(path, json.dumps({"study": self.study, "runs": dict(sorted(self.runs.items()))},
-                                           indent=0) + "\n")
+        atomic_write_text(path, json.dumps({"study": self.study, "runs": dict(sorted(self.runs.items())),
+                                            "identity": dict(sorted(self.identity.items()))},
+                                           indent=0, sort_keys=True) + "\n")
         if log:
             atomic_write_text(log, f"{len(self.runs)} runs in study {self.study} -> {path}\n")
 
@@ -132,12 +148,20 @@ def read_raw_file(path: str | Path, matrix: Matrix | None = None) -> tuple[str, 
     case the matrix says.
     """
     path = Path(path)
+    if path.is_symlink() or not path.is_file():
+        what = (f"a symbolic link to {os.readlink(path)}" if path.is_symlink()
+                else "a directory" if path.is_dir() else "a special file")
+        raise RecordError(f"not a regular file ({what}): not followed")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise RecordError(f"not UTF-8 text ({exc})") from exc
     except json.JSONDecodeError as exc:
         raise RecordError(f"not valid JSON (truncated?): {exc}") from exc
+    except RecursionError:
+        raise RecordError("nested too deeply to be a record") from None
+    except OSError as exc:
+        raise RecordError(f"does not read ({exc.strerror or exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("records"), list) or not doc["records"]:
         raise RecordError("expected an object with a non-empty 'records' list")
     run_id = doc.get("run_id")
@@ -176,12 +200,35 @@ def read_raw_file(path: str | Path, matrix: Matrix | None = None) -> tuple[str, 
         if matrix.runs[run_id] != case:
             raise RecordError(f"case {case!r} differs from the study's matrix, which makes run {run_id} a "
                               f"{matrix.runs[run_id]!r} run")
+        check_identity(records, matrix.identity.get(run_id) or {})
     return run_id, records
 
 
+def check_identity(records: list[dict[str, Any]], spec: Mapping[str, Any]) -> None:
+    """Each record holds what its run's spec says (:data:`IDENTITY`): the variant, platform, ranks and size it
+    was measured at, and every parameter the spec sets (a record adds its job's own description); a failed
+    record that could not know its size says none."""
+    for i, r in enumerate(records):
+        for key in ("variant", "platform", "ranks", "size"):
+            if key not in spec or (key == "size" and r[key] is None and r["status"] != "ok"):
+                continue
+            if r[key] != spec[key]:
+                raise RecordError(f"record {i}: {key} {r[key]!r} differs from the study's matrix ({spec[key]!r})")
+        if isinstance(spec.get("params"), dict):
+            params = json.loads(r["params"])  # JSON text: checked by check_record
+            wrong = sorted(k for k, v in spec["params"].items() if params.get(k) != v)
+            if wrong:
+                raise RecordError(f"record {i}: params {', '.join(wrong)} differ from the study's matrix")
+
+
 def _quarantine(src: Path, dst_dir: Path, reason: str) -> Path:
+    """A copy of the raw file ``src`` beside its reason; a link or a special file is never followed (only its
+    reason is kept, naming where it pointed)."""
     dst = dst_dir / src.name
-    atomic_write_bytes(dst, src.read_bytes())
+    if src.is_symlink() or not src.is_file():
+        dst_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        atomic_write_bytes(dst, src.read_bytes())
     atomic_write_text(dst_dir / f"{src.name}.reason.txt", reason + "\n")
     return dst
 
@@ -333,7 +380,7 @@ def gather(
     outcomes: list[tuple[str, str, str, str, str]] = []  # (study, run_id, token, why, variant)
     succeeded: list[tuple[str, str]] = []
     for raw in sorted({Path(p) for p in raw_files}):
-        if not raw.exists():
+        if not raw.exists() and not raw.is_symlink():
             continue
         try:
             run_id, records = read_raw_file(raw, matrix)
@@ -344,7 +391,8 @@ def gather(
             result.quarantined.append({"file": str(dst), "reason": reason})
             log(f"[hetval gather] quarantined {raw.name}: {reason}")
             if is_name(raw.parent.name) and is_name(raw.stem):
-                token = "sha256:" + sha256_of(raw)
+                token = ("link:" + os.readlink(raw)) if raw.is_symlink() else (
+                    "sha256:" + sha256_of(raw)) if raw.is_file() else "not a file"
                 outcomes.append((raw.parent.name, raw.stem, token, f"quarantined: {reason}", ""))
             continue
         first = records[0]

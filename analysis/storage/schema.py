@@ -114,6 +114,16 @@ def _check_value(name: str, typ: str, value: Any) -> Any:
     raise AssertionError(f"unknown logical type {typ}")
 
 
+#: the longest timed region a record may hold: a week, longer than any job a scheduler runs
+MAX_TIME_S = 7 * 86400.0
+#: text fields that hold JSON (per-run detail); ``params`` is an object
+JSON_FIELDS = ("params", "energy_detail", "grid", "decomposition", "placement")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def check_record(record: Any) -> dict[str, Any]:
     """Validate one raw record against the contract and return it normalised for :data:`RUN_SCHEMA`.
 
@@ -144,6 +154,18 @@ def check_record(record: Any) -> dict[str, Any]:
                           f"or registered meters ({', '.join(meter_names())}) joined by '+'")
     if out["status"] == "ok" and not (out["time_s"] and out["time_s"] > 0):
         raise RecordError("an 'ok' record needs a positive 'time_s'")
+    for name in (n for n, typ in FIELD_TYPES.items() if typ == "float64" and n.startswith("time") and n.endswith("_s")):
+        if out[name] is not None and not 0 <= out[name] <= MAX_TIME_S:
+            raise RecordError(f"field {name!r}: {out[name]!r} is not a time one run can take (allowed: 0 to "
+                              f"{MAX_TIME_S:g} s)")
+    for name in JSON_FIELDS:
+        if out.get(name) is not None:
+            try:
+                parsed = json.loads(out[name], parse_constant=_no_constant)
+            except (ValueError, RecursionError) as exc:
+                raise RecordError(f"field {name!r}: not JSON text ({str(exc).splitlines()[0]:.80})") from None
+            if name == "params" and not isinstance(parsed, dict):
+                raise RecordError("field 'params': not a JSON object")
     if out["status"] == "failed" and not out["error"]:
         raise RecordError("a 'failed' record needs its 'error'")
     if out["energy_source"] == "none" and any(out[k] is not None for k in ("energy_j", "energy_host_j", "energy_accel_j")):

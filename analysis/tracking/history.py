@@ -322,7 +322,9 @@ def _tables(path: str | Path, study: str | None, columns: list[str] | None,
         try:
             table = pq.read_table(f, filesystem=fs, schema=SCHEMA, columns=wanted)
         except (OSError, pa.ArrowException) as exc:
-            log(f"hetval: history: skipped {f}: not a readable snapshot ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            why = why.split(f"'{f}': ", 1)[-1]  # pyarrow names the file too
+            log(f"hetval: history: skipped {f}: not a readable snapshot ({why})")
             continue
         yield f, table.append_column("study", pa.array([name] * table.num_rows, pa.string()))
 

@@ -36,13 +36,16 @@ def test_version_and_help(env):
 
 @pytest.fixture
 def dataset(tmp_path):
-    """A dataset directory with one (empty) partition and an empty platform directory."""
+    """A dataset directory with one (empty) partition and a platform directory holding one platform file."""
+    import shutil
+
     import pyarrow.parquet as pq
 
     part = tmp_path / "runs" / "study=s" / "case=sa" / "part.parquet"
     part.parent.mkdir(parents=True)
     pq.write_table(FILE_SCHEMA.empty_table(), part)
     (tmp_path / "platforms").mkdir()
+    shutil.copy(REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml", tmp_path / "platforms")
     return tmp_path
 
 

@@ -74,6 +74,71 @@ def test_a_record_that_lies_about_where_it_lives_is_quarantined(root, change, re
     assert json.loads((root / "results" / "retry" / "s" / ("a" * 16 + ".json")).read_text())["run_id"] == "a" * 16
 
 
+SPEC_IDENTITY = {"variant": "CO", "platform": "p", "ranks": 2, "size": 1024, "params": {"n": 1024, "alpha": 0.5}}
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"variant": "GO"}, "variant 'GO' differs from the study's matrix ('CO')"),
+    ({"platform": "../../../../tmp/evil"}, "platform"),
+    ({"platform": "q"}, "platform 'q' differs from the study's matrix"),
+    ({"ranks": 4}, "ranks 4 differs"),
+    ({"size": 2048}, "size 2048 differs"),
+    ({"params": "{not json"}, "field 'params': not JSON text"),
+    ({"params": "[1, 2]"}, "not a JSON object"),
+    ({"params": '{"n": 1024, "alpha": 0.25}'}, "params alpha differ"),
+    ({"params": '{"n": NaN, "alpha": 0.5}'}, "not JSON text"),
+    ({"time_s": 1e308}, "'time_s': 1e+308 is not a time one run can take"),
+    ({"time_host_s": -1.0}, "'time_host_s'"),
+    ({"energy_detail": "{"}, "field 'energy_detail': not JSON text"),
+])
+def test_a_record_is_checked_field_by_field_against_its_spec(root, change, reason):
+    """Nothing a user did not measure is believed: every field the run's spec defines must be the spec's."""
+    rid = "a" * 16
+    ok = {"size": 1024, "params": json.dumps({"n": 1024, "alpha": 0.5, "described": "by the job"})}
+    path = put(root, "s", rid, **{**ok, **change})
+    res, lines = run_gather(root, [path], matrix=Matrix("s", {rid: "sa"}, {rid: SPEC_IDENTITY}))
+    assert len(res.quarantined) == 1 and reason in res.quarantined[0]["reason"], res.quarantined
+    assert dataset.read_runs(root / "results" / "runs").num_rows == 0
+    assert outside(root) == []
+    # the same record as the spec says it: believed (a record's params may add its job's own description)
+    res, _ = run_gather(root, [put(root, "s", rid, **ok)], matrix=Matrix("s", {rid: "sa"}, {rid: SPEC_IDENTITY}))
+    assert not res.quarantined and dataset.read_runs(root / "results" / "runs").num_rows == 2
+
+
+def test_a_failed_record_without_a_size_is_not_a_lie(root):
+    rid = "a" * 16
+    path = put(root, "s", rid, reps=1, status="failed", error="boom", time_s=None, size=None,
+               params=json.dumps({"n": 1024, "alpha": 0.5}))
+    res, _ = run_gather(root, [path], matrix=Matrix("s", {rid: "sa"}, {rid: SPEC_IDENTITY}))
+    assert not res.quarantined and res.failed_runs == [rid]
+
+
+def test_a_raw_record_that_is_a_link_is_not_followed(root):
+    """``ln -sf /etc/passwd results/raw/s/<run_id>.json``: quarantined with where it pointed, nothing copied."""
+    secret = root / "secret.txt"
+    secret.write_text("root:x:0:0:secret\n")
+    rid = "a" * 16
+    link = root / "results" / "raw" / "s" / f"{rid}.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(secret)
+    res, _ = run_gather(root, [link], matrix=Matrix("s", {rid: "sa"}))
+    assert len(res.quarantined) == 1 and "symbolic link" in res.quarantined[0]["reason"]
+    quarantine = root / "results" / "quarantine" / "s"
+    assert not (quarantine / link.name).exists()
+    assert "root:x:0:0" not in "".join(p.read_text() for p in quarantine.iterdir() if p.is_file())
+    assert str(secret) in (quarantine / f"{link.name}.reason.txt").read_text()
+
+
+def test_a_deeply_nested_record_is_quarantined_alone(root):
+    deep = root / "results" / "raw" / "s" / ("d" * 16 + ".json")
+    deep.parent.mkdir(parents=True)
+    deep.write_text("[" * 100000 + "]" * 100000)
+    good = put(root, "s", "e" * 16)
+    res, _ = run_gather(root, [deep, good])
+    assert len(res.quarantined) == 1 and "nested too deeply" in res.quarantined[0]["reason"]
+    assert dataset.read_runs(root / "results" / "runs").num_rows == 2
+
+
 def test_a_file_mixing_studies_or_cases_is_quarantined(root):
     path = root / "results" / "raw" / "s" / ("b" * 16 + ".json")
     path.parent.mkdir(parents=True)

@@ -74,6 +74,58 @@ def build(work: Path, env: dict[str, str]) -> SimpleNamespace:
     return SimpleNamespace(work=work, first=first, jobs=jobs, study=study, report=study / "report")
 
 
+def heals(work: Path, env: dict[str, str]) -> None:
+    """Every heal announced at the start happens in that same invocation, as Snakemake's own planning shows, for
+    each kind of file a kill or a full disk can corrupt (a raw record: :func:`end_to_end`). A replicate and the
+    manifest are checked in the plan alone and put back as built (a real invocation would characterise and gather
+    again); a dataset part, the pooled platform file and a history snapshot are healed for real, in one
+    invocation, after which there is nothing to do."""
+    tiny, tmp_path = list(TINY), work
+    results = work / "results"
+    study = results / "tiny"
+    platform = study / "platforms" / "cpu-pair-numpy-numba.yaml"
+    platforms = study / "platforms"
+    saved = tmp_path / "as-built-files"
+    shutil.copytree(platforms, saved / "platforms")
+    shutil.copy2(study / "gathered.json", saved / "gathered.json")
+
+    def plan(*needles: str) -> dict[str, int]:
+        dry = snakemake([*tiny, "-n"], env, tmp_path)
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        for needle in needles:
+            assert needle in dry.stdout + dry.stderr, (needle, dry.stdout[-3000:] + dry.stderr[-3000:])
+        return job_counts(dry.stdout)
+
+    (platforms / "replicates" / f"{platform.stem}.2.json").write_text('{"format": 1, "samples": [')
+    counts = plan("set aside, characterising replicate 2 of cpu-pair-numpy-numba again")
+    assert counts.get("characterize_platform") == 1 and counts.get("pool_platform") == 1 and not runs_redone(counts)
+    shutil.rmtree(platforms)
+    shutil.copytree(saved / "platforms", platforms)
+    (study / "gathered.json").write_text('{"files": {')
+    counts = plan("does not read as a gather manifest", "gathering again")
+    assert counts.get("gather_runs") == 1 and not runs_redone(counts) and "characterize_platform" not in counts
+    shutil.copy2(saved / "gathered.json", study / "gathered.json")
+    assert "Nothing to be done" in snakemake([*tiny, "-n"], env, tmp_path).stdout
+    part = sorted((results / "runs" / "study=tiny" / "case=sa").glob("part-*.parquet"))[0]
+    with open(part, "r+b") as fh:
+        fh.truncate(100)
+    platform.write_text("processors: [\n")
+    snapshot = sorted((results / "history" / "study=tiny").glob("*.parquet"))[0]
+    with open(snapshot, "r+b") as fh:
+        fh.truncate(300)
+    counts = plan(f"{part.relative_to(tmp_path)} changed since gather wrote it", "gathering again",
+                  "not a readable platform file", "pooling cpu-pair-numpy-numba's replicates again")
+    assert {"gather_runs", "pool_platform", "validate_models", "report_validation"} <= set(counts)
+    assert not runs_redone(counts) and "characterize_platform" not in counts
+    healed = snakemake(tiny, env, tmp_path)
+    assert healed.returncode == 0, healed.stderr[-3000:]
+    assert f"{part.relative_to(tmp_path)} does not read" in healed.stdout + healed.stderr
+    # the pooled verdict read the other snapshots, naming the one it skipped
+    assert f"skipped {snapshot}" in (work / "logs" / "tiny" / "validate.log").read_text()
+    assert yaml.safe_load(platform.read_text())["processors"]
+    assert "Nothing to be done" in snakemake([*tiny, "-n"], env, tmp_path).stdout
+
+
 def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     """What the built study holds, then what re-invocations, another study, faults and tracking do to it
     (assertions: raises on the first that fails). The measurements it checks against their bounds were taken
@@ -208,6 +260,7 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     # A second invocation does nothing.
     again = snakemake(tiny, env, tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    heals(tmp_path, env)
     # Nor does one from a copy of the checkout somewhere else: no absolute path of the checkout in any rule.
     moved = tmp_path / "moved-checkout"
     shutil.copytree(REPO, moved, ignore=shutil.ignore_patterns(".venv", ".git", "results", ".snakemake", "logs",

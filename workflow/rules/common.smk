@@ -23,7 +23,7 @@ from analysis.planning.config import (  # noqa: E402
 )
 from analysis.planning.estimates import REPORT_DRAWS, characterize_layout, inter_node_layout, light_mb, validate_workers  # noqa: E402
 from analysis.registry import RegistryError, case, enabled_cases  # noqa: E402
-from analysis.storage.dataset import Matrix  # noqa: E402
+from analysis.storage.dataset import Matrix, identity  # noqa: E402
 from analysis.planning.heal import at_start as heal_at_start  # noqa: E402
 from analysis.resources import PUBLISHED_MACHINES  # noqa: E402
 from analysis.scoring.validate import output_files  # noqa: E402
@@ -75,7 +75,9 @@ os.environ.update(HETVAL_CONFIG_HASH=config_hash(config))
 # The study's runs (run id -> case), which gather checks records against; its digest re-writes the
 # matrix file (and so re-gathers) whenever a run joins or leaves the study.
 MATRIX = {rid: spec["case"] for rid, spec in RUNS.items()}
-MATRIX_DIGEST = stable_hash(MATRIX)
+# what each run's records must hold (variant, platform, ranks, size, params): gather believes nothing else
+MATRIX_IDENTITY = {rid: identity(spec) for rid, spec in RUNS.items()}
+MATRIX_DIGEST = stable_hash({"runs": MATRIX, "identity": MATRIX_IDENTITY})
 
 # What a killed or tampered invocation left behind becomes visible to Snakemake before it plans anything:
 # a stale lock is removed, runs whose record is missing are named, runs that failed since the last gather are

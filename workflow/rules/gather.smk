@@ -14,7 +14,7 @@ rule study_matrix:
     resources:
         mem_mb=LIGHT_MB["gather"],
     run:
-        Matrix(STUDY, MATRIX).write(output[0], log=log[0])
+        Matrix(STUDY, MATRIX, MATRIX_IDENTITY).write(output[0], log=log[0])
 
 
 rule gather_runs:
