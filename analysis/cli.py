@@ -19,14 +19,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from analysis.cli_paths import (
+    InputError,
+    existing,
+    history_of,
+    output_path,
+    published_dir,
+    scorecard_of,
+    scorecard_table,
+)
 from analysis.planning.checks import check_machine
 from analysis.planning.config import ConfigError, load_config, study_matrix, uncertainty_settings
 from analysis.planning.config import section as section_of
 from analysis.registry import RegistryError
-
-
-class InputError(Exception):
-    """A missing or malformed input named on the command line (one-line message, exit 2)."""
 
 
 def _version() -> str:
@@ -38,51 +43,6 @@ def _version() -> str:
         from sims import __version__
 
         return __version__
-
-
-def _existing(path: str | os.PathLike[str], what: str, directory: bool = False) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{what} {p} does not exist")
-    if directory and not p.is_dir():
-        raise InputError(f"{what} {p} is not a directory")
-    if not directory and p.is_dir():
-        raise InputError(f"{what} {p} is a directory, not a file")
-    return p
-
-
-#: where no command writes: the file system's root and the kernel's pseudo-file systems
-_NO_OUTPUT = ("/proc", "/sys", "/dev", "/run")
-
-
-def _output(path: str | os.PathLike[str] | None, what: str, directory: bool = True) -> Path | None:
-    """An output path a command may write: not under the kernel's pseudo-file systems or the root itself, not a
-    file where a directory goes (or the other way round), and the nearest folder that exists is writable (a
-    read-only or otherwise closed file system costs seconds, not a whole validation)."""
-    if path is None:
-        return None
-    p = Path(path)
-    where = os.path.realpath(p)
-    if where == "/" or any(where == d or where.startswith(d + "/") for d in _NO_OUTPUT):
-        raise InputError(f"{what} {p}: no output goes there (the root or a kernel pseudo-file system)")
-    if p.exists() and directory and not p.is_dir():
-        raise InputError(f"{what} {p} is a file, not a directory")
-    if p.exists() and not directory and p.is_dir():
-        raise InputError(f"{what} {p} is a directory, not a file")
-    parent = Path(where) if directory else Path(where).parent
-    while not parent.exists():
-        parent = parent.parent
-    if not os.access(parent, os.W_OK | os.X_OK) or _read_only(parent):
-        raise InputError(f"{what} {p}: {parent} cannot be written (read-only or not permitted)")
-    return p
-
-
-def _read_only(folder: Path) -> bool:
-    """Whether ``folder`` lies on a file system mounted read-only (root may write anywhere else)."""
-    try:
-        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
 
 
 def _config(args: argparse.Namespace) -> dict:
@@ -121,13 +81,13 @@ def cmd_gather(args: argparse.Namespace) -> int:
     from analysis.storage.dataset import Matrix, clear_tmp, gather
     from sims.atomic import atomic_write_text
 
-    files = [_existing(f, "raw record") for f in args.records]
+    files = [existing(f, "raw record") for f in args.records]
     if args.raw_dir:
-        files += sorted(_existing(args.raw_dir, "--raw-dir", directory=True).glob("*.json"))
+        files += sorted(existing(args.raw_dir, "--raw-dir", directory=True).glob("*.json"))
     matrix = None
     if args.matrix:
         try:
-            matrix = Matrix.read(_existing(args.matrix, "--matrix"))
+            matrix = Matrix.read(existing(args.matrix, "--matrix"))
         except ValueError as exc:
             raise InputError(str(exc)) from None
     if not files and matrix is None:
@@ -137,8 +97,8 @@ def cmd_gather(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise InputError(f"{exc} (--max-attempts)") from None
     for folder, what in ((args.runs, "--runs"), (args.quarantine, "--quarantine"), (args.retry, "--retry")):
-        _output(folder, what)
-    _output(args.manifest, "--manifest", directory=False)
+        output_path(folder, what)
+    output_path(args.manifest, "--manifest", directory=False)
     previous = None
     if args.manifest and Path(args.manifest).exists():
         try:
@@ -160,14 +120,6 @@ def cmd_gather(args: argparse.Namespace) -> int:
     return 0
 
 
-def _published_dir(arg: str | None):
-    if arg is None:
-        from analysis.resources import PUBLISHED_MACHINES
-
-        return PUBLISHED_MACHINES
-    return _existing(arg, "--published", directory=True) if arg else None
-
-
 def cmd_ingest_published(args: argparse.Namespace) -> int:
     from analysis.cases.published import write_raw_record
 
@@ -184,11 +136,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from analysis.scoring.tasks import WorkersLost
     from analysis.scoring.validate import ClusterStartError, DaskSettings, validate
 
-    runs = _existing(args.runs, "--runs", directory=True)
+    runs = existing(args.runs, "--runs", directory=True)
     if not any(runs.glob("study=*/case=*/*.parquet")):
         raise InputError(f"--runs {runs} holds no dataset (study=*/case=*/*.parquet): gather first")
-    files = [_existing(f, "--platform-file") for f in args.platform_file or []]
-    if not files and not any(_existing(args.platforms, "--platform-dir", directory=True).glob("*.yaml")):
+    files = [existing(f, "--platform-file") for f in args.platform_file or []]
+    if not files and not any(existing(args.platforms, "--platform-dir", directory=True).glob("*.yaml")):
         raise InputError(f"--platform-dir {args.platforms} holds no platform file (*.yaml): characterise first")
     from analysis.storage.dataset import partition_files
 
@@ -196,7 +148,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not partition_files(runs, [study]):
             known = sorted({f[0] for f in partition_files(runs)})
             raise InputError(f"--study {study}: the dataset {runs} holds no run of it (it holds {', '.join(known)})")
-    _output(args.out, "--out")
+    output_path(args.out, "--out")
     given = {k: getattr(args, k) for k in ("resamples", "seed", "level", "noise_alpha") if getattr(args, k) is not None}
     try:  # the defaults and bounds of the config's uncertainty section (the schema)
         settings = uncertainty_settings(**given)
@@ -210,7 +162,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                                  connect_timeout=args.connect_timeout)
     try:
         validate(runs, args.platforms, args.out, studies=args.study or None,
-                 published_dir=_published_dir(args.published), platform_files=files or None,
+                 published_dir=published_dir(args.published), platform_files=files or None,
                  uncertainty=settings, history_path=args.history or None, config_hash=args.config_hash,
                  dask_settings=dask_settings)
     except (ClusterStartError, WorkersLost) as exc:
@@ -221,12 +173,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import build_report
 
-    validation = _existing(args.validation, "--validation", directory=True)
+    validation = existing(args.validation, "--validation", directory=True)
     if not any(validation.glob("*.parquet")):
         raise InputError(f"--validation {validation} holds no validation tables: validate first")
-    platforms = [_existing(f, "--platform-file") for f in args.platform_file] if args.platform_file else \
-        _existing(args.platforms, "--platform-dir", directory=True)
-    quarantine = _existing(args.manifest, "--manifest") if args.manifest else Path(args.quarantine)
+    platforms = [existing(f, "--platform-file") for f in args.platform_file] if args.platform_file else \
+        existing(args.platforms, "--platform-dir", directory=True)
+    quarantine = existing(args.manifest, "--manifest") if args.manifest else Path(args.quarantine)
     if args.manifest:
         try:
             doc = json.loads(quarantine.read_text(encoding="utf-8"))
@@ -242,7 +194,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         unknown = [c for c in args.case if c not in cases()]
         if unknown:
             raise InputError(f"--case {unknown[0]}: not a registered case (registered: {', '.join(sorted(cases()))})")
-    _output(args.out, "--out")
+    output_path(args.out, "--out")
     from sims.placement import cpuset
 
     processes = args.processes or min(4, len(cpuset()))
@@ -264,18 +216,18 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
         channels[name] = target
     if not args.raw_dir and not args.platform_file:
         raise InputError("give --raw-dir, --platform-file or both")
-    _existing(args.trace, "--trace")
+    existing(args.trace, "--trace")
     try:  # held to the energy section's bounds, as the config's keys are: no NaN, no count below 1
         section_of("energy", {"min_periods": args.min_periods,
                               "trace": {"path": str(args.trace), "clock_offset_s": args.clock_offset}})
     except ConfigError as exc:
         raise InputError(f"{exc} (--clock-offset, --min-periods)") from None
-    raw_dir = _existing(args.raw_dir, "--raw-dir", directory=True) if args.raw_dir else None
+    raw_dir = existing(args.raw_dir, "--raw-dir", directory=True) if args.raw_dir else None
     if raw_dir is not None:
         if not any(p.is_file() and not p.is_symlink() for p in raw_dir.glob("*.json")):
             raise InputError(f"--raw-dir {raw_dir} holds no raw record (*.json)")
-        _output(raw_dir, "--raw-dir")
-    platform_files = [_existing(f, "--platform-file") for f in args.platform_file or []]
+        output_path(raw_dir, "--raw-dir")
+    platform_files = [existing(f, "--platform-file") for f in args.platform_file or []]
     try:
         # the platform's overlay first, the records second: the re-gathered records then meet the new parameters
         for platform_file in platform_files:
@@ -288,22 +240,6 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def _history(args: argparse.Namespace) -> tuple[Any, str, dict]:
-    """The history frame of the chosen study, its path and the layered config's ``history`` section."""
-    from analysis.tracking import history
-
-    config = _config(args)
-    section = dict(config.get("history") or {})
-    path = args.history or section.get("path")
-    if not path:
-        raise InputError("no history: history.path is null in the config and --history was not given")
-    study = args.study or config["study"]
-    frame = history.read(path, study, columns=history.TRACK_COLUMNS)
-    if not len(frame):
-        raise InputError(f"the history at {path} holds no snapshot of study {study!r}: run a validation first")
-    return frame, str(path), section
-
-
 def cmd_track(args: argparse.Namespace) -> int:
     from analysis.tracking.track import MIN_AFTER, Rule, track
 
@@ -314,7 +250,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         rule = Rule.from_config(section_of("history", {**section, **given}))
     except ConfigError as exc:
         raise InputError(str(exc)) from None
-    frame, path, section = _history(args)
+    frame, path, section = history_of(_config(args), args.history, args.study)
     findings, stats = track(frame, rule)
     from analysis.tracking import history
 
@@ -339,36 +275,12 @@ def cmd_track(args: argparse.Namespace) -> int:
     return 1 if regressions or (drifts and not args.ignore_drift) else 0
 
 
-def _scorecard_of(arg: str) -> Path | None:
-    """The scorecard ``arg`` names: a scorecard.parquet, or a validation directory holding one; None otherwise."""
-    path = Path(arg)
-    if path.is_dir():
-        path = path / "scorecard.parquet"
-    return path if path.is_file() and path.suffix == ".parquet" else None
-
-
-def _scorecard_table(path: Path) -> Any:
-    """The scorecard at ``path`` as a frame; one that does not read, or another table, is an input error."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0] if str(exc) else 'no detail'})"
-                         ) from None
-    name = (table.schema.metadata or {}).get(b"hetval.table", b"").decode()
-    if name != "scorecard" or "workload_class" not in table.column_names:
-        raise InputError(f"{path}: a {name or 'foreign'!r} table, not a scorecard (compare two scorecards)")
-    return table.to_pandas()
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from analysis.tracking.track import compare, resolve
 
-    cards = [_scorecard_of(args.a), _scorecard_of(args.b)]
+    cards = [scorecard_of(args.a), scorecard_of(args.b)]
     if any(cards):
         if not all(cards):
             bad = args.a if not cards[0] else args.b
@@ -376,7 +288,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              "(compare two machines' scorecards, or two history snapshots)")
         from analysis.scoring.compare import compare_machines, describe
 
-        a, b = (_scorecard_table(c) for c in cards)
+        a, b = (scorecard_table(c) for c in cards)
         table = compare_machines(a, b)
         if args.json:
             print(table.to_json(orient="records"))
@@ -386,7 +298,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         with pd.option_context("display.max_rows", None, "display.width", 250, "display.max_colwidth", 40):
             print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
         return 0
-    frame, _, _ = _history(args)
+    frame, _, _ = history_of(_config(args), args.history, args.study)
     try:
         a, b = resolve(frame, args.a), resolve(frame, args.b)
     except KeyError as exc:
@@ -566,8 +478,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except OSError as exc:  # a path that cannot be read or written: a full disk, a read-only one, /proc
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"hetval {args.command}: {where}{exc.strerror or str(exc).splitlines()[0] if str(exc) else exc!r}",
-              file=sys.stderr)
+        why = exc.strerror or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        print(f"hetval {args.command}: {where}{why}", file=sys.stderr)
         return 2
     except RecursionError:
         print(f"hetval {args.command}: an input is nested too deeply to read", file=sys.stderr)

@@ -121,7 +121,7 @@ def _platform_problem(path: Path) -> str | None:
 
 def _raw_samples_problem(path: Path) -> str | None:
     """Why a replicate's raw samples (``<platform>.<k>.json``) cannot be pooled, or None (also when absent)."""
-    from sims.bench.document import RAW_FORMAT
+    from sims.bench import RAW_FORMAT
 
     if not path.exists():
         return None

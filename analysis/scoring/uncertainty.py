@@ -276,13 +276,16 @@ def batch_ranking(M: NDArray[np.float64], p: NDArray[np.float64]) -> dict[str, N
 def unit_predictions(p: NDArray[np.float64]) -> NDArray[np.float64]:
     """``(k, G, 1)``: each group's ``k`` predictions (``p`` is ``(G, k)``) scaled to unit length."""
     pk = p.T[:, :, None]
-    return pk / np.sqrt((pk * pk).sum(axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a group predicted all zero or with a NaN: NaN
+        return pk / np.sqrt((pk * pk).sum(axis=0))
 
 
 def ranking_by_alternative(Mk: NDArray[np.float64], p: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """:func:`batch_ranking` with the alternatives first: ``Mk`` is ``(k, G, B)``, ``p`` ``(G, k)``.
 
-    Every operation is on whole ``(G, B)`` planes (contiguous), one per alternative or pair of them.
+    Every operation is on whole ``(G, B)`` planes (contiguous), one per alternative or pair of them. A pair
+    one of whose predictions is missing (NaN) is one the model does not order - a tie, as the compiled kernel
+    (:mod:`analysis.scoring.bootstrap_jit`) counts it - so no NaN reaches an integer sign.
     """
     k = Mk.shape[0]
     pk = p.T[:, :, None]  # (k, G, 1)
@@ -290,7 +293,7 @@ def ranking_by_alternative(Mk: NDArray[np.float64], p: NDArray[np.float64]) -> d
     sm = np.empty((len(i), *Mk.shape[1:]), dtype=np.int8)
     for n, (a, b) in enumerate(zip(i.tolist(), j.tolist(), strict=True)):
         np.subtract((Mk[a] > Mk[b]).view(np.int8), (Mk[a] < Mk[b]).view(np.int8), out=sm[n])
-    sp = np.sign(pk[i] - pk[j]).astype(np.int8)  # (P, G, 1)
+    sp = np.subtract(pk[i] > pk[j], pk[i] < pk[j], dtype=np.int8)  # (P, G, 1): 0 for a tie or a missing one
     untied_m = np.count_nonzero(sm, axis=0)
     untied_p = np.count_nonzero(sp, axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -543,10 +546,10 @@ def uncertainty_rows(m: NDArray[np.float64], p: NDArray[np.float64], t: NDArray[
     out["best_measured_noise_aware"] = [", ".join(nm for nm, b in zip(row, bs, strict=True) if b)
                                         for row, bs in zip(names, best.tolist(), strict=True)]
     n_pick = np.count_nonzero(pick, axis=1)
-    out["top1_noise_aware"] = np.count_nonzero(pick & best, axis=1) / n_pick
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # a group whose predictions pick nothing (NaN): NaN
+        out["top1_noise_aware"] = np.count_nonzero(pick & best, axis=1) / n_pick
         penalty = np.where(best, 0.0, m / m.min(axis=1, keepdims=True) - 1.0)
-    out["selection_penalty_noise_aware"] = np.where(pick, penalty, 0.0).sum(axis=1) / n_pick
+        out["selection_penalty_noise_aware"] = np.where(pick, penalty, 0.0).sum(axis=1) / n_pick
     return out
 
 

@@ -49,6 +49,7 @@ from analysis.storage.schema import (
     RUN_SCHEMA,
     DatasetSchemaError,
     RecordError,
+    check_identity,
     check_record,
 )
 from sims.atomic import atomic_write_bytes, atomic_write_parquet, atomic_write_text
@@ -88,15 +89,6 @@ class GatherResult:
             "files": self.files,
             "dataset_schema": DATASET_SCHEMA,
         }
-
-
-#: the fields of a record that its run's spec defines (what a record cannot say otherwise without lying)
-IDENTITY = ("variant", "platform", "ranks", "size", "params")
-
-
-def identity(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """What a run's spec says each of its records holds (:data:`IDENTITY`; ``params`` those its spec sets)."""
-    return {k: spec.get(k) for k in IDENTITY if spec.get(k) is not None}
 
 
 @dataclass(frozen=True)
@@ -203,22 +195,6 @@ def read_raw_file(path: str | Path, matrix: Matrix | None = None) -> tuple[str, 
         check_identity(records, matrix.identity.get(run_id) or {})
     return run_id, records
 
-
-def check_identity(records: list[dict[str, Any]], spec: Mapping[str, Any]) -> None:
-    """Each record holds what its run's spec says (:data:`IDENTITY`): the variant, platform, ranks and size it
-    was measured at, and every parameter the spec sets (a record adds its job's own description); a failed
-    record that could not know its size says none."""
-    for i, r in enumerate(records):
-        for key in ("variant", "platform", "ranks", "size"):
-            if key not in spec or (key == "size" and r[key] is None and r["status"] != "ok"):
-                continue
-            if r[key] != spec[key]:
-                raise RecordError(f"record {i}: {key} {r[key]!r} differs from the study's matrix ({spec[key]!r})")
-        if isinstance(spec.get("params"), dict):
-            params = json.loads(r["params"])  # JSON text: checked by check_record
-            wrong = sorted(k for k, v in spec["params"].items() if params.get(k) != v)
-            if wrong:
-                raise RecordError(f"record {i}: params {', '.join(wrong)} differ from the study's matrix")
 
 
 def _quarantine(src: Path, dst_dir: Path, reason: str) -> Path:

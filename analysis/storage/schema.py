@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -174,3 +175,28 @@ def check_record(record: Any) -> dict[str, Any]:
         raise RecordError(f"field 'rep': {out['rep']} is negative")
     return out
 
+
+#: the fields of a record that its run's spec defines (what a record cannot say otherwise without lying)
+IDENTITY = ("variant", "platform", "ranks", "size", "params")
+
+
+def identity(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's spec says each of its records holds (:data:`IDENTITY`; ``params`` those its spec sets)."""
+    return {k: spec.get(k) for k in IDENTITY if spec.get(k) is not None}
+
+
+def check_identity(records: list[dict[str, Any]], spec: Mapping[str, Any]) -> None:
+    """Each record holds what its run's spec says (:data:`IDENTITY`): the variant, platform, ranks and size it
+    was measured at, and every parameter the spec sets (a record adds its job's own description); a failed
+    record that could not know its size says none."""
+    for i, r in enumerate(records):
+        for key in ("variant", "platform", "ranks", "size"):
+            if key not in spec or (key == "size" and r[key] is None and r["status"] != "ok"):
+                continue
+            if r[key] != spec[key]:
+                raise RecordError(f"record {i}: {key} {r[key]!r} differs from the study's matrix ({spec[key]!r})")
+        if isinstance(spec.get("params"), dict):
+            params = json.loads(r["params"])  # JSON text: checked by check_record
+            wrong = sorted(k for k, v in spec["params"].items() if params.get(k) != v)
+            if wrong:
+                raise RecordError(f"record {i}: params {', '.join(wrong)} differ from the study's matrix")

@@ -12,12 +12,10 @@ import json
 import statistics
 from typing import Any
 
+from sims.bench import RAW_FORMAT  # noqa: F401 - re-exported: its home is sims.bench
 from sims.bench.energy import energy_fit, energy_parameters, idle_summary
 from sims.bench.parameters import parameter
 from sims.vocab import ROLES, UNITS
-
-#: the version of a replicate's raw measurements (``<platform>.<k>.json``), which :func:`document` reads
-RAW_FORMAT = 1
 
 
 def choices(raw: dict[str, Any]) -> list[dict[str, Any]]:

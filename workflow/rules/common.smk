@@ -23,7 +23,8 @@ from analysis.planning.config import (  # noqa: E402
 )
 from analysis.planning.estimates import REPORT_DRAWS, characterize_layout, inter_node_layout, light_mb, validate_workers  # noqa: E402
 from analysis.registry import RegistryError, case, enabled_cases  # noqa: E402
-from analysis.storage.dataset import Matrix, identity  # noqa: E402
+from analysis.storage.dataset import Matrix  # noqa: E402
+from analysis.storage.schema import identity  # noqa: E402
 from analysis.planning.heal import at_start as heal_at_start  # noqa: E402
 from analysis.resources import PUBLISHED_MACHINES  # noqa: E402
 from analysis.scoring.validate import output_files  # noqa: E402
