@@ -544,6 +544,15 @@ class Halo:
             })
         self._bufs: dict = {}
         self._host_fields: dict = {}
+        if self.marshaling == "gpu-aware" and self.axes and hasattr(getattr(self.xp, "cuda", None), "runtime"):
+            from .gpu_aware import (
+                device_buffers_supported,  # a real GPU: its device memory goes to MPI as it is
+            )
+
+            ok, why = device_buffers_supported()
+            if not ok:
+                raise ValueError(f"marshaling 'gpu-aware' hands device buffers to MPI, which this MPI does not take "
+                                 f"({why}): use device-pack or host-staging")
 
     def _buffers(self, key, size, on_device: bool):
         k = (key, size, on_device)
