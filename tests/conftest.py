@@ -183,6 +183,18 @@ def pytest_sessionstart(session) -> None:
 
 
 @pytest.fixture(scope="session")
+def default_validation(tmp_path_factory) -> Path:
+    """The default study's recorded runs (:func:`default_dataset`) validated once with the default settings, in
+    this process's local Dask cluster: ``root/validation`` beside ``root/runs`` and ``root/platform.yaml`` (shared:
+    a test that changes anything copies it first)."""
+    from analysis.scoring.validate import validate
+
+    root = default_dataset(tmp_path_factory.mktemp("default-validation"))
+    validate(root / "runs", root, root / "validation", platform_files=[root / "platform.yaml"], log=lambda *_: None)
+    return root
+
+
+@pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
 

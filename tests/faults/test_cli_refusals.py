@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli, default_dataset
+from tests.conftest import cli
 
 
 def one_line(out: subprocess.CompletedProcess, *needles: str) -> None:
@@ -27,20 +27,11 @@ def one_line(out: subprocess.CompletedProcess, *needles: str) -> None:
         assert n in lines[-1], out.stderr
 
 
-@pytest.fixture(scope="module")
-def validated(tmp_path_factory):
-    """The default study's recorded runs gathered, validated and reported once (shared, read-only)."""
-    root = default_dataset(tmp_path_factory.mktemp("validated"))
-    out = cli("validate", "--runs", str(root / "runs"), "--platform-file", str(root / "platform.yaml"), "--out",
-              str(root / "validation"), "--published", "", "--resamples", "50", cwd=root)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return root
-
-
 @pytest.fixture
-def copy(validated, tmp_path):
+def copy(default_validation, tmp_path):
+    """The default study's recorded runs, gathered and validated (a copy of its own)."""
     root = tmp_path / "r"
-    shutil.copytree(validated, root)
+    shutil.copytree(default_validation, root)
     return root
 
 
