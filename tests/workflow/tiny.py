@@ -11,6 +11,7 @@ import re
 import shutil
 import statistics
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -74,12 +75,12 @@ def build(work: Path, env: dict[str, str]) -> SimpleNamespace:
     return SimpleNamespace(work=work, first=first, jobs=jobs, study=study, report=study / "report")
 
 
-def heals(work: Path, env: dict[str, str]) -> None:
+def heals(work: Path, env: dict[str, str]) -> Callable[[subprocess.CompletedProcess], None]:
     """Every heal announced at the start happens in that same invocation, as Snakemake's own planning shows, for
     each kind of file a kill or a full disk can corrupt (a raw record: :func:`end_to_end`). A replicate and the
     manifest are checked in the plan alone and put back as built (a real invocation would characterise and gather
-    again); a dataset part, the pooled platform file and a history snapshot are healed for real, in one
-    invocation, after which there is nothing to do."""
+    again); a dataset part, the pooled platform file and a history snapshot are left corrupt, planned, and healed
+    by the next real invocation, which the returned check holds to it."""
     tiny, tmp_path = list(TINY), work
     results = work / "results"
     study = results / "tiny"
@@ -117,13 +118,16 @@ def heals(work: Path, env: dict[str, str]) -> None:
                   "not a readable platform file", "pooling cpu-pair-numpy-numba's replicates again")
     assert {"gather_runs", "pool_platform", "validate_models", "report_validation"} <= set(counts)
     assert not runs_redone(counts) and "characterize_platform" not in counts
-    healed = snakemake(tiny, env, tmp_path)
-    assert healed.returncode == 0, healed.stderr[-3000:]
-    assert f"{part.relative_to(tmp_path)} does not read" in healed.stdout + healed.stderr
-    # the pooled verdict read the other snapshots, naming the one it skipped
-    assert f"skipped {snapshot}" in (work / "logs" / "tiny" / "validate.log").read_text()
-    assert yaml.safe_load(platform.read_text())["processors"]
-    assert "Nothing to be done" in snakemake([*tiny, "-n"], env, tmp_path).stdout
+
+    def healed(run: subprocess.CompletedProcess) -> None:
+        """What the next real invocation (``run``) must have done: gathered, pooled and validated again."""
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert f"{part.relative_to(tmp_path)} does not read" in run.stdout + run.stderr
+        # the pooled verdict read the other snapshots, naming the one it skipped
+        assert f"skipped {snapshot}" in (work / "logs" / "tiny" / "validate.log").read_text()
+        assert yaml.safe_load(platform.read_text())["processors"]
+
+    return healed
 
 
 def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
@@ -260,7 +264,6 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     # A second invocation does nothing.
     again = snakemake(tiny, env, tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
-    heals(tmp_path, env)
     # Nor does one from a copy of the checkout somewhere else: no absolute path of the checkout in any rule.
     moved = tmp_path / "moved-checkout"
     shutil.copytree(REPO, moved, ignore=shutil.ignore_patterns(".venv", ".git", "results", ".snakemake", "logs",
@@ -297,6 +300,9 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     # run its batch (the platform's runs are measured together, in rounds); never a duplicate row. In the same
     # invocation, a truncated raw record is quarantined with its reason, counted, and redone the next time; and
     # one SA run forced (--forcerun) is measured anew with its batch, its earlier measurement kept.
+    # ... and in the same invocation a dataset part, the pooled platform file and a history snapshot that were
+    # corrupted are healed (heals).
+    check_healed = heals(tmp_path, env)
     raw = sorted((results / "raw" / "tiny").glob("*.json"))
     cases = json.loads((study / "matrix.json").read_text())["runs"]
     published = [p for p in raw if cases.get(p.stem) == "published"]
@@ -314,6 +320,7 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
         dry.stdout[-3000:]
     quarantined = snakemake(forcing, env, tmp_path)
     assert quarantined.returncode == 0, quarantined.stderr[-3000:]
+    check_healed(quarantined)
     assert runs_redone(job_counts(quarantined.stdout + quarantined.stderr)) == 2
     df = read_runs(results / "runs").to_pandas()  # the quarantined record's rows as gathered before
     assert len(df[df["study"] == "tiny"]) == 84 and not df.duplicated(["run_id", "rep"]).any()
