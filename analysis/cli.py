@@ -92,6 +92,9 @@ def cmd_gather(args: argparse.Namespace) -> int:
             raise InputError(str(exc)) from None
     if not files and matrix is None:
         raise InputError("nothing to gather: give raw record files or --raw-dir")
+    if matrix is not None and not matrix.runs:
+        raise InputError(f"--matrix {args.matrix} lists no run: gathering against it would remove every row of study "
+                         f"{matrix.study!r}")
     try:
         section_of("runs", {"max_attempts": args.max_attempts})
     except ConfigError as exc:
@@ -156,6 +159,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise InputError(f"{exc} (--{str(exc).split(':')[0].split('.')[-1].replace('_', '-')})") from None
     if args.workers < 1 or args.connect_timeout <= 0:
         raise InputError("--workers must be >= 1 and --connect-timeout > 0")
+    from analysis.planning.checks import check_slurm_text
+
+    try:  # the SLURM words a worker job script carries: held to what the config's keys may hold
+        check_slurm_text({"validate": {"worker_memory": args.worker_memory, "worker_walltime": args.worker_walltime},
+                          "platforms": [{"slurm": {"partition": args.worker_partition or None,
+                                                   "account": args.worker_account or None}}]})
+    except ConfigError as exc:
+        raise InputError(f"{exc} (the --worker-* flags)") from None
     dask_settings = DaskSettings(address=args.scheduler or None, cluster=args.cluster, workers=args.workers,
                                  worker_memory=args.worker_memory, worker_walltime=args.worker_walltime,
                                  partition=args.worker_partition or None, account=args.worker_account or None,
@@ -320,9 +331,16 @@ def _default(section_name: str, key: str) -> Any:
     return section(section_name)[key]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, its usage errors in one line (exit 2) that names ``--help`` instead of printing the usage."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
-    parser = argparse.ArgumentParser(prog="hetval", description="hetval: measure, predict, score.",
+    parser = _Parser(prog="hetval", description="hetval: measure, predict, score.",
                                      epilog="Exit codes: 0 done; 1 a finding (track: a regression or drift) or an "
                                             "unexpected error; 2 a usage, config or input error (one line on "
                                             "standard error).")
@@ -454,8 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quarantine", default="results/quarantine", help="quarantine directory (without --manifest)")
     p.add_argument("--out", default="results/default/report", help="where index.html, figures and summary.txt go")
     p.add_argument("--title", default="hetval validation report", help="page title")
-    p.add_argument("--case", nargs="*", default=None,
-                   help="the cases the study runs, whose sections are shown (none given: every registered case)")
+    p.add_argument("--case", nargs="+", default=None,
+                   help="the cases the study runs, whose sections are shown (default: every registered case)")
     p.add_argument("--processes", type=int, default=None,
                    help="figures drawn at once, each in a process of its own (default: the cores this process "
                         "may use, at most 4)")

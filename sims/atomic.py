@@ -107,8 +107,9 @@ def parquet_writer(threads: int = 2) -> Iterator[Callable[[Any, str | os.PathLik
 @contextlib.contextmanager
 def staged_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a staging directory beside ``path``; on a clean exit each file in it is renamed into ``path`` (its
-    subdirectories made), on an exception the staging directory is removed and ``path`` is untouched: a full
-    disk or a kill mid-way never leaves an output directory half new and half old."""
+    subdirectories made; a symbolic link where one of them or a file goes is replaced, never written through),
+    on an exception the staging directory is removed and ``path`` is untouched: a full disk or a kill mid-way
+    never leaves an output directory half new and half old."""
     import shutil
 
     path = Path(path)
@@ -119,9 +120,17 @@ def staged_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     try:
         yield stage
+        path.mkdir(exist_ok=True)
         for src in sorted(p for p in stage.rglob("*") if p.is_file()):
             dst = path / src.relative_to(stage)
-            dst.parent.mkdir(parents=True, exist_ok=True)
+            folder = path
+            for part in src.relative_to(stage).parts[:-1]:  # a link below the output is replaced, never followed
+                folder = folder / part
+                if folder.is_symlink():
+                    folder.unlink()
+                folder.mkdir(exist_ok=True)
+            if dst.is_symlink():
+                dst.unlink()
             os.replace(src, dst)
     finally:
         shutil.rmtree(stage, ignore_errors=True)

@@ -200,6 +200,14 @@ def check_machine(config: Mapping[str, Any]) -> None:
                               "and can be read where the runs start; every run's meter reads it)")
     if str(config.get("launcher") or "").split()[:1] == ["srun"]:
         return  # the ranks start inside an allocation, whose cpuset is not this machine's
+    import importlib.util
+
+    for i, p in enumerate(config.get("platforms") or []):
+        for role in ("host", "accel"):
+            if (p.get(role) or {}).get("backend") == "cupy" and importlib.util.find_spec("cupy") is None:
+                raise ConfigError(f"platforms[{i}].{role}.backend: 'cupy' is not allowed here (allowed: a backend "
+                                  "this machine can run: CuPy is not installed - pip install -e '.[gpu-cuda12]' on a "
+                                  "machine with a GPU)")
     from sims.placement import cpuset
 
     here = cpuset()

@@ -152,21 +152,30 @@ def _message(error: jsonschema.ValidationError) -> str:
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         where = f"{key}." if error.absolute_path else ""
         return f"{where}{missing}: required key is missing"
-    return f"{key}: {error.instance!r} is not allowed (allowed: {_allowed(error)})"
+    shown = repr(error.instance)
+    shown = shown if len(shown) <= 80 else f"{shown[:60]}... ({len(str(error.instance))} characters)"
+    return f"{key}: {shown} is not allowed (allowed: {_allowed(error)})"
 
 
-def _non_finite(value: Any, where: str = "") -> str | None:
-    """The key path of the first NaN or infinite number anywhere in ``value`` (None when there is none)."""
+def _non_finite(value: Any, where: str = "", seen: set[int] | None = None) -> str | None:
+    """The key path of the first NaN or infinite number anywhere in ``value`` (None when there is none). A
+    container YAML's aliases share is visited once, so a file of nested aliases costs its size, not their
+    expansion."""
+    seen = set() if seen is None else seen
     if isinstance(value, float) and not math.isfinite(value):
         return where or "(top level)"
+    if isinstance(value, Mapping | list | tuple):
+        if id(value) in seen:
+            return None
+        seen.add(id(value))
     if isinstance(value, Mapping):
         for k, v in value.items():
-            found = _non_finite(v, f"{where}.{k}" if where else str(k))
+            found = _non_finite(v, f"{where}.{k}" if where else str(k), seen)
             if found:
                 return found
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
-            found = _non_finite(v, f"{where}[{i}]")
+            found = _non_finite(v, f"{where}[{i}]", seen)
             if found:
                 return found
     return None

@@ -166,6 +166,23 @@ def corrupt_platforms(study: str, platforms: Iterable[str], replicates: int, res
     return found
 
 
+def corrupt_matrix(matrix: Path, study: str, results: Path, log: Any = print) -> str | None:
+    """A study matrix that does not read (or is another study's) is set aside, so the workflow writes it again
+    before gather reads it; returns why."""
+    from analysis.storage.dataset import Matrix
+
+    if not matrix.exists() and not matrix.is_symlink():
+        return None
+    try:
+        why = None if Matrix.read(matrix).study == study else f"{matrix}: the matrix of another study"
+    except ValueError as exc:
+        why = str(exc).splitlines()[0]
+    if why:
+        set_aside(matrix, results / "quarantine" / study, why)
+        log(f"hetval: {why}: set aside, writing the study's matrix again")
+    return why
+
+
 def missing_records(study: str, run_ids: Iterable[str], results: str | Path = "results",
                     log: Any = print) -> list[str]:
     """The study's runs that have no raw record although others have (a job lost with its node, killed, or
@@ -228,6 +245,7 @@ def at_start(study: str, retry_failed: bool, dryrun: bool, log: Any = print, res
     if not dryrun:
         clear_stale_lock(snakemake_dir, log)
         claim_lock(snakemake_dir)
+    corrupt_matrix(results / study / "matrix.json", study, results, log)
     stale_manifest(results / study / "gathered.json", results / "runs", study, log)
     corrupt_platforms(study, platforms, replicates, results, log)
     missing_records(study, runs, results, log)

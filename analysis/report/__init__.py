@@ -69,7 +69,10 @@ FIGURES = "figures"
 
 
 def _prune_stale_figures(out_dir: Path, keep: set[str]) -> None:
-    """Remove figures of an earlier build that this build did not produce (so the page lists all PNGs)."""
+    """Remove figures of an earlier build that this build did not produce (so the page lists all PNGs); never
+    through a link."""
+    if out_dir.is_symlink():
+        return
     for path in out_dir.glob("*.png"):
         if path.name not in keep:
             path.unlink(missing_ok=True)

@@ -313,6 +313,22 @@ def _set_aside(path: Path, quarantine_dir: Path, study: str, case: str, why: str
     return dst
 
 
+def refuse_links(raw_files: list[Path], runs_dir: Path, quarantine_dir: Path, retry_dir: Path,
+                 matrix: Matrix | None) -> None:
+    """Gather neither reads nor writes through a symbolic link below the directories it was given: a study's
+    raw-record directory, its partitions, its quarantine or retry directory that is a link is refused (a
+    record file that is one is quarantined: :func:`read_raw_file`)."""
+    studies = {p.parent.name for p in raw_files} | ({matrix.study} if matrix else set())
+    places = {p.parent for p in raw_files}
+    for study in studies:
+        places |= {quarantine_dir / study, retry_dir / study, runs_dir / f"study={study}"}
+        places |= set((runs_dir / f"study={study}").glob("case=*")) if (runs_dir / f"study={study}").is_dir() else set()
+    for place in sorted(places):
+        if place.is_symlink():
+            raise DatasetSchemaError(f"{place} is a symbolic link (to {os.readlink(place)}): gather neither reads nor "
+                                     "writes through one; make it the directory it stands for")
+
+
 def gather(
     raw_files: Iterable[str | Path],
     runs_dir: str | Path,
@@ -349,13 +365,15 @@ def gather(
     from sims.record import git_state
 
     runs_dir, quarantine_dir, retry_dir = Path(runs_dir), Path(quarantine_dir), Path(retry_dir)
+    raw_files = [Path(os.path.abspath(p)) for p in raw_files]  # one file by any spelling, links kept
+    refuse_links(raw_files, runs_dir, quarantine_dir, retry_dir, matrix)
     result = GatherResult()
     sha, dirty = git_state()
     code = f"{sha}-dirty" if sha and dirty else sha
     fresh: dict[str, dict[str, list[dict[str, Any]]]] = {}  # study -> case -> rows
     outcomes: list[tuple[str, str, str, str, str]] = []  # (study, run_id, token, why, variant)
     succeeded: list[tuple[str, str]] = []
-    for raw in sorted({Path(p) for p in raw_files}):
+    for raw in sorted(set(raw_files)):
         if not raw.exists() and not raw.is_symlink():
             continue
         try:

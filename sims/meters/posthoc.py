@@ -52,6 +52,9 @@ def attach_trace(raw_dir: str | Path, trace: str | Path, channels: dict[str, str
     desc = _descriptor(meter)
     counts = {"attached": 0, "refused": 0, "no_window": 0, "already_metered": 0, "files_written": 0}
     for path in sorted(Path(raw_dir).glob("*.json")):
+        if path.is_symlink() or not path.is_file():  # never read or replaced through a link
+            print(f"[hetval attach-trace] {path}: not a regular file, left as it is", flush=True)
+            continue
         doc = json.loads(path.read_text(encoding="utf-8"))
         changed = False
         for r in doc.get("records", []):

@@ -10,11 +10,12 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli
+from tests.conftest import REPO, cli
 
 
 def one_line(out: subprocess.CompletedProcess, *needles: str) -> None:
@@ -165,3 +166,91 @@ def test_the_same_report_and_validation_as_before_where_the_disk_has_room(copy, 
     summary = json.loads((copy / "validation" / "summary.json").read_text())
     assert summary["runs_ok"]
 
+
+
+def test_report_never_writes_or_prunes_through_a_linked_figures_folder(copy, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.png").write_text("precious")
+    report = tmp_path / "rep"
+    report.mkdir()
+    (report / "figures").symlink_to(outside)
+    out = cli("report", "--validation", str(copy / "validation"), "--platform-file", str(copy / "platform.yaml"),
+              "--out", str(report), "--processes", "1")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.png"] and (outside / "victim.png").read_text()
+    assert not (report / "figures").is_symlink() and list((report / "figures").glob("*.png"))
+
+
+@pytest.mark.parametrize("link", ["runs/study=default/case=sa", "quarantine/default", "retry/default",
+                                  "raw/default"])
+def test_gather_neither_reads_nor_writes_through_a_linked_folder(copy, tmp_path, link):
+    from analysis.storage.dataset import Matrix
+
+    results = tmp_path / "results"
+    shutil.copytree(copy / "raw", results / "raw")
+    shutil.copytree(copy / "runs", results / "runs")
+    outside = tmp_path / "outside"
+    target = results / link
+    if target.exists():
+        shutil.move(str(target), outside)
+    else:
+        outside.mkdir()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(outside)
+    before = sorted(p.name for p in outside.rglob("*"))
+    raw = sorted(outside.glob("*.json")) if link == "raw/default" else sorted((results / "raw" / "default").glob("*"))
+    rids = [p.stem for p in raw]
+    Matrix("default", dict.fromkeys(rids, "sa")).write(tmp_path / "matrix.json")
+    out = cli("gather", *(str(results / "raw" / "default" / p.name) for p in raw), "--runs", str(results / "runs"),
+              "--quarantine", str(results / "quarantine"), "--retry", str(results / "retry"), "--matrix",
+              str(tmp_path / "matrix.json"), cwd=tmp_path)
+    one_line(out, "is a symbolic link", "neither reads nor writes through one")
+    assert sorted(p.name for p in outside.rglob("*")) == before
+
+
+def test_validate_holds_the_worker_flags_to_the_configs_rules(copy, tmp_path):
+    base = ["validate", "--runs", str(copy / "runs"), "--platform-file", str(copy / "platform.yaml"), "--out",
+            str(tmp_path / "v"), "--cluster", "slurm"]
+    one_line(cli(*base, "--worker-memory", "lots"), "worker_memory")
+    one_line(cli(*base, "--worker-partition", "debug\ntouch /tmp/x"), "partition", "no shell syntax")
+    one_line(cli(*base, "--worker-walltime", "forever"), "worker_walltime")
+
+
+def test_gather_against_a_matrix_of_no_run_removes_nothing(copy, tmp_path):
+    from analysis.storage.dataset import Matrix, read_runs
+
+    Matrix("default", {}).write(tmp_path / "m.json")
+    raw = sorted((copy / "raw" / "default").glob("*.json"))
+    before = read_runs(copy / "runs").num_rows
+    one_line(cli("gather", *map(str, raw), "--runs", str(copy / "runs"), "--quarantine", str(tmp_path / "q"),
+                 "--retry", str(tmp_path / "r"), "--matrix", str(tmp_path / "m.json")), "lists no run")
+    assert read_runs(copy / "runs").num_rows == before
+
+
+def test_one_record_by_two_spellings_is_gathered_once(copy, tmp_path):
+    raw = sorted((copy / "raw" / "default").glob("*.json"))[0]
+    relative = os.path.relpath(raw, tmp_path)
+    out = cli("gather", str(raw), relative, "--runs", str(tmp_path / "g"), "--quarantine", str(tmp_path / "q"),
+              "--retry", str(tmp_path / "r"), cwd=tmp_path)
+    assert out.returncode == 0 and "1 run(s)" in out.stdout, out.stderr[-2000:]
+
+
+def test_usage_errors_are_one_line():
+    for argv in (["nosuchcommand"], ["track", "--min-history", "2.5"], ["report", "--case"]):
+        out = subprocess.run([sys.executable, "-m", "analysis.cli", *argv], capture_output=True, text=True,
+                             timeout=120, cwd=REPO)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (argv, out.stderr)
+        assert "--help" in out.stderr
+
+
+def test_attach_trace_neither_reads_nor_replaces_a_linked_record(copy, tmp_path):
+    outside = tmp_path / "outside.json"
+    raw = copy / "raw" / "default"
+    victim = sorted(raw.glob("*.json"))[0]
+    shutil.move(str(victim), outside)
+    victim.symlink_to(outside)
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp,channel,watts\n" + "".join(f"{1.7e9 + i},clamp,{10 + i}\n" for i in range(20)))
+    cli("attach-trace", "--raw-dir", str(raw), "--trace", str(trace))
+    assert victim.is_symlink() and json.loads(outside.read_text())["run_id"] == victim.stem

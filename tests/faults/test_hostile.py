@@ -506,3 +506,36 @@ def test_check_config_finds_the_launcher_beside_its_own_python(tmp_path):
                           str(REPO / "config" / "studies" / "tiny.yaml")], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert out.returncode == 0 and "config ok" in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize(("body", "needles"), [
+    ("study: " + "a" * 300 + "\ncases: {sa: {}}", ["study", "300 characters"]),
+    ("report: {title: '" + "T" * 5000 + "'}\ncases: {sa: {}}", ["report.title"]),
+])
+def test_names_and_titles_too_long_for_a_path_or_a_command_are_refused(tmp_path, body, needles):
+    (tmp_path / "bad.yaml").write_text(body + "\n")
+    one_line_refusal(cli("check-config", "--configfile", "bad.yaml", cwd=tmp_path), *needles)
+
+
+def test_a_yaml_alias_bomb_is_refused_in_seconds(tmp_path):
+    import time
+
+    lines = ["a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]  # 9^10 leaves
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    one_line_refusal(cli("check-config", "--configfile", "bomb.yaml", cwd=tmp_path), "unknown key")
+    assert time.monotonic() - started < 20
+
+
+def test_a_study_matrix_that_does_not_read_is_set_aside_and_written_again(root):
+    matrix = root / "results" / "s" / "matrix.json"
+    matrix.parent.mkdir(parents=True)
+    matrix.write_text("[1, 2")
+    lines: list[str] = []
+    why = heal.corrupt_matrix(matrix, "s", root / "results", lines.append)
+    assert why and not matrix.exists() and any("writing the study's matrix again" in line for line in lines)
+    Matrix("other", {}).write(matrix)
+    assert "another study" in heal.corrupt_matrix(matrix, "s", root / "results", lines.append)
+    Matrix("s", {"a" * 16: "sa"}).write(matrix)
+    assert heal.corrupt_matrix(matrix, "s", root / "results", lines.append) is None and matrix.exists()
