@@ -21,6 +21,8 @@ from typing import Any
 
 from analysis.cli_paths import (
     InputError,
+    OneLineParser,
+    check_worker_flags,
     existing,
     history_of,
     output_path,
@@ -159,14 +161,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise InputError(f"{exc} (--{str(exc).split(':')[0].split('.')[-1].replace('_', '-')})") from None
     if args.workers < 1 or args.connect_timeout <= 0:
         raise InputError("--workers must be >= 1 and --connect-timeout > 0")
-    from analysis.planning.checks import check_slurm_text
-
-    try:  # the SLURM words a worker job script carries: held to what the config's keys may hold
-        check_slurm_text({"validate": {"worker_memory": args.worker_memory, "worker_walltime": args.worker_walltime},
-                          "platforms": [{"slurm": {"partition": args.worker_partition or None,
-                                                   "account": args.worker_account or None}}]})
-    except ConfigError as exc:
-        raise InputError(f"{exc} (the --worker-* flags)") from None
+    check_worker_flags(args)
     dask_settings = DaskSettings(address=args.scheduler or None, cluster=args.cluster, workers=args.workers,
                                  worker_memory=args.worker_memory, worker_walltime=args.worker_walltime,
                                  partition=args.worker_partition or None, account=args.worker_account or None,
@@ -201,7 +196,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError(f"--processes must be >= 1, got {args.processes}")
     if args.case:
         from analysis.registry import cases
-
         unknown = [c for c in args.case if c not in cases()]
         if unknown:
             raise InputError(f"--case {unknown[0]}: not a registered case (registered: {', '.join(sorted(cases()))})")
@@ -326,21 +320,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _default(section_name: str, key: str) -> Any:
     """A flag's default: the config schema's for the key it stands for (defaults are written only there)."""
-    from analysis.planning.config import section
-
-    return section(section_name)[key]
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, its usage errors in one line (exit 2) that names ``--help`` instead of printing the usage."""
-
-    def error(self, message: str) -> Any:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+    return section_of(section_name)[key]
 
 
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
-    parser = _Parser(prog="hetval", description="hetval: measure, predict, score.",
+    parser = OneLineParser(prog="hetval", description="hetval: measure, predict, score.",
                                      epilog="Exit codes: 0 done; 1 a finding (track: a regression or drift) or an "
                                             "unexpected error; 2 a usage, config or input error (one line on "
                                             "standard error).")

@@ -1,9 +1,10 @@
-"""What the ``hetval`` command accepts as its paths: inputs that must exist (the published tables, the history), outputs it may write (never under
+"""What the ``hetval`` command accepts: usage errors in one line, the Dask workers' SLURM flags, and its paths: inputs that must exist (the published tables, the history), outputs it may write (never under
 the kernel's pseudo-file systems, never on a closed file system, a file never where a directory goes), and the
 scorecards ``compare`` reads - each refusal one line (:class:`InputError`, exit 2)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,23 @@ def history_of(config: dict, history: str | None, study: str | None) -> tuple[An
     if not len(frame):
         raise InputError(f"the history at {path} holds no snapshot of study {study!r}: run a validation first")
     return frame, str(path), section
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, its usage errors in one line (exit 2) that names ``--help`` instead of printing the usage."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def check_worker_flags(args: argparse.Namespace) -> None:
+    """``validate``'s ``--worker-*`` flags: the SLURM words a worker job script carries, held to what the config's
+    keys may hold (:func:`analysis.planning.checks.check_slurm_text`)."""
+    from analysis.planning.checks import ConfigError, check_slurm_text
+
+    try:
+        check_slurm_text({"validate": {"worker_memory": args.worker_memory, "worker_walltime": args.worker_walltime},
+                          "platforms": [{"slurm": {"partition": args.worker_partition or None,
+                                                   "account": args.worker_account or None}}]})
+    except ConfigError as exc:
+        raise InputError(f"{exc} (the --worker-* flags)") from None

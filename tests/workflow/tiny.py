@@ -111,9 +111,9 @@ def heals(work: Path, env: dict[str, str]) -> Callable[[subprocess.CompletedProc
     with open(part, "r+b") as fh:
         fh.truncate(100)
     platform.write_text("processors: [\n")
-    snapshot = sorted((results / "history" / "study=tiny").glob("*.parquet"))[0]
-    with open(snapshot, "r+b") as fh:
-        fh.truncate(300)
+    first = sorted((results / "history" / "study=tiny").glob("*.parquet"))[0]
+    snapshot = first.with_name(first.stem[:-8] + "0badf11e.parquet")  # a second copy of it, cut short by a kill
+    snapshot.write_bytes(first.read_bytes()[:300])
     counts = plan(f"{part.relative_to(tmp_path)} changed since gather wrote it", "gathering again",
                   "not a readable platform file", "pooling cpu-pair-numpy-numba's replicates again")
     assert {"gather_runs", "pool_platform", "validate_models", "report_validation"} <= set(counts)
