@@ -14,13 +14,37 @@ class YAMLFileError(ValueError):
     """A YAML file is missing, unreadable, not YAML, or not a mapping (one-line message)."""
 
 
+def _loader() -> Any:
+    """YAML's safe loader (libyaml's where present) that refuses a key given twice in one mapping: YAML says
+    keys are unique, and PyYAML would keep the last one silently."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class UniqueKeys(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, str | int | float | bool):
+                    continue
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key!r} is given twice (line {key_node.start_mark.line + 1})",
+                        key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeys
+
+
 def load_mapping(path: str | os.PathLike[str], what: str = "file") -> dict[str, Any]:
-    """The mapping at ``path`` (an empty file is an empty mapping)."""
+    """The mapping at ``path`` (an empty file is an empty mapping; a key given twice is an error)."""
     import yaml
 
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
+            doc = yaml.load(fh, Loader=_loader())
     except FileNotFoundError:
         raise YAMLFileError(f"{path}: no such {what}") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -539,3 +539,9 @@ def test_a_study_matrix_that_does_not_read_is_set_aside_and_written_again(root):
     assert "another study" in heal.corrupt_matrix(matrix, "s", root / "results", lines.append)
     Matrix("s", {"a" * 16: "sa"}).write(matrix)
     assert heal.corrupt_matrix(matrix, "s", root / "results", lines.append) is None and matrix.exists()
+
+
+def test_a_key_given_twice_is_refused_naming_it(tmp_path):
+    (tmp_path / "bad.yaml").write_text("study: a\ncases: {sa: {}}\nstudy: b\n")
+    one_line_refusal(cli("check-config", "--configfile", "bad.yaml", cwd=tmp_path), "'study' is given twice",
+                     "line 3")
