@@ -41,7 +41,7 @@ def _equal(name: str, a: pa.ChunkedArray, b: pa.ChunkedArray) -> None:
         x, y = a.to_numpy(zero_copy_only=False), b.to_numpy(zero_copy_only=False)
         np.testing.assert_allclose(x, y, rtol=1e-12, atol=0.0, equal_nan=True, err_msg=name)
     elif pa.types.is_list(a.type) or pa.types.is_large_list(a.type):
-        assert a.to_pylist() is not None and len(a) == len(b), name
+        assert len(a) == len(b), name
         for i, (u, v) in enumerate(zip(a.to_pylist(), b.to_pylist(), strict=True)):
             if u is None or v is None:
                 assert u is v, (name, i)
