@@ -246,9 +246,10 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from analysis.tracking.track import MIN_AFTER, Rule, track
+    from analysis.tracking.track import Rule, track
 
-    given = {opt: getattr(args, opt) for opt in ("window", "min_history", "z", "min_change", "large_change")
+    given = {opt: getattr(args, opt) for opt in ("window", "min_history", "z", "min_change", "large_change", "after",
+                                                 "noisy")
              if getattr(args, opt) is not None}
     section = dict(_config(args).get("history") or {})
     try:  # the flags are held to the schema's bounds like the config's keys, before the history is read
@@ -267,16 +268,19 @@ def cmd_track(args: argparse.Namespace) -> int:
     say(f"[hetval track] study {latest['study']}, machine {latest['fingerprint']} ({machine.get('cpu_model')}, "
           f"{machine.get('cores')} cores): latest snapshot {latest['snapshot']} (git {str(latest['git_sha'])[:10]}"
           f"{'-dirty' if latest['git_dirty'] else ''}) against {stats['snapshots'] - 1} earlier; "
-          f"{stats['judged']} series judged, {stats['large_only']} with fewer than {rule.min_history + MIN_AFTER} "
-          f"snapshots judged for large changes only, {stats['too_short']} not judged (no earlier snapshot); rule: "
-          f"a step held {MIN_AFTER} snapshots after {rule.min_history} with z >= {rule.z:g} and step >= "
-          f"{rule.min_change:g}, or a factor >= {1 + rule.large_change:g} with the intervals apart; window "
-          f"{rule.window}")
+          f"{stats['judged']} series judged against their own spread, {stats['shipped_only']} mostly against the "
+          f"shipped one, {len(stats['noisy'])} noisy, {stats['too_short']} not judged (no earlier snapshot); rule: "
+          f"a change held {rule.after} snapshots, each >= {rule.z:g} between-study spreads and >= "
+          f"{rule.min_change:g} away, or a factor >= {1 + rule.large_change:g} in one night; window {rule.window}")
     for f in findings:
         print(json.dumps(f.as_dict(), sort_keys=True, default=str) if args.json else f.line())
+    for n in stats["noisy"]:
+        say(n.line())
     regressions = sum(f.kind == "regression" for f in findings)
     drifts = sum(f.kind == "drift" for f in findings)
-    say(f"[hetval track] {regressions} regression(s), {drifts} machine drift(s)")
+    follows = sum(f.kind == "follows" for f in findings)
+    say(f"[hetval track] {regressions} regression(s), {drifts} machine drift(s)"
+        + (f" ({follows} model figure(s) moved with it)" if follows else ""))
     return 1 if regressions or (drifts and not args.ignore_drift) else 0
 
 
@@ -428,7 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--z", type=float, help="noise units a step must exceed (default: history.z)")
     p.add_argument("--min-change", type=float, help="smallest step ever flagged (default: history.min_change)")
     p.add_argument("--large-change", type=float,
-                   help="relative change flagged from 1 earlier snapshot (default: history.large_change)")
+                   help="relative change flagged in one night (default: history.large_change)")
+    p.add_argument("--after", type=int, help="nights a change must hold (default: history.after)")
+    p.add_argument("--noisy", type=float, help="between-study spread above which a figure is noisy (default: history.noisy)")
     p.add_argument("--json", action="store_true",
                    help="print each finding as one JSON object per line on stdout (the rest goes to stderr)")
     p.add_argument("--ignore-drift", action="store_true",

@@ -27,7 +27,7 @@ Run from the repository root after a validated study (the default study, ``snake
    with at least ``--earlier`` (10) earlier ones, judged on each of its first
    nights; the target is on the night the rule can first claim a step (its
    third: the later segment of the step test holds at least
-   :data:`analysis.tracking.track.MIN_AFTER` snapshots).
+   ``history.after`` snapshots).
 5. **Detection, large step, second snapshot.** The first two snapshots of a
    history, the second with one group's tightness moved ``--large`` (3x)
    further from 1.
@@ -224,7 +224,9 @@ def judge_history(task):
     import numpy as np
 
     from analysis.planning.config import uncertainty_settings
-    from analysis.tracking.track import MIN_AFTER, history_rule, track
+    from analysis.tracking.track import history_rule, track
+
+    MIN_AFTER = history_rule().after
 
     a = task["args"]
     runs, fdm = load(Path(a["validation"]))
@@ -268,7 +270,9 @@ def main() -> int:
     import numpy as np
 
     from analysis.planning.config import uncertainty_settings
-    from analysis.tracking.track import MIN_AFTER, history_rule
+    from analysis.tracking.track import history_rule
+
+    MIN_AFTER = history_rule().after
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--study", default="default")
@@ -336,7 +340,9 @@ def main() -> int:
 
 
 def report(results, args, seconds) -> None:
-    from analysis.tracking.track import MIN_AFTER
+    from analysis.tracking.track import history_rule
+
+    MIN_AFTER = history_rule().after
 
     n = len(results)
     last = sum(r["last"] for r in results)

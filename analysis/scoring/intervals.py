@@ -18,7 +18,7 @@ from analysis.scoring.uncertainty import Settings
 #: Fewest runs whose tightness interval is judged.
 MIN_RUNS = 3
 #: The levels of the tightness interval, top down (:func:`hierarchical`).
-LEVELS = ("characterisation", "runs", "repetitions")
+LEVELS = ("characterisation", "runs", "repetitions", "study")
 #: Above this many resampled values (runs x resamples) a median's interval draws only its order statistics
 #: (:func:`bootstrap_medians`) and its repetitions are not resampled.
 SCIPY_BOOTSTRAP_ELEMENTS = 2**24
@@ -109,7 +109,7 @@ def _round_matrix(reps: list[Any], rounds: list[Any] | None) -> np.ndarray | Non
 
 
 def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.ndarray | None,
-                 settings: Settings, rounds: list[Any] | None = None) -> dict[str, Any]:
+                 settings: Settings, rounds: list[Any] | None = None, study_spread: float = 0.0) -> dict[str, Any]:
     """The median of the runs' ``tightness`` and the interval that the median of the next study of the same code
     and machine falls in, with each level's share.
 
@@ -123,7 +123,11 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
     3. **the repetitions**: the study's rounds with replacement, the same rounds for every run (``rounds``: each
        repetition's round, one or more repetitions in a round; a round is a moment every run shares), a run's
        tightness moving by its median time over the median of its repetitions in the drawn rounds, scaled by
-       ``sqrt(R / (R - 1))`` as the replicates are; without rounds, each run's repetitions alone.
+       ``sqrt(R / (R - 1))`` as the replicates are; without rounds, each run's repetitions alone;
+    4. **the study**: a shift of every run's log tightness, normal with standard deviation ``study_spread``: the
+       part of two studies' difference that neither their replicates nor their rounds show (what a study shares
+       beyond them), measured on real nights and shipped (:mod:`analysis.resources.spreads`). Drawn from its own
+       seeded generator, so that a zero spread leaves every other draw as it was.
 
     The interval is for the *next* study's median, not only for this one's: what a study shares (its replicates,
     its rounds) is drawn for two studies and differenced, so that both studies' noise counts and nominal 95 %
@@ -146,6 +150,8 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
         return out
     n, b = len(t), int(settings.resamples)
     rng = np.random.default_rng(settings.seed)
+    study_rng = np.random.default_rng([settings.seed, 4])
+    sigma = float(study_spread) if study_spread and math.isfinite(study_spread) and study_spread > 0 else 0.0
     large = n * b > SCIPY_BOOTSTRAP_ELEMENTS
     if not large and reps is not None:  # the repetitions counted only where runs x resamples do not settle it
         per_run = max((int(np.size(x)) for x, k in zip(reps, keep, strict=True) if k and x is not None), default=1)
@@ -166,7 +172,8 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
 
     def draw() -> dict[str, np.ndarray | None]:
         """One set of b resamples of each level: log shifts (b x n) and the runs drawn (b x n)."""
-        got: dict[str, np.ndarray | None] = {"f": None, "runs": None, "reps": None}
+        got: dict[str, np.ndarray | None] = {"f": None, "runs": None, "reps": None,
+                                             "study": study_rng.normal(0.0, sigma, size=b) if sigma else None}
         if logf is not None:
             k = logf.shape[1]
             counts = np.stack([np.bincount(rng.integers(0, k, size=k), minlength=k) for _ in range(b)]) / k
@@ -192,8 +199,8 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
             got["reps"] = shift if np.any(shift) else None
         return got
 
-    def medians(d: dict[str, np.ndarray | None], use: tuple[bool, bool, bool]) -> np.ndarray:
-        use_f, use_runs, use_reps = use
+    def medians(d: dict[str, np.ndarray | None], use: tuple[bool, ...]) -> np.ndarray:
+        use_f, use_runs, use_reps = use[:3]
         if large:
             base = bootstrap_medians(t, b, int(rng.integers(2**31))) if use_runs else np.full(b, float(np.median(t)))
             return base * (np.exp(d["f"][:, 0]) if use_f and d["f"] is not None else 1.0)
@@ -211,25 +218,29 @@ def hierarchical(tightness: np.ndarray, reps: list[Any] | None, replicates: np.n
     alpha = (1.0 - settings.level) / 2.0
     base = float(np.log(np.median(t)))
 
-    def shifts(use: tuple[bool, bool, bool]) -> np.ndarray:
+    def shifts(use: tuple[bool, bool, bool, bool]) -> np.ndarray:
         """log of each resample's median over this one's: the runs drawn once (the class's other workloads), what a
         study shares drawn for two studies and differenced (the next study repeats these runs, not this noise)."""
-        use_f, use_runs, use_reps = use
+        use_f, use_runs, use_reps, use_study = use
         runs = np.log(medians(first, (False, True, False))) - base if use_runs else 0.0
         if use_f or use_reps:
             noise = (np.log(medians(first, (use_f, False, use_reps)))
                      - np.log(medians(second, (use_f, False, use_reps))))
         else:
             noise = 0.0
+        if use_study and sigma:
+            noise = noise + first["study"] - second["study"]
         return np.broadcast_to(runs + noise, (b,))
 
-    def interval(use: tuple[bool, bool, bool]) -> tuple[float, float]:
+    def interval(use: tuple[bool, bool, bool, bool]) -> tuple[float, float]:
         lo, hi = np.percentile(shifts(use), [100 * alpha, 100 * (1 - alpha)])
         return mid * math.exp(lo), mid * math.exp(hi)
 
-    out["tightness_lo"], out["tightness_hi"] = interval((True, True, True))
+    out["tightness_lo"], out["tightness_hi"] = interval((True, True, True, True))
     widths = {}
-    for level, use in zip(LEVELS, ((True, False, False), (False, True, False), (False, False, True)), strict=True):
+    alone = ((True, False, False, False), (False, True, False, False), (False, False, True, False),
+             (False, False, False, True))
+    for level, use in zip(LEVELS, alone, strict=True):
         lo, hi = interval(use)
         widths[level] = hi - lo
         out[f"width_{level}"] = hi - lo

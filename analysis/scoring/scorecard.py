@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.resources.spreads import shipped_spread
 from analysis.scoring.intervals import (  # noqa: F401 - SCIPY_BOOTSTRAP_ELEMENTS, bootstrap_medians: re-exported
     LEVELS,
     MIN_RUNS,
@@ -65,7 +66,7 @@ SCALE_BANDS = ((1, "1 rank"), (4, "2-4 ranks"), (16, "5-16 ranks"), (64, "17-64 
 
 COLUMNS = ["study", "platform", "fingerprint", "case", "model", "model_kind", "workload_class", "runs",
            "tightness_median", "tightness_lo", "tightness_hi", "interval_level", "width_characterisation",
-           "width_runs", "width_repetitions", "replicates", "groups", "distinguishable_groups", "kendall_tau_median",
+           "width_runs", "width_repetitions", "width_study", "replicates", "groups", "distinguishable_groups", "kendall_tau_median",
            "kendall_tau_lo", "kendall_tau_hi", "top1_noise_aware_rate", "top1_noise_aware_lo", "top1_noise_aware_hi",
            "heldout_error", "bounds_verdict", "ranking_verdict", "verdict", "decide", "evidence"]
 
@@ -248,7 +249,9 @@ _SETTLE = {"characterisation": "more characterisation replicates (characterize.r
                                "pooled verdict of the history)",
            "runs": "more runs in the class (more sizes or alternatives); more studies repeat these runs and do not "
                    "narrow it",
-           "repetitions": "more repetitions per run (runs.repetitions) or more studies (the pooled verdict)"}
+           "repetitions": "more repetitions per run (runs.repetitions) or more studies (the pooled verdict)",
+           "study": "more studies (the pooled verdict of the history): what studies differ by beyond their replicates "
+                    "and rounds shrinks only by pooling them"}
 
 
 def decide(row: Mapping[str, Any]) -> str:
@@ -283,7 +286,8 @@ def _rows(runs: pd.DataFrame, groups: pd.DataFrame, keys: list[str], evidence: s
         replicates = np.column_stack(alone) if len(alone) >= 2 else None
         interval = hierarchical(sub["tightness"].to_numpy(dtype=float),
                                 sub["time_reps_s"].tolist() if "time_reps_s" in sub else None, replicates, settings,
-                                sub["rounds_reps"].tolist() if "rounds_reps" in sub else None)
+                                sub["rounds_reps"].tolist() if "rounds_reps" in sub else None,
+                                shipped_spread("scorecard", str(case), "tightness_median"))
         row = {"study": study, "platform": platform, "case": case, "model": model, "model_kind": model_kind(model),
                "workload_class": wclass, "runs": int(np.isfinite(sub["tightness"].to_numpy(dtype=float)).sum()),
                **interval, "replicates": len(alone), **_ranking(mine, settings),

@@ -72,12 +72,15 @@ COLUMNS: dict[str, tuple[str, str]] = {
                         "recorded)"),
     "model_kind": ("", "bound (tightness at most 1 expected) or predictor (tightness near 1 expected): which band the "
                        "tightness interval is judged against"),
-    "interval_level": ("", "the level whose own interval is the widest: characterisation (its replicates), runs or "
-                           "repetitions"),
+    "interval_level": ("", "the level whose own interval is the widest: characterisation (its replicates), runs, "
+                           "repetitions or study"),
     "width_characterisation": ("fraction", "width of the tightness interval with only the characterisation "
                                            "replicates resampled"),
     "width_runs": ("fraction", "width of the tightness interval with only the runs resampled"),
     "width_repetitions": ("fraction", "width of the tightness interval with only each run's repetitions resampled"),
+    "width_study": ("fraction", "width of the tightness interval with only the study-level shift drawn: what two "
+                                "studies differ by beyond their replicates and rounds (the shipped between-study "
+                                "spread)"),
     "replicates": ("", "characterisation replicates whose predictions the interval resampled (0: one "
                        "characterisation)"),
     "decide": ("", "for an undecided aspect: the edge its interval straddles and what would settle it"),

@@ -19,8 +19,8 @@ holding, in long form, every tracked figure of one validation:
   (:mod:`analysis.tracking.pooled`);
 * ``kind = "noise"``: per (case, platform) the study's run-to-run drift floor
   (metric ``drift_floor``, a fraction; ``n_reps`` = the identical-code pairs
-  it was measured from) where a case measures one (FDM), which
-  :mod:`analysis.tracking.track` holds a large change against.
+  it was measured from) where a case measures one (FDM): the spread of identical
+  runs within one study, kept beside the between-study spread ``track`` judges by.
 
 Every row also carries the snapshot's identity: ``snapshot`` (id = file stem),
 ``time`` (UTC), ``git_sha`` and ``git_dirty``, ``version``, ``config_hash``,

@@ -211,17 +211,21 @@ def _machine(snapshot: str, day: int, value: float, lo: float, hi: float) -> dic
             "model": "", "metric": "t_b", "value": value, "lo": lo, "hi": hi, "n_reps": 2, "n_alternatives": None}
 
 
-def test_a_machine_parameter_its_replicates_say_moved_is_drift_from_the_second_snapshot():
+def test_replicates_apart_are_not_drift_but_a_held_move_beyond_the_between_study_spread_is():
+    # what two fresh studies here showed: t_b 1.14x apart, each study's replicates tight and apart from the other's;
+    # studies of this kind differ by that much, so it is not drift
     from analysis.tracking.track import history_rule, track
 
     rule = history_rule()
-    moved = pd.DataFrame([_machine("a", 1, 1.00e-10, 0.98e-10, 1.02e-10), _machine("b", 2, 1.12e-10, 1.10e-10, 1.14e-10)])
-    found, _ = track(moved, rule)
-    assert [(f.kind, f.test) for f in found] == [("drift", "replicates")]
-    within = pd.DataFrame([_machine("a", 1, 1.00e-10, 0.95e-10, 1.10e-10), _machine("b", 2, 1.08e-10, 1.06e-10, 1.10e-10)])
-    assert track(within, rule)[0] == []  # its replicates overlap the earlier ones': noise, not drift
-    small = pd.DataFrame([_machine("a", 1, 1.00e-10, 1.00e-10, 1.001e-10), _machine("b", 2, 1.01e-10, 1.01e-10, 1.011e-10)])
-    assert track(small, rule)[0] == []  # apart, but by less than min_change
+    spreads = {"machine/*/t_b": 0.08}
+    moved = pd.DataFrame([_machine("a", 1, 1.00e-10, 0.98e-10, 1.02e-10), _machine("b", 2, 1.14e-10, 1.12e-10, 1.16e-10)])
+    assert track(moved, rule, spreads=spreads)[0] == []
+    # seven nights within 3 %, then two at 1.6x: drift, begun at the first of the two
+    values = [1.0, 1.02, 0.99, 1.01, 0.98, 1.0, 1.03, 1.6, 1.62]
+    rows = pd.DataFrame([_machine(f"s{i}", i + 1, v * 1e-10, v * 0.99e-10, v * 1.01e-10) for i, v in enumerate(values)])
+    found, _ = track(rows, rule, spreads=spreads)
+    assert [(f.kind, f.test, f.began) for f in found] == [("drift", "step", "s7")]
+    assert track(rows.iloc[:-1], rule, spreads=spreads)[0] == []  # one night of it: not yet
 
 
 def test_the_triads_plateau_is_found_by_measuring_not_by_the_reported_cache():

@@ -335,22 +335,20 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
     redone = snakemake([*tiny, "-n"], env, tmp_path)
     assert runs_redone(job_counts(redone.stdout)) == 1
 
-    # Tracking: every validation above appended a snapshot. Two snapshots are too few to show this machine's
-    # invocation-to-invocation noise and a step that has held (5 + 3), so track judges small steps nowhere yet and
-    # says so (judging such a short series flagged an unchanged FDM run as a regression when another job shared the
-    # cores); only a change by a factor of 2.5 or more with its intervals apart could be flagged, and these tiny
-    # runs are real measurements on a shared machine.
+    # Tracking: every validation above appended a snapshot. Two or three snapshots cannot show how far two studies
+    # here differ, so track judges them mostly against the between-study spread shipped with hetval and says so; no
+    # change has held two nights, so only a one-night change of a factor 2.5 or more (and twice the bar) with its
+    # intervals apart could be flagged, and the network's ping-pong parameters are named as noisy, not judged.
     hetval = [str(BIN / "hetval")]
     tiny_config = ["--configfile", str(REPO / "config" / "studies" / "tiny.yaml")]
     track = subprocess.run([*hetval, "track", "--json", *tiny_config],
                            env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert track.returncode in (0, 1), track.stdout + track.stderr
-    short = re.search(r"(\d+) series judged, (\d+) with fewer than 8 snapshots judged for large changes only",
-                      track.stderr)
+    short = re.search(r"(\d+) series judged against their own spread, (\d+) mostly against the shipped one, (\d+) "
+                      r"noisy", track.stderr)
     assert short and int(short.group(1)) == 0 and int(short.group(2)) > 0, track.stderr
-    for line in track.stdout.splitlines():  # a large change, or a machine parameter its replicates say moved
-        found = json.loads(line)
-        assert found["test"] == "large" or (found["test"] == "replicates" and found["kind"] == "drift"), line
+    for line in track.stdout.splitlines():
+        assert json.loads(line)["test"] == "large", line
     assert "History: model accuracy over time" in (report / "index.html").read_text()
     # A broken characterisation: the accel's t_f 20x too small (as a broken benchmark would report it), judged
     # by the default rule on this short history: a 20x change is far outside any noise, flagged the next night.
@@ -370,12 +368,10 @@ def end_to_end(tiny_study: SimpleNamespace, env: dict[str, str]) -> None:
                            env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert track.returncode == 1, track.stdout + track.stderr
     assert "DRIFT: cpu-pair-numpy-numba accel t_f" in track.stdout and "machine drift(s)" in track.stdout
-    # At the tiny sizes the accel's side of every model is bandwidth-bound, so no model figure moves beyond its
-    # noise because of it: the finding is the machine parameter itself, kept apart from the models, and a model
-    # figure that moved at this snapshot is reported beside the drift, never as "machine unchanged".
+    # The finding is the machine parameter itself; a model figure that moved at this snapshot follows the drift
+    # and is reported under it, never as a regression of a model on an unchanged machine.
     for line in track.stdout.splitlines():
-        if "REGRESSION" in line and f"began at snapshot {latest}" in line:
-            assert "(machine unchanged)" not in line, line
+        assert not (line.startswith("REGRESSION") and f"began at snapshot {latest}" in line), line
     snapshots = history.read(tmp_path / "results" / "history", "tiny")["snapshot"].nunique()
     assert snapshots >= 3
     compare = subprocess.run([*hetval, "compare", "previous", "latest", "--configfile",

@@ -165,14 +165,20 @@ class HistorySection(Section):
         for f in findings:
             if f.kind == "regression":
                 markers.setdefault((f.series["model"], f.series["metric"]), []).append(f.began)
-        if stats["judged"] or stats["large_only"]:
+        judged = stats["judged"] + stats["shipped_only"]
+        if judged or stats["noisy"]:
             out.para(f"hetval track on the latest snapshot: {sum(f.kind == 'regression' for f in findings)} "
-                     f"regression(s), {sum(f.kind == 'drift' for f in findings)} machine drift(s) over "
-                     f"{stats['judged'] + stats['large_only']} series ({stats['large_only']} of them with fewer "
-                     "than the earlier snapshots a small step needs, judged for large changes only).",
-                     "alert" if findings else "good")
+                     f"regression(s), {sum(f.kind == 'drift' for f in findings)} machine drift(s) "
+                     f"({sum(f.kind == 'follows' for f in findings)} model figure(s) that moved with it) over "
+                     f"{judged} series, each against the spread between studies ({stats['shipped_only']} of them "
+                     "mostly against the spread shipped with hetval, their own history still short).",
+                     "alert" if any(f.kind != "improvement" for f in findings) else "good")
             if findings:
                 out.items([f.line() for f in findings[:50]])
+            if stats["noisy"]:
+                out.para("Noisy (too variable between studies to judge yet; each is judged once its history holds "
+                         "its own spread):", "what")
+                out.items([n.line().removeprefix("NOISY: ") for n in stats["noisy"][:50]])
         else:
             out.para("Too few snapshots to judge a regression yet (each series needs earlier snapshots).", "what")
         entries = []
@@ -202,6 +208,6 @@ class HistorySection(Section):
         out.figures_block(entries, "No figures in the history.")
         out.lines += ["", f"History: {snaps['snapshot'].nunique()} snapshot(s); track: "
                       f"{sum(f.kind == 'regression' for f in findings)} regression(s), "
-                      f"{sum(f.kind == 'drift' for f in findings)} drift(s)"]
+                      f"{sum(f.kind == 'drift' for f in findings)} drift(s), {len(stats['noisy'])} noisy"]
         out.lines += [f"  {f.line()}" for f in findings[:20]]
         return out
