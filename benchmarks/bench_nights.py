@@ -202,6 +202,8 @@ def load_nights(workdir: Path):
     study = nights[0]["study"]
     frame = history.read(workdir / "results" / "history", study, columns=[*history.TRACK_COLUMNS, "config_hash"],
                          log=lambda _line: None)
+    # a history written before groups stopped being named by their replicates' values: name them as now
+    frame["group"] = frame["group"].astype(str).str.replace(r" \w+_replicates=\[[^\]]*\]", "", regex=True)
     seen, kept = set(), []
     for n in nights:  # a night whose validation appended nothing new repeats the last snapshot: not a night
         if n["snapshot"] not in seen and n["snapshot"] in set(frame["snapshot"]):
@@ -240,7 +242,7 @@ def steady_spreads(nights: list[dict], frame, quantile: float) -> tuple[dict[str
     spread is looked up by, and the ``quantile`` of each group (and of each kind's fallback)."""
     import numpy as np
 
-    from analysis.tracking.track import _MAD_SD, JUDGED, scale, spread_key
+    from analysis.tracking.track import _MAD_SD, JUDGED, resolution, scale, spread_key
 
     steady = [n["snapshot"] for n in nights[:next((i for i, n in enumerate(nights) if n["phase"] != "steady"),
                                                   len(nights))]]
@@ -254,7 +256,7 @@ def steady_spreads(nights: list[dict], frame, quantile: float) -> tuple[dict[str
         y = y[np.isfinite(y)]
         if len(y) < 5:
             continue
-        sd = float(_MAD_SD * np.median(np.abs(y - np.median(y))))
+        sd = max(float(_MAD_SD * np.median(np.abs(y - np.median(y)))), resolution(metric, series))
         for where in (spread_key(kind, case, group), "*"):
             groups.setdefault(f"{kind}/{where}/{metric}", []).append(sd)
     return groups, {k: float(np.quantile(v, quantile)) for k, v in groups.items()}
@@ -402,7 +404,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
                 if label == "the shipped spreads" and phase in ("regression", "load") and night_in_phase <= 3:
                     delays.append(f"{study} {phase} night {night_in_phase}: " + (
                         "; ".join(f"{f.kind} {_name(f)}" for f in found) or "nothing flagged"))
-            noisy = sorted({n.line().split(":")[1].strip() for n in results[-1][2]["noisy"]})
+            noisy = sorted({f"{n.series['model'] or n.series['platform']} {n.series['case']} {n.series['metric']}"
+                            f" ({math.exp(n.spread):.2f}x)" for n in results[-1][2]["noisy"]})
             say(f"    noisy on the last night: {', '.join(noisy) if noisy else 'none'}")
         live = sum(bool(n["live_findings"]) for n in nights[1:] if n["phase"] in ("steady", "undo", "unload"))
         say(f"  live `hetval track` after each night (the code each night ran): exit-1 findings on {live} of "

@@ -132,7 +132,9 @@ def model_rows(tables: Mapping[str, pd.DataFrame], case_of_table: Mapping[str, s
     for name, frame in sorted(tables.items()):
         if not name.endswith("fidelity") or frame is None or not len(frame):
             continue
-        keys = [c for c in frame.columns if c not in _NOT_KEYS and not c.endswith(("_lo", "_hi"))]
+        # a group is named by what it is, never by a figure: an interval's ends or each replicate's value would
+        # start a new series whenever they moved
+        keys = [c for c in frame.columns if c not in _NOT_KEYS and not c.endswith(("_lo", "_hi", "_replicates"))]
         fallback = (case_of_table or {}).get(name, name.removesuffix("fidelity").rstrip("_") or "")
         model = _model_of_table(fallback, name)
         for rec in frame.to_dict("records"):

@@ -26,7 +26,8 @@ own past with one rule, documented here and in ``docs/tracking.md``:
    snapshots: one night is never a step. Every later snapshot must lie beyond the earlier segment's median on the
    same side, the *least* changed one by at least ``z`` spreads (times ``sqrt(1 + pi / (2 n))``, the
    uncertainty of a median of ``n`` earlier snapshots) and by at least ``min_change`` (relative for tightness
-   and machine parameters; one pair's worth for tau and pairwise agreement). A change that is over (a later
+   and machine parameters; one pair's worth for tau and pairwise agreement, whose spread is never taken below
+   a pair either: they move a pair at a time). A change that is over (a later
    night back at the earlier level) is not flagged. The first later snapshot is where the change *began*.
 5. **Large change, from one night.** A median tightness or machine parameter whose latest snapshot lies at least
    a factor ``1 + large_change`` (2.5x) and twice the step test's bar from the earlier median, with the
@@ -181,15 +182,21 @@ def badness(metric: str, kind: str, values: np.ndarray) -> np.ndarray:
     return y
 
 
+def resolution(metric: str, s: pd.DataFrame) -> float:
+    """How little a rank metric can move: one pair's worth (2 / pairs for tau, 1 / pairs for pairwise agreement)
+    of the series' largest group; 0 for any other figure."""
+    if metric not in ("kendall_tau", "pairwise_agreement") or "n_alternatives" not in s:
+        return 0.0
+    k = pd.to_numeric(s["n_alternatives"], errors="coerce").max()
+    if pd.isna(k) or k < 2:
+        return 0.0
+    return (2.0 if metric == "kendall_tau" else 1.0) / (k * (k - 1) / 2.0)
+
+
 def _smallest_step(metric: str, kind: str, s: pd.DataFrame, rule: Rule) -> float:
     """The smallest change that counts: ``min_change`` (relative or absolute), and a rank metric's resolution."""
     floor = math.log1p(rule.min_change) if relative(metric, kind) else rule.min_change
-    if metric in ("kendall_tau", "pairwise_agreement") and "n_alternatives" in s:
-        k = pd.to_numeric(s["n_alternatives"], errors="coerce").max()
-        if pd.notna(k) and k >= 2:
-            pairs = k * (k - 1) / 2.0
-            floor = max(floor, (2.0 if metric == "kendall_tau" else 1.0) / pairs)
-    return floor
+    return max(floor, resolution(metric, s))
 
 
 def best_step(x: np.ndarray, min_before: int, min_after: int = 1) -> int | None:
@@ -258,7 +265,8 @@ def _step_test(s: pd.DataFrame, y: np.ndarray, kind: str, metric: str, rule: Rul
     n = len(y)
     m = best_step(y, 1, rule.after) if n > rule.after else None
     m_spread = m if m is not None else n - 1  # the spread of the snapshots before the latest, with no split yet
-    spread = between_spread(y[:m_spread], shipped, rule.min_history)
+    # a rank metric steady so far has shown no spread, yet moves a pair at a time: its spread is at least a pair
+    spread = max(between_spread(y[:m_spread], shipped, rule.min_history), resolution(metric, s))
     noisy = (relative(metric, kind) and math.isfinite(spread) and spread >= math.log1p(rule.noisy)
              and m_spread < rule.min_history)
     out = {"test": "step", "z": math.nan, "step": 0.0, "worse": False, "flag": False, "m": m, "spread": spread,
