@@ -7,8 +7,7 @@ config ``distributed.nanny.pre-spawn-environ``) so that freed memory goes back t
 any of glibc's thresholds switches off its *dynamic* mmap threshold: from then on every allocation above
 128 KiB is a fresh ``mmap``, zero-filled page by page, and every free an ``munmap``. Validation's tasks
 are NumPy over temporaries of megabytes each (bootstrap planes, partitions), so in such a worker they
-run at a fraction of their speed - one scoring chunk of 20,000 groups took 6.4 s in a nanny's worker
-against 2.6 s in a plain process on this machine.
+run at a fraction of their speed (``benchmarks/bench_validate.py`` measures it).
 
 :func:`for_arrays` sets the thresholds a plain process reaches by itself after its first large free
 (glibc's dynamic maximum: mmap above 32 MiB, trim above twice that). Every task function of the

@@ -39,8 +39,8 @@ own past with one rule, documented here and in ``docs/tracking.md``:
    where a parameter of its platform drifted *follows the drift*: the machine changed, and the models whose
    predictions used it moved with it - reported under the drift, not as a regression.
 
-The false-alarm rate and detection power of this rule on this machine's
-noise are measured by ``benchmarks/bench_track.py``.
+Its false alarms and detections on real nights are measured by ``benchmarks/bench_nights.py``; on
+synthetic noise by ``benchmarks/bench_track.py``.
 """
 
 from __future__ import annotations

@@ -56,11 +56,10 @@ class Progress:
 
 #: moments of a replicate at which the triad and the FMA chains are measured, on each processor alone (``t_b``,
 #: ``t_f``) and the triad on both at once (``t_b_shared``): step 1, the end of step 4 and of step 7. On a virtual
-#: machine these move for seconds to minutes between states, each tight in its own samples: the two ranks' shared
-#: bandwidth (each streaming as fast as alone, or both sharing one path), and the host's NumPy FMA chains, which
-#: run from the core's L2 (22 or 13-15 GFLOP/s here, as whoever shares that core's cache comes and goes). A
-#: replicate that measured them at one moment saw one state; spread like the runs, its median is the state the
-#: runs mostly saw, and its replicates disagree where they saw different ones.
+#: machine these move between states for seconds to minutes (the two ranks' shared bandwidth; the host's FMA
+#: chains, which run from a core's L2 that others share), each state tight in its own samples. A replicate that
+#: measured them at one moment saw one state; spread like the runs, its median is the state the runs mostly saw,
+#: and its replicates disagree where they saw different ones (figures: docs/benchmarks.md).
 MOMENTS = 3
 
 
