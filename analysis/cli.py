@@ -246,7 +246,7 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from analysis.tracking.track import Rule, track
+    from analysis.tracking.track import Rule, judged_line, track
 
     given = {opt: getattr(args, opt) for opt in ("window", "min_history", "z", "min_change", "large_change", "after",
                                                  "noisy")
@@ -268,10 +268,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     say(f"[hetval track] study {latest['study']}, machine {latest['fingerprint']} ({machine.get('cpu_model')}, "
           f"{machine.get('cores')} cores): latest snapshot {latest['snapshot']} (git {str(latest['git_sha'])[:10]}"
           f"{'-dirty' if latest['git_dirty'] else ''}) against {stats['snapshots'] - 1} earlier; "
-          f"{stats['judged']} series judged against their own spread, {stats['shipped_only']} mostly against the "
-          f"shipped one, {len(stats['noisy'])} noisy, {stats['too_short']} not judged (no earlier snapshot); rule: "
-          f"a change held {rule.after} snapshots, each >= {rule.z:g} between-study spreads and >= "
-          f"{rule.min_change:g} away, or a factor >= {1 + rule.large_change:g} in one night; window {rule.window}")
+          f"{judged_line(stats, rule)}")
     for f in findings:
         print(json.dumps(f.as_dict(), sort_keys=True, default=str) if args.json else f.line())
     for n in stats["noisy"]:
@@ -279,8 +276,8 @@ def cmd_track(args: argparse.Namespace) -> int:
     regressions = sum(f.kind == "regression" for f in findings)
     drifts = sum(f.kind == "drift" for f in findings)
     follows = sum(f.kind == "follows" for f in findings)
-    say(f"[hetval track] {regressions} regression(s), {drifts} machine drift(s)"
-        + (f" ({follows} model figure(s) moved with it)" if follows else ""))
+    say(f"[hetval track] {regressions} regression(s), {drifts} machine drift(s)" + (f" ({follows} model "
+        f"figure(s) moved with it)" if follows else ""))
     return 1 if regressions or (drifts and not args.ignore_drift) else 0
 
 

@@ -11,6 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as _hypothesis_settings
+
+# Property tests check answers, not speed: a per-example deadline fails them on a loaded or slow machine (the suite
+# runs its studies in the background beside them), so there is none.
+_hypothesis_settings.register_profile("hetval", deadline=None)
+_hypothesis_settings.load_profile("hetval")
 
 # the tiny study's end-to-end checks run outside a test module (in the background): their asserts still explain
 pytest.register_assert_rewrite("tests.workflow.tiny")

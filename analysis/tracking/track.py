@@ -386,6 +386,14 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
     return found, stats
 
 
+def judged_line(stats: dict[str, Any], rule: Rule) -> str:
+    """What ``track`` judged, and by which rule, in one line."""
+    return (f"{stats['judged']} series judged against their own spread, {stats['shipped_only']} mostly against the "
+            f"shipped one, {len(stats['noisy'])} noisy, {stats['too_short']} not judged (no earlier snapshot); rule: "
+            f"a change held {rule.after} snapshots, each >= {rule.z:g} between-study spreads and >= "
+            f"{rule.min_change:g} away, or a factor >= {1 + rule.large_change:g} in one night; window {rule.window}")
+
+
 def _attribute(found: list[Finding], order: dict[str, int]) -> list[Finding]:
     """Rule 6: a model figure that changed at or after the start of a drift on its platform follows the drift."""
     drifts: dict[str, list[Finding]] = {}
