@@ -248,9 +248,7 @@ def cmd_attach_trace(args: argparse.Namespace) -> int:
 def cmd_track(args: argparse.Namespace) -> int:
     from analysis.tracking.track import Rule, judged_line, track
 
-    given = {opt: getattr(args, opt) for opt in ("window", "min_history", "z", "min_change", "large_change", "after",
-                                                 "noisy")
-             if getattr(args, opt) is not None}
+    given = {opt: getattr(args, opt) for opt in Rule.__dataclass_fields__ if getattr(args, opt, None) is not None}
     section = dict(_config(args).get("history") or {})
     try:  # the flags are held to the schema's bounds like the config's keys, before the history is read
         rule = Rule.from_config(section_of("history", {**section, **given}))
@@ -428,8 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-history", type=int, help="earlier snapshots a series needs (default: history.min_history)")
     p.add_argument("--z", type=float, help="noise units a step must exceed (default: history.z)")
     p.add_argument("--min-change", type=float, help="smallest step ever flagged (default: history.min_change)")
-    p.add_argument("--large-change", type=float,
-                   help="relative change flagged in one night (default: history.large_change)")
+    p.add_argument("--large-change", type=float, help="relative change flagged in one night (default: history.large_change)")
     p.add_argument("--after", type=int, help="nights a change must hold (default: history.after)")
     p.add_argument("--noisy", type=float, help="between-study spread above which a figure is noisy (default: history.noisy)")
     p.add_argument("--json", action="store_true",
