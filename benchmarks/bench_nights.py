@@ -354,6 +354,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     shipped_now = json.loads((ROOT / "analysis" / "resources" / "between_studies.json").read_text())
     refreshed: dict[str, float] = {}
     all_false: list[tuple[str, int, str]] = []
+    false_better: list[tuple[str, int]] = []
     judged_nights = 0
     delays: list[str] = []
     for wd in args.workdirs:
@@ -389,6 +390,11 @@ def cmd_judge(args: argparse.Namespace) -> int:
                         say(f"    FALSE ALARM {tag}: {names}")
                         if label == "the shipped spreads":
                             all_false.append((study, i + 1, names))
+                    better = [f for f in found if f.kind == "improvement"]
+                    if better:  # exits 0, but nothing changed either
+                        say(f"    false improvement {tag}: " + "; ".join(_name(f) for f in better))
+                        if label == "the shipped spreads":
+                            false_better.append((study, i + 1))
                 elif phase == "regression":
                     regs = [f for f in found if f.kind == "regression"]
                     ok = bool(regs) and all(f.series["model"] == PEROP_MODEL for f in regs) and not any(
@@ -435,7 +441,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
                         f"pooled {r['pooled_verdict']}{extra}")
     n_false = len({(s, i) for s, i, _ in all_false})
     say(f"false alarms over all {judged_nights} unchanged nights judged with the shipped spreads: {n_false} "
-        f"(95 % upper bound on the rate per night {upper_bound(n_false, judged_nights):.1%}; target: none)")
+        f"(95 % upper bound on the rate per night {upper_bound(n_false, judged_nights):.1%}; target: none); "
+        f"improvements found where nothing changed (exit 0): {len(set(false_better))} night(s)")
     say("injected changes, detection and attribution (shipped spreads):")
     for d in delays:
         say(f"  {d}")
