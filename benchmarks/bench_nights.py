@@ -32,7 +32,7 @@ printed) and prints:
 - from the default nights: how often one night's 95 % scorecard tightness interval holds the next night's median,
   contradictions and same verdicts between consecutive nights, and the pooled verdict of all nights beside each
   night's;
-- the between-study spread of every judged figure, and, with ``--write``, the shipped defaults
+- the between-study spread of every judged figure (its series' root mean square deviation from their median), and, with ``--write``, the shipped defaults
   (``analysis/resources/between_studies.json``) refreshed from it, and this section of ``docs/benchmarks.md``.
 """
 
@@ -242,7 +242,7 @@ def steady_spreads(nights: list[dict], frame, quantile: float) -> tuple[dict[str
     spread is looked up by, and the ``quantile`` of each group (and of each kind's fallback)."""
     import numpy as np
 
-    from analysis.tracking.track import _MAD_SD, JUDGED, resolution, scale, spread_key
+    from analysis.tracking.track import JUDGED, own_spread, resolution, scale, spread_key
 
     steady = [n["snapshot"] for n in nights[:next((i for i, n in enumerate(nights) if n["phase"] != "steady"),
                                                   len(nights))]]
@@ -256,7 +256,7 @@ def steady_spreads(nights: list[dict], frame, quantile: float) -> tuple[dict[str
         y = y[np.isfinite(y)]
         if len(y) < 5:
             continue
-        sd = max(float(_MAD_SD * np.median(np.abs(y - np.median(y)))), resolution(metric, series))
+        sd = max(own_spread(y), resolution(metric, series))
         for where in (spread_key(kind, case, group), "*"):
             groups.setdefault(f"{kind}/{where}/{metric}", []).append(sd)
     return groups, {k: float(np.quantile(v, quantile)) for k, v in groups.items()}
@@ -270,6 +270,8 @@ def scorecard_spreads(nights: list[dict], frame, shipped_before: float, quantile
     import numpy as np
     from scipy import stats
 
+    from analysis.tracking.track import own_spread
+
     z = float(stats.norm.ppf(0.5 + level / 2.0))
     steady = [n["snapshot"] for n in nights if n["phase"] == "steady"]
     rows = frame[frame["snapshot"].isin(steady) & (frame["kind"] == "scorecard")]
@@ -281,7 +283,7 @@ def scorecard_spreads(nights: list[dict], frame, shipped_before: float, quantile
         if len(t) < 5:
             continue
         y = np.log(t["value"].to_numpy(dtype=float))
-        between = (1.482602218505602 * np.median(np.abs(y - np.median(y)))) ** 2
+        between = own_spread(y) ** 2
         half = np.log(t["hi"].to_numpy(dtype=float) / t["lo"].to_numpy(dtype=float)) / 2.0
         runs = (w.reindex(t.index).to_numpy(dtype=float) / t["value"].to_numpy(dtype=float)) / 2.0
         noise = np.maximum(half**2 - np.nan_to_num(runs, nan=0.0) ** 2, 0.0) / z**2 / 2.0 - shipped_before**2

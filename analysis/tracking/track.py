@@ -13,8 +13,8 @@ own past with one rule, documented here and in ``docs/tracking.md``:
    (``|log x|`` grows), lower for tau and pairwise agreement, higher for an error.
 2. **Between-study spread.** Two studies of the same code on the same machine differ far more than one study's
    repetitions or characterisation replicates show (each study has its own characterisation and its own
-   moments, shared by all its runs). A figure's noise is therefore its spread *between snapshots*: the robust
-   standard deviation (1.4826 x the median absolute deviation) of the series' snapshots before the change,
+   moments, shared by all its runs). A figure's noise is therefore its spread *between snapshots*: the root mean
+   square deviation from their median of the series' snapshots before the change (:func:`own_spread`),
    pooled with the between-study spread measured on machines of this kind and shipped with hetval
    (``analysis/resources/between_studies.json``, written by ``benchmarks/bench_nights.py``), which counts as
    ``min_history`` snapshots: a short history is judged against the shipped spread, a long one against its own.
@@ -64,8 +64,6 @@ HIGHER_BETTER = {"kendall_tau", "pairwise_agreement", "top1_agreement", "top1_no
 #: Metrics judged on log x, whose ideal is 1.
 TOWARD_ONE = {"tightness_median"}
 SERIES_KEYS = ["study", "fingerprint", "kind", "case", "platform", "group", "model", "metric"]
-#: 1.4826 x the median absolute deviation estimates a normal standard deviation
-_MAD_SD = 1.482602218505602
 #: the variance of a median of n normal values is pi / (2 n) times the values' variance
 _MEDIAN_VARIANCE = math.pi / 2.0
 
@@ -211,10 +209,20 @@ def best_step(x: np.ndarray, min_before: int, min_after: int = 1) -> int | None:
     return where
 
 
+def own_spread(y: np.ndarray) -> float:
+    """A series' own between-snapshot spread: the root mean square deviation of its snapshots from their median
+    (``n - 1`` degrees of freedom; NaN below two). Not a median absolute deviation: nights here have heavy tails
+    (a study an hour apart from the last can differ far more than most), and a spread that ignores them
+    flags them."""
+    if len(y) < 2:
+        return math.nan
+    return float(np.sqrt(np.sum((y - np.median(y)) ** 2) / (len(y) - 1)))
+
+
 def between_spread(y_before: np.ndarray, shipped: float, weight: int) -> float:
     """The between-study spread of a series: the robust spread of its earlier snapshots pooled with the shipped
     one, which counts as ``weight`` snapshots (rule 2); NaN when neither is known."""
-    own = float(_MAD_SD * np.median(np.abs(y_before - np.median(y_before)))) if len(y_before) >= 2 else math.nan
+    own = own_spread(y_before)
     dof = len(y_before) - 1
     parts = [(weight, shipped)] if math.isfinite(shipped) else []
     if math.isfinite(own) and dof > 0:
