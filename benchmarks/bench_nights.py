@@ -119,7 +119,7 @@ def latest_snapshot(workdir: Path, study: str) -> str | None:
 def night(workdir: Path, study: str, phase: str, index: int) -> dict:
     """One night: the study measured again from scratch, then ``hetval track``; what it printed, kept."""
     env = _env(workdir)
-    config = f"config/studies/{study}.yaml"
+    config = "config/config.yaml" if study == "default" else f"config/studies/{study}.yaml"  # the default study
     load = None
     if phase == "load":
         load = subprocess.Popen([str(workdir / ".venv" / "bin" / "python"), "-c", LOAD], env=env,
