@@ -46,7 +46,7 @@ def test_judge_counts_false_alarms_and_names_the_injected_changes(tmp_path, caps
     nights = []
     for i, phase in enumerate(plan):
         meta = history.snapshot_meta([], "c", {}, when=base + dt.timedelta(days=i))
-        rows = _night_rows(rng, 1.3 if phase == "regression" else 1.0, 1.8 if phase == "load" else 1.0)
+        rows = _night_rows(rng, 1.6 if phase == "regression" else 1.0, 1.8 if phase == "load" else 1.0)
         history.append(tmp_path / "results" / "history", "tiny", history.snapshot_table(meta, rows))
         nights.append({"night": i + 1, "phase": phase, "study": "tiny", "start": 0, "wall_s": 60.0, "study_rc": 0,
                        "track_rc": 0, "snapshot": meta["snapshot"], "commit": "x", "live_findings": []})

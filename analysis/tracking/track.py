@@ -254,7 +254,9 @@ def judge(series: pd.DataFrame, rule: Rule, shipped: float = math.nan) -> dict[s
         return None
     if step["flag"] or step["noisy"]:
         return step
-    large = _large_test(s, y, kind, metric, rule, step["spread"])
+    # one night against every earlier one (the step's split may leave fewer before it)
+    whole = max(between_spread(y[:-1], shipped, rule.min_history), resolution(metric, s))
+    large = _large_test(s, y, kind, metric, rule, whole)
     return large if large is not None and large["flag"] else step
 
 
