@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 
 import numpy as np
@@ -39,7 +40,14 @@ def _night_rows(rng, perop_factor: float, load: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=history.ROW_COLUMNS)
 
 
-def test_judge_counts_false_alarms_and_names_the_injected_changes(tmp_path, capsys):
+def test_judge_counts_false_alarms_and_names_the_injected_changes(tmp_path, capsys, monkeypatch):
+    # the benchmarks pin their threads in os.environ when imported; this process's later tests must not inherit it
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        if var in os.environ:
+            monkeypatch.setenv(var, os.environ[var])  # restored as it is now at teardown
+        else:
+            monkeypatch.setenv(var, "1")
+            monkeypatch.delenv(var)  # absent again at teardown
     rng = np.random.default_rng(7)
     base = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     plan = ["steady"] * 20 + ["regression"] * 3 + ["undo"] * 2 + ["load"] * 2 + ["unload"] * 2
