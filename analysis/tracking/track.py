@@ -170,16 +170,6 @@ def scale(metric: str, kind: str, values: Any) -> np.ndarray:
         return np.where(v > 0, np.log(v), np.nan)
 
 
-def badness(metric: str, kind: str, values: np.ndarray) -> np.ndarray:
-    """The figure on a scale where larger is worse (a machine parameter: larger is slower)."""
-    y = scale(metric, kind, values)
-    if metric in TOWARD_ONE:
-        return np.abs(y)
-    if kind != "machine" and metric in HIGHER_BETTER:
-        return -y
-    return y
-
-
 def resolution(metric: str, s: pd.DataFrame) -> float:
     """How little a rank metric can move: one pair's worth (2 / pairs for tau, 1 / pairs for pairwise agreement)
     of the series' largest group; 0 for any other figure."""
