@@ -369,7 +369,7 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
         if res["noisy"]:
             stats["noisy"].append(Noisy(info, res["spread"], len(res["before_values"])))
             continue
-        stats["judged" if len(res["before_values"]) >= rule.min_history else "shipped_only"] += 1
+        stats["judged" if len(res["rows"]) - 1 >= rule.min_history else "shipped_only"] += 1  # earlier snapshots
         if not res["flag"]:
             continue
         rows, m = res["rows"], res["m"]
