@@ -269,8 +269,8 @@ def cmd_track(args: argparse.Namespace) -> int:
           f"{judged_line(stats, rule)}")
     for f in findings:
         print(json.dumps(f.as_dict(), sort_keys=True, default=str) if args.json else f.line())
-    for n in stats["noisy"]:
-        say(n.line())
+    for line in [n.line() for n in stats["noisy"]] + stats["changed"]:
+        say(line)
     regressions = sum(f.kind == "regression" for f in findings)
     drifts = sum(f.kind == "drift" for f in findings)
     follows = sum(f.kind == "follows" for f in findings)

@@ -40,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-PLATFORM = ROOT / "tests" / "data" / "cpu-pair-numpy-numba.yaml"
+PLATFORM = ROOT / "analysis" / "resources" / "reference" / "cpu-pair-numpy-numba.yaml"
 
 
 def write_direct(seed, n: int, runs_dir: Path, batch: int = 200) -> int:

@@ -62,7 +62,7 @@ def env_without(programs: tuple[str, ...], farm: Path, env: dict[str, str] | Non
 
 
 def default_dataset(root: Path) -> Path:
-    """The default study's 73 real measured runs (tests/data) gathered into ``root/runs``, with their
+    """The default study's 73 real measured runs (analysis/resources/reference) gathered into ``root/runs``, with their
     platform file at ``root/platform.yaml``; returns ``root``."""
     import gzip
     import json
@@ -70,7 +70,7 @@ def default_dataset(root: Path) -> Path:
     from analysis.storage import dataset
     from sims.record import write_raw
 
-    data = REPO / "tests" / "data"
+    data = REPO / "analysis" / "resources" / "reference"
     files = []
     for doc in json.loads(gzip.decompress((data / "default-records.json.gz").read_bytes())):
         path = root / "raw" / "default" / f"{doc['run_id']}.json"

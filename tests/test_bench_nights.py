@@ -33,6 +33,11 @@ def _night_rows(rng, perop_factor: float, load: float) -> pd.DataFrame:
         rows.append({"kind": "model", "case": "sa", "platform": "p", "group": "size=1 axis=wp", "model": model,
                      "metric": "tightness_median", "value": v, "lo": v * 0.98, "hi": v * 1.02, "n_reps": 3,
                      "n_alternatives": 5})
+    for model, base in (("per-operation (Kannan)", 2.0), ("PerDome/PeaPaw", 0.45)):  # fixed runs: no noise
+        v = base * perop_factor ** (model.startswith("per-op"))
+        rows.append({"kind": "reference", "case": "sa", "platform": "ref", "group": "reference runs", "model": model,
+                     "metric": "tightness_median", "value": v, "lo": np.nan, "hi": np.nan, "n_reps": 32,
+                     "n_alternatives": None})
     for metric, base in (("t_b", 1e-10), ("t_f", 2e-11)):
         v = base * load * np.exp(rng.normal(0, 0.02))
         rows.append({"kind": "machine", "case": "", "platform": "p", "group": "host", "model": "", "metric": metric,
@@ -63,7 +68,8 @@ def test_judge_counts_false_alarms_and_names_the_injected_changes(tmp_path, caps
     assert bench_nights.cmd_judge(args) == 0
     out = capsys.readouterr().out
     assert "false alarms over all 23 unchanged nights judged with the shipped spreads: 0" in out
-    assert "regression night 2: regression per-operation (Kannan)" in out  # two nights held: named
+    # its code changed: named the first night, by its figure on the reference runs (rule 7)
+    assert "regression night 1: regression per-operation (Kannan)" in out
     assert "CAUGHT" in out and "MISATTRIBUTED" not in out
     assert "load night 2: drift host t_b" in out or "load night 2: drift host t_f" in out
     # the spreads it would ship: the steady nights' robust spread (0.03 and 0.02 drawn), not the replicates'

@@ -38,6 +38,7 @@ from analysis.scoring.cluster import (  # noqa: F401 - the cluster's names, as v
     scheduler_address,
     worker_hosts,
 )
+from analysis.scoring.reference import reference_rows
 from analysis.scoring.replicates import attach_replicates
 from analysis.scoring.runs import failed_runs, scoring_on
 from analysis.scoring.scorecard import VERDICTS, scorecard
@@ -334,7 +335,8 @@ def _validate(runs_dir: str | Path, platforms_dir: str | Path, out_dir: Path, fi
         # once every other output is written, so that a validation that fails appends nothing
         tonight = history.snapshot(study, {**{t: f[0] for t, f in tables.items()}, "scorecard": card}, files,
                                    config_hash, settings.as_dict(),
-                                   {t: c.name for c in registered.values() for t in c.tables}) if history_path else None
+                                   {t: c.name for c in registered.values() for t in c.tables},
+                                   reference_rows()) if history_path else None
         where = history.snapshot_path(history_path, study, tonight) if tonight is not None else None
         card = pooled_scorecard(card, history_path, study, Path(where).stem if where else None, settings.level,
                                 tonight)

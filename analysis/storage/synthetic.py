@@ -1,6 +1,6 @@
 """Synthetic-but-realistic record sets for scale tests: real records, replicated under new run ids.
 
-A *seed* is a set of real raw records (``tests/data/default-records.json.gz``: the default study measured
+A *seed* is a set of real raw records (``analysis/resources/reference/default-records.json.gz``: the default study measured
 on this kind of machine). Replica ``k`` of the seed is every measured seed run under a new run id, with
 
 - the group keys made unique to the replica, so each replica forms its own validation groups of realistic
@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from sims.record import FDM_PHASES, stable_hash
 
-SEED = Path(__file__).resolve().parents[2] / "tests" / "data" / "default-records.json.gz"
+SEED = Path(__file__).resolve().parents[1] / "resources" / "reference" / "default-records.json.gz"
 
 
 def load_seed(path: str | Path = SEED) -> list[dict]:

@@ -17,6 +17,9 @@ holding, in long form, every tracked figure of one validation:
   distinguishable groups) and the width its runs alone give the tightness
   interval (metric ``width_runs``), which the pooled verdict of several nights reads
   (:mod:`analysis.tracking.pooled`);
+* ``kind = "reference"``: per (case, model) the model's median tightness on the reference runs, fixed
+  measurements shipped with hetval (``platform`` = theirs, ``group = "reference runs"``, ``n_reps`` = the runs
+  predicted; :mod:`analysis.scoring.reference`): it moves only when the model's code does;
 * ``kind = "noise"``: per (case, platform) the study's run-to-run drift floor
   (metric ``drift_floor``, a fraction; ``n_reps`` = the identical-code pairs
   it was measured from) where a case measures one (FDM): the spread of identical
@@ -388,15 +391,18 @@ def append(path: str | Path, study: str, table: pa.Table) -> str:
 
 def snapshot(study: str, tables: Mapping[str, pd.DataFrame], platform_files: Iterable[str | Path],
              config_hash: str | None, bootstrap: Mapping[str, Any],
-             case_of_table: Mapping[str, str] | None = None) -> pa.Table | None:
+             case_of_table: Mapping[str, str] | None = None, reference: pd.DataFrame | None = None) -> pa.Table | None:
     """The snapshot of one validation, not yet written (None when it has no rows): :func:`append` writes it
-    once everything else the validation writes is written, so that a validation that fails appends nothing."""
+    once everything else the validation writes is written, so that a validation that fails appends nothing.
+    ``reference`` adds the models' figures on the reference runs (:func:`analysis.scoring.reference.reference_rows`)."""
     docs = []
     for f in platform_files:
         doc = read_platform(f)
         docs.append((str(doc.get("platform", Path(f).stem)), doc))
-    rows = pd.concat([model_rows(tables, case_of_table), machine_rows(docs), scorecard_rows(tables.get("scorecard"))],
-                     ignore_index=True)
+    parts = [model_rows(tables, case_of_table), machine_rows(docs), scorecard_rows(tables.get("scorecard"))]
+    if reference is not None and len(reference):
+        parts.append(reference[ROW_COLUMNS])
+    rows = pd.concat(parts, ignore_index=True)
     if not len(rows):
         return None
     return snapshot_table(snapshot_meta(docs, config_hash, bootstrap), rows)

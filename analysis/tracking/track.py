@@ -38,9 +38,22 @@ own past with one rule, documented here and in ``docs/tracking.md``:
    A machine parameter that moved either way *drifted*. A model figure that changed at or after the snapshot
    where a parameter of its platform drifted *follows the drift*: the machine changed, and the models whose
    predictions used it moved with it - reported under the drift, not as a regression.
+7. **A model's code changed.** Every snapshot keeps each model's median tightness on the reference runs, fixed
+   measurements shipped with hetval (``kind = "reference"``, :mod:`analysis.scoring.reference`): it moves only
+   when the model's code does. Where it moved by at least ``min_change`` at snapshot ``c`` (against the level just
+   before it) the model changed there by that factor, and each of its median tightness figures on this study is
+   judged by it from ``c`` on: worse when its level before ``c`` (the snapshots since the model's previous
+   change) times the factor lies further from 1, better when nearer, flagged when the snapshots from ``c`` on
+   moved that way (their median beyond the earlier one, on the side the factor says). No spread is needed to
+   know that a model changed, so it is named on the night it happens; nothing shared by a study (the machine,
+   its characterisation, the night) moves the reference, so this never fires on unchanged code. A figure with
+   no reference (a case without reference runs, a history older than the reference rows) is judged by 2-6.
 
 Its false alarms and detections on real nights are measured by ``benchmarks/bench_nights.py``; on
 synthetic noise by ``benchmarks/bench_track.py``.
+
+Why this module is long: the rule's parts share one judged scale, one between-study spread and one
+:class:`Finding`, and rule 7 replaces rules 2-6 series by series; split apart, each part would import the others.
 """
 
 from __future__ import annotations
@@ -137,6 +150,8 @@ class Finding:
         how = f"{self.z:.1f} between-study spreads" if math.isfinite(self.z) else "beyond its spread"
         if self.test == "large":
             how = f"a {_factor(self.before[0], self.after[0])} change in one night, {how}"
+        elif self.test == "model":
+            how = f"moved {how} the way the model's change says"
         label = {"follows": "FOLLOWS DRIFT"}.get(self.kind, self.kind.upper())
         return (f"{label}: {what}: {_fmt(*self.before)} -> {_fmt(*self.after)} "
                 f"({how}; began at snapshot {self.began}){' ' + self.note if self.note else ''}")
@@ -232,7 +247,7 @@ def judge(series: pd.DataFrame, rule: Rule, shipped: float = math.nan) -> dict[s
     """
     s = series.tail(rule.window)
     kind, metric = str(s["kind"].iloc[0]), str(s["metric"].iloc[0])
-    if kind == "scorecard" or (kind != "machine" and metric not in JUDGED):  # a scorecard row is pooled, not judged
+    if kind in ("scorecard", "reference") or (kind != "machine" and metric not in JUDGED):  # pooled, or rule 7
         return None
     y = scale(metric, kind, s["value"].to_numpy(dtype=np.float64))
     ok = np.isfinite(y)
@@ -338,7 +353,7 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
     if rule is None:
         rule = history_rule()
     stats: dict[str, Any] = {"series": 0, "judged": 0, "shipped_only": 0, "too_short": 0, "snapshots": 0,
-                             "noisy": []}
+                             "noisy": [], "changed": []}
     if study:
         frame = frame[frame["study"] == study]
     if not len(frame):
@@ -354,14 +369,25 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
     frame = frame.sort_values(["time", "snapshot"], kind="stable")
     recent = frame.groupby(keys, sort=False, dropna=False).tail(rule.window)
     found: list[Finding] = []
+    changes = model_changes(frame, rule)
+    stats["changed"] = [c.line() for c in changes.values()]
+    changed_found: list[Finding] = []
     for key, series in recent.groupby(keys, sort=True, dropna=False):
         if tuple(str(k) for k in key) not in wanted:
             continue
-        if key[2] == "scorecard" or (key[2] != "machine" and key[-1] not in JUDGED):
-            continue
+        if key[2] in ("scorecard", "reference") or (key[2] != "machine" and key[-1] not in JUDGED):
+            continue  # a scorecard row is pooled; a reference figure is read by rule 7
         info = dict(zip(keys, key, strict=True))
         stats["series"] += 1
         shipped = shipped_spread(str(key[2]), spread_key(str(key[2]), str(key[3]), str(key[5])), str(key[-1]), spreads)
+        change = changes.get((str(key[3]), str(key[6]))) if key[2] == "model" and key[-1] in TOWARD_ONE else None
+        if change is not None:
+            by_code = judge_change(series, change, rule, shipped)
+            if by_code is not None:
+                stats["judged"] += 1
+                if by_code.kind != "none":
+                    changed_found.append(replace(by_code, series=info))
+                continue
         res = judge(series, rule, shipped)
         if res is None:
             stats["too_short"] += 1
@@ -380,10 +406,94 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
             before=(float(np.median(res["before_values"])), float(earlier["lo"].median()), float(earlier["hi"].median())),
             after=(float(last["value"]), float(last["lo"]), float(last["hi"])), z=float(res["z"]),
             began=str(first["snapshot"]), began_time=first["time"], test=res["test"], spread=float(res["spread"])))
-    found = _attribute(found, order)
+    found = _attribute(found, order) + [f for f in changed_found if f.kind != "none"]
     rank = {"regression": 0, "drift": 1, "follows": 2, "improvement": 3}
     found.sort(key=lambda f: (rank[f.kind], f.test != "large", -f.z if math.isfinite(f.z) else 0.0))
     return found, stats
+
+
+@dataclass(frozen=True)
+class ModelChange:
+    """A model whose tightness on the reference runs moved at snapshot ``began`` (rule 7)."""
+
+    case: str
+    model: str
+    began: str
+    previous: str  # the snapshot where the level before the change began ("" when it is the first one kept)
+    before: float
+    after: float
+
+    @property
+    def factor(self) -> float:
+        return self.after / self.before
+
+    def line(self) -> str:
+        return (f"MODEL CHANGED: {self.model} [{self.case}]: its median tightness on the reference runs moved "
+                f"{self.before:.4g} -> {self.after:.4g} (x{self.factor:.3g}) at snapshot {self.began}: its code changed "
+                "there, and its figures on this study are judged by that factor from then on")
+
+
+def model_changes(frame: pd.DataFrame, rule: Rule) -> dict[tuple[str, str], ModelChange]:
+    """Rule 7: per (case, model), the latest change of its reference figure within the window, where it moved by at
+    least ``min_change``; ``frame`` is one study's snapshots on one fingerprint, oldest first."""
+    if "kind" not in frame or not (frame["kind"] == "reference").any():
+        return {}
+    ref = frame[(frame["kind"] == "reference") & (frame["metric"] == "tightness_median")]
+    latest = frame["snapshot"].iloc[-1]
+    out = {}
+    for (case, model), s in ref.groupby(["case", "model"], sort=True):
+        s = s.drop_duplicates("snapshot", keep="last").tail(rule.window)
+        if s["snapshot"].iloc[-1] != latest:
+            continue
+        y = np.log(s["value"].to_numpy(dtype=np.float64))
+        same = np.abs(y - y[-1]) <= 1e-9  # deterministic: the same code gives the same figure
+        start = len(y)
+        while start > 0 and same[start - 1]:
+            start -= 1
+        if start == 0 or abs(y[-1] - y[start - 1]) < math.log1p(rule.min_change):
+            continue
+        prev = start - 1
+        while prev > 0 and abs(y[prev - 1] - y[start - 1]) <= 1e-9:
+            prev -= 1
+        out[(str(case), str(model))] = ModelChange(
+            str(case), str(model), str(s["snapshot"].iloc[start]), str(s["snapshot"].iloc[prev]) if prev else "",
+            float(s["value"].iloc[start - 1]), float(s["value"].iloc[-1]))
+    return out
+
+
+def judge_change(series: pd.DataFrame, change: ModelChange, rule: Rule, shipped: float) -> Finding | None:
+    """Rule 7 on one median tightness series of a model that changed (None when the series does not reach back
+    before the change: then rules 2-6 judge it). The finding's ``kind`` is ``"none"`` when the figure did not move
+    the way the change says."""
+    s = series.tail(rule.window)
+    snaps = s["snapshot"].astype(str).to_numpy()
+    at = np.flatnonzero(snaps == change.began)
+    if not len(at) or at[0] == 0:
+        return None
+    m = int(at[0])
+    first = int(np.flatnonzero(snaps == change.previous)[0]) if change.previous in snaps[:m] else 0
+    y = scale("tightness_median", "model", s["value"].to_numpy(dtype=np.float64))
+    earlier, later = y[first:m], y[m:]
+    earlier, later = earlier[np.isfinite(earlier)], later[np.isfinite(later)]
+    if not len(earlier) or not len(later):
+        return None
+    base, now, step = float(np.median(earlier)), float(np.median(later)), math.log(change.factor)
+    moved = (now - base) * step > 0
+    worse = abs(base + step) > abs(base)
+    spread = between_spread(earlier, shipped, rule.min_history)
+    bar = spread * math.sqrt(_MEDIAN_VARIANCE / len(later) + _MEDIAN_VARIANCE / len(earlier)) if len(later) > 1 \
+        else spread * math.sqrt(1.0 + _MEDIAN_VARIANCE / len(earlier))
+    rows = s.iloc[first:m]
+    last = s.iloc[-1]
+    return Finding(
+        kind=("regression" if worse else "improvement") if moved else "none", series={},
+        before=(float(np.exp(base)), float(rows["lo"].median()), float(rows["hi"].median())),
+        after=(float(last["value"]), float(last["lo"]), float(last["hi"])),
+        z=abs(now - base) / bar if bar > 0 else math.inf, began=change.began, began_time=s["time"].iloc[m],
+        note=(f"(the model's code changed at snapshot {change.began}: its tightness on the reference runs moved "
+              f"x{change.factor:.3g}; expected here {math.exp(base):.3g} -> {math.exp(base + step):.3g}: a change of "
+              "the model, not of the machine)"),
+        test="model", spread=spread)
 
 
 def judged_line(stats: dict[str, Any], rule: Rule) -> str:

@@ -182,7 +182,7 @@ def test_gemm_kernel_computes_the_product_and_counts_2n3():
 
 
 def test_no_la_run_of_the_default_study_beats_its_bound(default_validated):
-    """The default study's real runs and platform (tests/data, measured together): with the GEMM ceiling and the
+    """The default study's real runs and platform (analysis/resources/reference, measured together): with the GEMM ceiling and the
     compulsory traffic no LA run beats its bound, not even its slowest repetition; SA is bounded by t_f as before."""
     root = default_validated
     runs = pd.read_parquet(root / "validation" / "runs.parquet")

@@ -45,7 +45,7 @@ def dataset(tmp_path):
     part.parent.mkdir(parents=True)
     pq.write_table(FILE_SCHEMA.empty_table(), part)
     (tmp_path / "platforms").mkdir()
-    shutil.copy(REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml", tmp_path / "platforms")
+    shutil.copy(REPO / "analysis" / "resources" / "reference" / "cpu-pair-numpy-numba.yaml", tmp_path / "platforms")
     return tmp_path
 
 

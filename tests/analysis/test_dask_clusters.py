@@ -1,7 +1,7 @@
 """The validation job on real Dask clusters: an external scheduler with two workers on loopback, a worker
 killed mid-validation, and a SLURMCluster on the test SLURM. Each must write the same tables, row for row
 and value for value, as a LocalCluster run on the same data (73 real runs of the default study, 5 repetitions
-each, measured on this kind of machine: tests/data/default-records.json.gz). The tests that mostly wait out a
+each, measured on this kind of machine: analysis/resources/reference/default-records.json.gz). The tests that mostly wait out a
 timeout come first, while the suite's background work keeps the cores busy."""
 
 from __future__ import annotations

@@ -361,7 +361,7 @@ def test_the_platform_column_carries_the_samples_the_local_fits_read():
     calib = _calibration()
     for phase in ("velocity", "stress"):
         calib["half_steps"]["2"][phase] = {"coefficients": dict(COEF), "samples": samples}
-    doc = yaml.safe_load((REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml").read_text())
+    doc = yaml.safe_load((REPO / "analysis" / "resources" / "reference" / "cpu-pair-numpy-numba.yaml").read_text())
     doc["fdm_calibration"] = {"numba": {"modes": {"alone": calib, "shared": calib}}}
     params = load_platform_params([(REPO / "p.yaml", doc)])
     column = params[FDM_CALIBRATION_COL]

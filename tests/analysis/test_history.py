@@ -327,6 +327,59 @@ def test_a_model_change_on_a_steady_machine_is_a_regression_of_that_model_alone(
     assert sorted(f.kind for f in findings) == ["drift", "regression"]
 
 
+def _reference(values, model="m"):
+    ref = _series(np.asarray(values, dtype=float), metric="tightness_median", kind="reference")
+    ref["group"], ref["model"] = "reference runs", model
+    ref["lo"] = ref["hi"] = np.nan
+    return ref
+
+
+def test_a_model_whose_code_changed_is_named_the_night_it_happened_and_only_then():
+    # live nights as noisy as unchanged tiny nights are (10 % between studies): a 30 % change is not a step yet
+    rng = np.random.default_rng(7)
+    live = 1.03 * np.exp(rng.normal(0, 0.10, 20))
+    spreads = {"model/*/tightness_median": 0.17}
+    nights = np.r_[live, live[-1] / 1.3]
+    refs = [2.14] * 20 + [2.14 / 1.3]
+    other = _tight(nights * 0 + live.mean())
+    other["model"] = "other"
+    frame = pd.concat([_tight(nights), _reference(refs), other, _reference([0.45] * 21, model="other")],
+                      ignore_index=True)
+    findings, stats = track(frame, history_rule(), spreads=spreads)
+    assert [(f.kind, f.series["model"], f.test, f.began) for f in findings] == [("regression", "m", "model", "s020")]
+    assert "code changed at snapshot s020" in findings[0].note and "x0.769" in findings[0].note
+    assert len(stats["changed"]) == 1 and stats["changed"][0].startswith("MODEL CHANGED: m [sa]")
+    # without the reference rows the same nights are not a step: the change is inside what nights differ by
+    plain = frame[frame["kind"] != "reference"]
+    assert track(plain, history_rule(), spreads=spreads)[0] == []
+    # the same nights on unchanged code (the reference steady): nothing, however the live figure moved
+    steady = pd.concat([_tight(nights), _reference([2.14] * 21)], ignore_index=True)
+    assert track(steady, history_rule(), spreads=spreads)[0] == []
+    # a change the study's figure did not follow (it moved the other way) is named as a change, not judged
+    against = pd.concat([_tight(np.r_[live, live[-1] * 1.3]), _reference(refs)], ignore_index=True)
+    found, stats = track(against, history_rule(), spreads=spreads)
+    assert found == [] and len(stats["changed"]) == 1
+    # undone: back to the level before; judged against the nights of the changed code, it is an improvement
+    undo = np.r_[nights, live[:3] / 1.3, live[3:5]]
+    frame = pd.concat([_tight(undo), _reference([2.14] * 20 + [2.14 / 1.3] * 4 + [2.14] * 2)], ignore_index=True)
+    findings, _ = track(frame, history_rule(), spreads=spreads)
+    assert [(f.kind, f.began) for f in findings] == [("improvement", "s024")]
+    # a change below min_change is not a change worth a finding
+    tiny = pd.concat([_tight(nights), _reference([2.14] * 20 + [2.14 * 1.01])], ignore_index=True)
+    assert track(tiny, history_rule(), spreads=spreads)[0] == [] and not track(tiny, history_rule())[1]["changed"]
+
+
+def test_reference_rows_predict_the_shipped_runs_with_every_model():
+    from analysis.scoring.reference import reference_rows
+
+    rows = reference_rows()
+    assert set(rows["kind"]) == {"reference"} and set(rows["metric"]) == {"tightness_median"}
+    assert {"sa", "la", "peach", "fdm"} <= set(rows["case"])
+    assert (rows["value"] > 0).all() and (rows["n_reps"] > 0).all()
+    again = reference_rows()
+    pd.testing.assert_frame_equal(rows, again)  # the same code gives the same figures, to the last bit
+
+
 def test_resolve_and_compare():
     frame = pd.concat([_series([0.5, 0.6, 0.7])], ignore_index=True)
     assert resolve(frame, "latest") == "s002" and resolve(frame, "previous") == "s001"

@@ -1,5 +1,5 @@
 """The same answers, kept across any change of the engine's structure: the validation of a fixed set of recorded
-runs (tests/data/default-records.json.gz, the default study's real measurements, and the platform file beside
+runs (analysis/resources/reference/default-records.json.gz, the default study's real measurements, and the platform file beside
 them) gives the tables stored in tests/data/same-answers/, as the code before the redesign wrote them.
 
 Every value is compared: text, integers, booleans and NaN positions exactly; floats to 1e-12 relative (the code

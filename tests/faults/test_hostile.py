@@ -424,7 +424,7 @@ def test_a_data_file_of_an_older_layout_is_rebuilt_and_refused_by_validation_in_
     manifest.write_text(json.dumps(doc))
     assert any("layout 1" in p for p in check_manifest(manifest, root / "results" / "runs", "s"))
     out = cli("validate", "--runs", str(root / "results" / "runs"), "--platform-file",
-              str(REPO / "tests" / "data" / "cpu-pair-numpy-numba.yaml"), "--published", "", "--workers", "1",
+              str(REPO / "analysis" / "resources" / "reference" / "cpu-pair-numpy-numba.yaml"), "--published", "", "--workers", "1",
               "--out", str(root / "val"), cwd=root)
     one_line_refusal(out, "dataset layout 1", "gather again")
     # the workflow's gather (every raw record of the study, and its matrix) rebuilds it

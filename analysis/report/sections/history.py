@@ -175,6 +175,9 @@ class HistorySection(Section):
                      "alert" if any(f.kind != "improvement" for f in findings) else "good")
             if findings:
                 out.items([f.line() for f in findings[:50]])
+            if stats["changed"]:
+                out.para("Models whose code changed (their figures on the reference runs moved):", "what")
+                out.items([line.removeprefix("MODEL CHANGED: ") for line in stats["changed"]])
             if stats["noisy"]:
                 out.para("Noisy (too variable between studies to judge yet; each is judged once its history holds "
                          "its own spread):", "what")

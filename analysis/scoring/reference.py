@@ -1,0 +1,68 @@
+"""Every model's accuracy on the reference runs: fixed measurements shipped with hetval.
+
+``analysis/resources/reference/`` holds real records of the default study and the platform file characterised with
+them. Each validation predicts those runs with every model of every registered case and keeps each model's median
+tightness on them in the history (``kind = "reference"``). Its inputs never change, so the figure changes exactly
+when a model's code does, and never when the machine or the night does: ``hetval track`` tells a change of a
+model from a change of the machine by it, on the night the code changed (:mod:`analysis.tracking.track`, rule 7).
+A case without runs among the reference records (a plugin's) has no reference figure.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from analysis.registry import cases, models_for
+from analysis.storage.platforms import Platforms, load_platform_params, load_platforms
+from analysis.storage.schema import RUN_SCHEMA, check_record
+from sims.platform_file import read_platform
+
+REFERENCE = Path(__file__).resolve().parents[1] / "resources" / "reference"
+RECORDS = REFERENCE / "default-records.json.gz"
+PLATFORM = REFERENCE / "cpu-pair-numpy-numba.yaml"
+#: where a reference row says it comes from (its ``group``)
+GROUP = "reference runs"
+
+
+@cache
+def _inputs() -> tuple[pd.DataFrame, Platforms]:
+    """The reference records as validation reads them, and their platform (read once per process)."""
+    rows = [check_record(r) for doc in json.loads(gzip.decompress(RECORDS.read_bytes())) for r in doc["records"]]
+    table = pa.Table.from_pylist(rows, schema=RUN_SCHEMA)
+    docs = [(PLATFORM, read_platform(PLATFORM))]
+    frame = table.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)  # as validation reads runs
+    return frame, Platforms(load_platforms(docs), load_platform_params(docs))
+
+
+def reference_rows() -> pd.DataFrame:
+    """One history row per (case, model) with runs among the reference records: the model's median tightness over
+    the runs it predicts (``n_reps`` = those runs; no interval: nothing in it is drawn)."""
+    records, platforms = _inputs()
+    platform = str(platforms.processors["platform"].iloc[0]) if len(platforms.processors) else ""
+    out = []
+    for name in cases():
+        mine = records[(records["case"] == name).to_numpy(dtype=bool, na_value=False)]
+        if not len(mine):
+            continue
+        case = cases()[name]
+        joined = case.join(case.reduce(mine), platforms)
+        for model in models_for(name):
+            pred = model.predict(joined)
+            if pred is None or "tightness" not in pred:
+                continue
+            tight = pd.to_numeric(pred["tightness"], errors="coerce").to_numpy(dtype=np.float64)
+            tight = tight[np.isfinite(tight) & (tight > 0)]
+            if not len(tight):
+                continue
+            out.append({"kind": "reference", "case": name, "platform": platform, "group": GROUP,
+                        "model": model.name, "metric": "tightness_median", "value": float(np.median(tight)),
+                        "lo": math.nan, "hi": math.nan, "n_reps": len(tight), "n_alternatives": None})
+    return pd.DataFrame(out)
