@@ -11,6 +11,7 @@ A case without runs among the reference records (a plugin's) has no reference fi
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 from functools import cache
@@ -28,8 +29,18 @@ from sims.platform_file import read_platform
 REFERENCE = Path(__file__).resolve().parents[1] / "resources" / "reference"
 RECORDS = REFERENCE / "default-records.json.gz"
 PLATFORM = REFERENCE / "cpu-pair-numpy-numba.yaml"
-#: where a reference row says it comes from (its ``group``)
+#: where a reference row says it comes from (its ``group``, with the inputs' digest: new reference runs start new
+#: series rather than changing every model's figure)
 GROUP = "reference runs"
+
+
+@cache
+def digest() -> str:
+    """The first 12 hex digits of the SHA-256 of the reference records and platform file."""
+    h = hashlib.sha256()
+    for path in (RECORDS, PLATFORM):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
 
 
 @cache
@@ -44,7 +55,8 @@ def _inputs() -> tuple[pd.DataFrame, Platforms]:
 
 def reference_rows() -> pd.DataFrame:
     """One history row per (case, model) with runs among the reference records: the model's median tightness over
-    the runs it predicts (``n_reps`` = those runs; no interval: nothing in it is drawn)."""
+    the runs it predicts (``n_reps`` = those runs; no interval: nothing in it is drawn; ``group`` names the
+    reference runs by their digest)."""
     records, platforms = _inputs()
     platform = str(platforms.processors["platform"].iloc[0]) if len(platforms.processors) else ""
     out = []
@@ -62,7 +74,7 @@ def reference_rows() -> pd.DataFrame:
             tight = tight[np.isfinite(tight) & (tight > 0)]
             if not len(tight):
                 continue
-            out.append({"kind": "reference", "case": name, "platform": platform, "group": GROUP,
+            out.append({"kind": "reference", "case": name, "platform": platform, "group": f"{GROUP} {digest()}",
                         "model": model.name, "metric": "tightness_median", "value": float(np.median(tight)),
                         "lo": math.nan, "hi": math.nan, "n_reps": len(tight), "n_alternatives": None})
     return pd.DataFrame(out)

@@ -441,7 +441,7 @@ def model_changes(frame: pd.DataFrame, rule: Rule) -> dict[tuple[str, str], Mode
     ref = frame[(frame["kind"] == "reference") & (frame["metric"] == "tightness_median")]
     latest = frame["snapshot"].iloc[-1]
     out = {}
-    for (case, model), s in ref.groupby(["case", "model"], sort=True):
+    for (case, model, _), s in ref.groupby(["case", "model", "group"], sort=True):  # group: the runs' digest
         s = s.drop_duplicates("snapshot", keep="last").tail(rule.window)
         if s["snapshot"].iloc[-1] != latest:
             continue
