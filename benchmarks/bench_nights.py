@@ -415,7 +415,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
             noisy = sorted({f"{n.series['model'] or n.series['platform']} {n.series['case']} {n.series['metric']}"
                             f" ({math.exp(n.spread):.2f}x)" for n in results[-1][2]["noisy"]})
             say(f"    noisy on the last night: {', '.join(noisy) if noisy else 'none'}")
-        live = sum(bool(n["live_findings"]) for n in nights[1:] if n["phase"] in ("steady", "undo", "unload"))
+        live = sum(n["track_rc"] == 1 for n in nights[1:] if n["phase"] in ("steady", "undo", "unload"))
         say(f"  live `hetval track` after each night (the code each night ran): exit-1 findings on {live} of "
             f"{sum(n['phase'] in ('steady', 'undo', 'unload') for n in nights[1:])} unchanged nights")
         hit, total = history_coverage(nights, frame)

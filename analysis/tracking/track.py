@@ -40,11 +40,12 @@ own past with one rule, documented here and in ``docs/tracking.md``:
    predictions used it moved with it - reported under the drift, not as a regression.
 7. **A model's code changed.** Every snapshot keeps each model's median tightness on the reference runs, fixed
    measurements shipped with hetval (``kind = "reference"``, :mod:`analysis.scoring.reference`): it moves only
-   when the model's code does. Where it moved by at least ``min_change`` at snapshot ``c`` (against the level just
-   before it) the model changed there by that factor, and each of its median tightness figures on this study is
-   judged by it from ``c`` on: worse when its level before ``c`` (the snapshots since the model's previous
-   change) times the factor lies further from 1, better when nearer, flagged when the snapshots from ``c`` on
-   moved that way (their median beyond the earlier one, on the side the factor says). No spread is needed to
+   when the model's code does. Where it stands, since snapshot ``c``, at least ``min_change`` away from its usual
+   level in the window (the earlier snapshots' median level; a change undone is back at it) the model changed
+   there by that factor, and each of its median tightness figures on this study is judged by it from ``c`` on:
+   worse when its level on the usual code times the factor lies further from 1, better when nearer, flagged
+   when the snapshots from ``c`` on moved that way (their median beyond the earlier one, on the side the factor
+   says). No spread is needed to
    know that a model changed, so it is named on the night it happens; nothing shared by a study (the machine,
    its characterisation, the night) moves the reference, so this never fires on unchanged code. A figure with
    no reference (a case without reference runs, a history older than the reference rows) is judged by 2-6.
@@ -414,12 +415,13 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
 
 @dataclass(frozen=True)
 class ModelChange:
-    """A model whose tightness on the reference runs moved at snapshot ``began`` (rule 7)."""
+    """A model whose tightness on the reference runs moved at snapshot ``began`` away from its usual level in the
+    window (rule 7); ``usual`` are the snapshots at that level."""
 
     case: str
     model: str
     began: str
-    previous: str  # the snapshot where the level before the change began ("" when it is the first one kept)
+    usual: frozenset[str]
     before: float
     after: float
 
@@ -434,8 +436,9 @@ class ModelChange:
 
 
 def model_changes(frame: pd.DataFrame, rule: Rule) -> dict[tuple[str, str], ModelChange]:
-    """Rule 7: per (case, model), the latest change of its reference figure within the window, where it moved by at
-    least ``min_change``; ``frame`` is one study's snapshots on one fingerprint, oldest first."""
+    """Rule 7: per (case, model), where its reference figure now differs by at least ``min_change`` from its usual
+    level in the window (the earlier snapshots' median level); ``frame`` is one study's snapshots on one
+    fingerprint, oldest first. A change that was undone (back at the usual level) is no change."""
     if "kind" not in frame or not (frame["kind"] == "reference").any():
         return {}
     ref = frame[(frame["kind"] == "reference") & (frame["metric"] == "tightness_median")]
@@ -450,30 +453,32 @@ def model_changes(frame: pd.DataFrame, rule: Rule) -> dict[tuple[str, str], Mode
         start = len(y)
         while start > 0 and same[start - 1]:
             start -= 1
-        if start == 0 or abs(y[-1] - y[start - 1]) < math.log1p(rule.min_change):
+        if start == 0:
             continue
-        prev = start - 1
-        while prev > 0 and abs(y[prev - 1] - y[start - 1]) <= 1e-9:
-            prev -= 1
+        earlier = y[:start]
+        usual = earlier[np.argmin(np.abs(earlier - np.median(earlier)))]  # a level the code really had
+        if abs(y[-1] - usual) < math.log1p(rule.min_change):
+            continue
+        snaps = s["snapshot"].astype(str).to_numpy()[:start]
         out[(str(case), str(model))] = ModelChange(
-            str(case), str(model), str(s["snapshot"].iloc[start]), str(s["snapshot"].iloc[prev]) if prev else "",
-            float(s["value"].iloc[start - 1]), float(s["value"].iloc[-1]))
+            str(case), str(model), str(s["snapshot"].iloc[start]),
+            frozenset(snaps[np.abs(earlier - usual) <= 1e-9]), float(np.exp(usual)), float(s["value"].iloc[-1]))
     return out
 
 
 def judge_change(series: pd.DataFrame, change: ModelChange, rule: Rule, shipped: float) -> Finding | None:
-    """Rule 7 on one median tightness series of a model that changed (None when the series does not reach back
-    before the change: then rules 2-6 judge it). The finding's ``kind`` is ``"none"`` when the figure did not move
-    the way the change says."""
+    """Rule 7 on one median tightness series of a model that changed (None when the series holds no snapshot at
+    the model's usual level before the change: then rules 2-6 judge it). The finding's ``kind`` is ``"none"`` when
+    the figure did not move the way the change says."""
     s = series.tail(rule.window)
     snaps = s["snapshot"].astype(str).to_numpy()
     at = np.flatnonzero(snaps == change.began)
-    if not len(at) or at[0] == 0:
+    if not len(at):
         return None
     m = int(at[0])
-    first = int(np.flatnonzero(snaps == change.previous)[0]) if change.previous in snaps[:m] else 0
     y = scale("tightness_median", "model", s["value"].to_numpy(dtype=np.float64))
-    earlier, later = y[first:m], y[m:]
+    usual = np.array([x in change.usual for x in snaps[:m]], dtype=bool)
+    earlier, later = y[:m][usual], y[m:]
     earlier, later = earlier[np.isfinite(earlier)], later[np.isfinite(later)]
     if not len(earlier) or not len(later):
         return None
@@ -483,7 +488,7 @@ def judge_change(series: pd.DataFrame, change: ModelChange, rule: Rule, shipped:
     spread = between_spread(earlier, shipped, rule.min_history)
     bar = spread * math.sqrt(_MEDIAN_VARIANCE / len(later) + _MEDIAN_VARIANCE / len(earlier)) if len(later) > 1 \
         else spread * math.sqrt(1.0 + _MEDIAN_VARIANCE / len(earlier))
-    rows = s.iloc[first:m]
+    rows = s.iloc[:m][usual]
     last = s.iloc[-1]
     return Finding(
         kind=("regression" if worse else "improvement") if moved else "none", series={},

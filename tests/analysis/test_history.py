@@ -359,11 +359,17 @@ def test_a_model_whose_code_changed_is_named_the_night_it_happened_and_only_then
     against = pd.concat([_tight(np.r_[live, live[-1] * 1.3]), _reference(refs)], ignore_index=True)
     found, stats = track(against, history_rule(), spreads=spreads)
     assert found == [] and len(stats["changed"]) == 1
-    # undone: back to the level before; judged against the nights of the changed code, it is an improvement
+    # undone: back at its usual level, the model is as it was - no finding, nothing said
     undo = np.r_[nights, live[:3] / 1.3, live[3:5]]
     frame = pd.concat([_tight(undo), _reference([2.14] * 20 + [2.14 / 1.3] * 4 + [2.14] * 2)], ignore_index=True)
-    findings, _ = track(frame, history_rule(), spreads=spreads)
-    assert [(f.kind, f.began) for f in findings] == [("improvement", "s024")]
+    findings, stats = track(frame, history_rule(), spreads=spreads)
+    assert findings == [] and stats["changed"] == []
+    # a second change on top of the first is judged against the usual level, on the nights of the usual code
+    again = np.r_[nights, live[:3] / 1.3, live[3:5] / 1.6]
+    frame = pd.concat([_tight(again), _reference([2.14] * 20 + [2.14 / 1.3] * 4 + [2.14 / 1.6] * 2)],
+                      ignore_index=True)
+    findings, stats = track(frame, history_rule(), spreads=spreads)
+    assert [(f.kind, f.began) for f in findings] == [("regression", "s024")] and "x0.625" in stats["changed"][0]
     # a change below min_change is not a change worth a finding
     tiny = pd.concat([_tight(nights), _reference([2.14] * 20 + [2.14 * 1.01])], ignore_index=True)
     assert track(tiny, history_rule(), spreads=spreads)[0] == [] and not track(tiny, history_rule())[1]["changed"]
