@@ -14,8 +14,10 @@ import gzip
 import hashlib
 import json
 import math
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,21 +55,31 @@ def _inputs() -> tuple[pd.DataFrame, Platforms]:
     return frame, Platforms(load_platforms(docs), load_platform_params(docs))
 
 
-def reference_rows() -> pd.DataFrame:
-    """One history row per (case, model) with runs among the reference records: the model's median tightness over
-    the runs it predicts (``n_reps`` = those runs; no interval: nothing in it is drawn; ``group`` names the
+def reference_rows(names: Iterable[str] | None = None, log: Callable[[str], Any] = print) -> pd.DataFrame:
+    """One history row per (case, model) of the cases ``names`` (default: every registered one) with runs among the
+    reference records: the model's median tightness over the runs it predicts (``n_reps`` = those runs; no interval: nothing in it is drawn; ``group`` names the
     reference runs by their digest)."""
     records, platforms = _inputs()
     platform = str(platforms.processors["platform"].iloc[0]) if len(platforms.processors) else ""
     out = []
-    for name in cases():
+    for name in (cases() if names is None else names):
         mine = records[(records["case"] == name).to_numpy(dtype=bool, na_value=False)]
         if not len(mine):
             continue
         case = cases()[name]
-        joined = case.join(case.reduce(mine), platforms)
+        try:
+            joined = case.join(case.reduce(mine), platforms)
+        except Exception as exc:  # noqa: BLE001 - a case that cannot read the reference runs loses only its rows
+            log(f"[hetval validate] warning: the reference runs of {name}: {type(exc).__name__}: {exc}; no reference "
+                "figure for its models (hetval track judges them by their nights alone)")
+            continue
         for model in models_for(name):
-            pred = model.predict(joined)
+            try:
+                pred = model.predict(joined)
+            except Exception as exc:  # noqa: BLE001 - as above, for one model
+                log(f"[hetval validate] warning: {model.name} on the reference runs of {name}: "
+                    f"{type(exc).__name__}: {exc}; no reference figure for it")
+                continue
             if pred is None or "tightness" not in pred:
                 continue
             tight = pd.to_numeric(pred["tightness"], errors="coerce").to_numpy(dtype=np.float64)

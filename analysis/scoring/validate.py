@@ -336,7 +336,7 @@ def _validate(runs_dir: str | Path, platforms_dir: str | Path, out_dir: Path, fi
         tonight = history.snapshot(study, {**{t: f[0] for t, f in tables.items()}, "scorecard": card}, files,
                                    config_hash, settings.as_dict(),
                                    {t: c.name for c in registered.values() for t in c.tables},
-                                   reference_rows()) if history_path else None
+                                   reference_rows(registered, log)) if history_path else None
         where = history.snapshot_path(history_path, study, tonight) if tonight is not None else None
         card = pooled_scorecard(card, history_path, study, Path(where).stem if where else None, settings.level,
                                 tonight)

@@ -78,6 +78,9 @@ HIGHER_BETTER = {"kendall_tau", "pairwise_agreement", "top1_agreement", "top1_no
 #: Metrics judged on log x, whose ideal is 1.
 TOWARD_ONE = {"tightness_median"}
 SERIES_KEYS = ["study", "fingerprint", "kind", "case", "platform", "group", "model", "metric"]
+#: how close (log units) two reference figures are to be the same code's: a last bit may differ between library
+#: versions or processors
+_SAME = 1e-6
 #: the variance of a median of n normal values is pi / (2 n) times the values' variance
 _MEDIAN_VARIANCE = math.pi / 2.0
 
@@ -354,7 +357,7 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
     if rule is None:
         rule = history_rule()
     stats: dict[str, Any] = {"series": 0, "judged": 0, "shipped_only": 0, "too_short": 0, "snapshots": 0,
-                             "noisy": [], "changed": []}
+                             "noisy": [], "changed": [], "by_code": 0}
     if study:
         frame = frame[frame["study"] == study]
     if not len(frame):
@@ -370,7 +373,8 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
     frame = frame.sort_values(["time", "snapshot"], kind="stable")
     recent = frame.groupby(keys, sort=False, dropna=False).tail(rule.window)
     found: list[Finding] = []
-    changes = model_changes(frame, rule)
+    live = set(map(tuple, current.loc[current["kind"] == "model", ["case", "model"]].astype(str).to_numpy()))
+    changes = {k: c for k, c in model_changes(frame, rule).items() if k in live}  # models this study scores
     stats["changed"] = [c.line() for c in changes.values()]
     changed_found: list[Finding] = []
     for key, series in recent.groupby(keys, sort=True, dropna=False):
@@ -382,13 +386,11 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
         stats["series"] += 1
         shipped = shipped_spread(str(key[2]), spread_key(str(key[2]), str(key[3]), str(key[5])), str(key[-1]), spreads)
         change = changes.get((str(key[3]), str(key[6]))) if key[2] == "model" and key[-1] in TOWARD_ONE else None
-        if change is not None:
-            by_code = judge_change(series, change, rule, shipped)
-            if by_code is not None:
-                stats["judged"] += 1
-                if by_code.kind != "none":
-                    changed_found.append(replace(by_code, series=info))
-                continue
+        by_code = judge_change(series, change, rule, shipped) if change is not None else None
+        if by_code is not None and by_code.kind != "none":
+            stats["by_code"] += 1
+            changed_found.append(replace(by_code, series=info))
+            continue  # a figure the change did not move (or not the way it says) is left to rules 2-6
         res = judge(series, rule, shipped)
         if res is None:
             stats["too_short"] += 1
@@ -407,7 +409,7 @@ def track(frame: pd.DataFrame, rule: Rule | None = None, study: str | None = Non
             before=(float(np.median(res["before_values"])), float(earlier["lo"].median()), float(earlier["hi"].median())),
             after=(float(last["value"]), float(last["lo"]), float(last["hi"])), z=float(res["z"]),
             began=str(first["snapshot"]), began_time=first["time"], test=res["test"], spread=float(res["spread"])))
-    found = _attribute(found, order) + [f for f in changed_found if f.kind != "none"]
+    found = _attribute(found, order) + _beside_drifts(changed_found, found, order)
     rank = {"regression": 0, "drift": 1, "follows": 2, "improvement": 3}
     found.sort(key=lambda f: (rank[f.kind], f.test != "large", -f.z if math.isfinite(f.z) else 0.0))
     return found, stats
@@ -446,10 +448,11 @@ def model_changes(frame: pd.DataFrame, rule: Rule) -> dict[tuple[str, str], Mode
     out = {}
     for (case, model, _), s in ref.groupby(["case", "model", "group"], sort=True):  # group: the runs' digest
         s = s.drop_duplicates("snapshot", keep="last").tail(rule.window)
-        if s["snapshot"].iloc[-1] != latest:
+        s = s[np.isfinite(s["value"].to_numpy(dtype=np.float64)) & (s["value"].to_numpy(dtype=np.float64) > 0)]
+        if not len(s) or s["snapshot"].iloc[-1] != latest:
             continue
         y = np.log(s["value"].to_numpy(dtype=np.float64))
-        same = np.abs(y - y[-1]) <= 1e-9  # deterministic: the same code gives the same figure
+        same = np.abs(y - y[-1]) <= _SAME  # deterministic: the same code gives the same figure
         start = len(y)
         while start > 0 and same[start - 1]:
             start -= 1
@@ -462,7 +465,7 @@ def model_changes(frame: pd.DataFrame, rule: Rule) -> dict[tuple[str, str], Mode
         snaps = s["snapshot"].astype(str).to_numpy()[:start]
         out[(str(case), str(model))] = ModelChange(
             str(case), str(model), str(s["snapshot"].iloc[start]),
-            frozenset(snaps[np.abs(earlier - usual) <= 1e-9]), float(np.exp(usual)), float(s["value"].iloc[-1]))
+            frozenset(snaps[np.abs(earlier - usual) <= _SAME]), float(np.exp(usual)), float(s["value"].iloc[-1]))
     return out
 
 
@@ -483,7 +486,7 @@ def judge_change(series: pd.DataFrame, change: ModelChange, rule: Rule, shipped:
     if not len(earlier) or not len(later):
         return None
     base, now, step = float(np.median(earlier)), float(np.median(later)), math.log(change.factor)
-    moved = (now - base) * step > 0
+    moved = (now - base) * step > 0 and abs(now - base) >= math.log1p(rule.min_change)
     worse = abs(base + step) > abs(base)
     spread = between_spread(earlier, shipped, rule.min_history)
     bar = spread * math.sqrt(_MEDIAN_VARIANCE / len(later) + _MEDIAN_VARIANCE / len(earlier)) if len(later) > 1 \
@@ -504,9 +507,23 @@ def judge_change(series: pd.DataFrame, change: ModelChange, rule: Rule, shipped:
 def judged_line(stats: dict[str, Any], rule: Rule) -> str:
     """What ``track`` judged, and by which rule, in one line."""
     return (f"{stats['judged']} series judged against their own spread, {stats['shipped_only']} mostly against the "
-            f"shipped one, {len(stats['noisy'])} noisy, {stats['too_short']} not judged (no earlier snapshot); rule: "
+            f"shipped one, {stats.get('by_code', 0)} by their model's code change, {len(stats['noisy'])} noisy, {stats['too_short']} not judged (no earlier snapshot); rule: "
             f"a change held {rule.after} snapshots, each >= {rule.z:g} between-study spreads and >= "
             f"{rule.min_change:g} away, or a factor >= {1 + rule.large_change:g} in one night; window {rule.window}")
+
+
+def _beside_drifts(by_code: list[Finding], found: list[Finding], order: dict[str, int]) -> list[Finding]:
+    """Rule 7's findings, each noting a drift of its platform that began at or after the model's change: the
+    model's code changed, and the machine moved too."""
+    out = []
+    for f in by_code:
+        moved = [d for d in found if d.kind == "drift" and str(d.series["platform"]) == str(f.series["platform"])
+                 and order.get(d.began, 0) >= order.get(f.began, 0)]
+        if moved:
+            f = replace(f, note=f.note.replace("not of the machine", "and the machine drifted too: " + ", ".join(
+                f"{d.series['group']} {d.series['metric']}" for d in moved)))
+        out.append(f)
+    return out
 
 
 def _attribute(found: list[Finding], order: dict[str, int]) -> list[Finding]:

@@ -370,6 +370,16 @@ def test_a_model_whose_code_changed_is_named_the_night_it_happened_and_only_then
                       ignore_index=True)
     findings, stats = track(frame, history_rule(), spreads=spreads)
     assert [(f.kind, f.began) for f in findings] == [("regression", "s024")] and "x0.625" in stats["changed"][0]
+    # a change the study's figure followed by less than min_change is no finding of its own; rules 2-6 still judge
+    # the figure, so a change pointing one way does not hide a regression of the other
+    flat = pd.concat([_tight(np.r_[live, np.median(live) * 0.99]), _reference(refs)], ignore_index=True)
+    assert track(flat, history_rule(), spreads=spreads)[0] == []
+    hidden = pd.concat([_tight(np.r_[live, live[-3:] * 4.0]), _reference([2.14] * 20 + [2.14 / 1.3] * 3)],
+                       ignore_index=True)
+    assert [(f.kind, f.test) for f in track(hidden, history_rule(), spreads=spreads)[0]][:1] == [("regression", "step")]
+    # a reference figure that is not a number says nothing, and breaks nothing
+    broken = pd.concat([_tight(nights), _reference([2.14] * 20 + [np.nan])], ignore_index=True)
+    assert track(broken, history_rule(), spreads=spreads)[1]["changed"] == []
     # a change below min_change is not a change worth a finding
     tiny = pd.concat([_tight(nights), _reference([2.14] * 20 + [2.14 * 1.01])], ignore_index=True)
     assert track(tiny, history_rule(), spreads=spreads)[0] == [] and not track(tiny, history_rule())[1]["changed"]
