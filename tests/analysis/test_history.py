@@ -396,6 +396,23 @@ def test_reference_rows_predict_the_shipped_runs_with_every_model():
     pd.testing.assert_frame_equal(rows, again)  # the same code gives the same figures, to the last bit
 
 
+def test_reference_rows_survive_a_model_that_fails_on_them(monkeypatch):
+    from analysis.models.perop import PEROP_MODEL
+    from analysis.registry import models_for
+    from analysis.scoring.reference import reference_rows
+
+    model = next(m for m in models_for("sa") if m.name == PEROP_MODEL)
+
+    def broken(runs):
+        raise ValueError("a bug in the model")
+
+    monkeypatch.setattr(model, "predict", broken)
+    said = []
+    rows = reference_rows(["sa"], log=said.append)
+    assert PEROP_MODEL not in set(rows["model"]) and len(rows) >= 1  # the others still scored
+    assert len(said) == 1 and PEROP_MODEL in said[0] and "a bug in the model" in said[0]
+
+
 def test_resolve_and_compare():
     frame = pd.concat([_series([0.5, 0.6, 0.7])], ignore_index=True)
     assert resolve(frame, "latest") == "s002" and resolve(frame, "previous") == "s001"
