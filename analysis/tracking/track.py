@@ -507,7 +507,8 @@ def judge_change(series: pd.DataFrame, change: ModelChange, rule: Rule, shipped:
 def judged_line(stats: dict[str, Any], rule: Rule) -> str:
     """What ``track`` judged, and by which rule, in one line."""
     return (f"{stats['judged']} series judged against their own spread, {stats['shipped_only']} mostly against the "
-            f"shipped one, {stats.get('by_code', 0)} by their model's code change, {len(stats['noisy'])} noisy, {stats['too_short']} not judged (no earlier snapshot); rule: "
+            f"shipped one, {len(stats['noisy'])} noisy, {stats['too_short']} not judged (no earlier snapshot), "
+            f"{stats.get('by_code', 0)} by their model's code change (rule 7); rule: "
             f"a change held {rule.after} snapshots, each >= {rule.z:g} between-study spreads and >= "
             f"{rule.min_change:g} away, or a factor >= {1 + rule.large_change:g} in one night; window {rule.window}")
 

@@ -515,8 +515,9 @@ def test_observation_5_1_equal_balance(host, scale_f, I, low, high, swap) -> Non
 def test_dp_performance_peaks_at_pdp_fraction(host, accel, I, x) -> None:  # noqa: E741
     x_star = hetero.pdp_fraction_host(I, host, accel)
     best = hetero.dp_performance(I, x_star, host, accel)
-    assert best == pytest.approx(hetero.performance(I, I, I, host, accel), rel=1e-12)
-    assert hetero.dp_performance(I, x, host, accel) <= best * (1 + 1e-12)
+    # the two sides sum in different orders: with processors 10^3 apart their last digits differ (1.2e-12 seen)
+    assert best == pytest.approx(hetero.performance(I, I, I, host, accel), rel=1e-9)
+    assert hetero.dp_performance(I, x, host, accel) <= best * (1 + 1e-9)
 
 
 @given(
