@@ -24,8 +24,9 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis.registry import cases, models_for
+from analysis.storage.dataset import _rows_to_table
 from analysis.storage.platforms import Platforms, load_platform_params, load_platforms
-from analysis.storage.schema import RUN_SCHEMA, check_record
+from analysis.storage.schema import check_record
 from sims.platform_file import read_platform
 
 REFERENCE = Path(__file__).resolve().parents[1] / "resources" / "reference"
@@ -49,16 +50,16 @@ def digest() -> str:
 def _inputs() -> tuple[pd.DataFrame, Platforms]:
     """The reference records as validation reads them, and their platform (read once per process)."""
     rows = [check_record(r) for doc in json.loads(gzip.decompress(RECORDS.read_bytes())) for r in doc["records"]]
-    table = pa.Table.from_pylist(rows, schema=RUN_SCHEMA)
     docs = [(PLATFORM, read_platform(PLATFORM))]
-    frame = table.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)  # as validation reads runs
+    frame = _rows_to_table(rows).to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)  # as validate
     return frame, Platforms(load_platforms(docs), load_platform_params(docs))
 
 
 def reference_rows(names: Iterable[str] | None = None, log: Callable[[str], Any] = print) -> pd.DataFrame:
     """One history row per (case, model) of the cases ``names`` (default: every registered one) with runs among the
-    reference records: the model's median tightness over the runs it predicts (``n_reps`` = those runs; no interval: nothing in it is drawn; ``group`` names the
-    reference runs by their digest)."""
+    reference records: the model's median tightness over the runs it predicts (``n_reps`` = those runs; no
+    interval, nothing in it is drawn; ``group`` names the reference runs by their digest). A case or model that
+    fails on them loses only its own rows, saying why through ``log``."""
     records, platforms = _inputs()
     platform = str(platforms.processors["platform"].iloc[0]) if len(platforms.processors) else ""
     out = []

@@ -18,7 +18,7 @@ holding, in long form, every tracked figure of one validation:
   interval (metric ``width_runs``), which the pooled verdict of several nights reads
   (:mod:`analysis.tracking.pooled`);
 * ``kind = "reference"``: per (case, model) the model's median tightness on the reference runs, fixed
-  measurements shipped with hetval (``platform`` = theirs, ``group = "reference runs"``, ``n_reps`` = the runs
+  measurements shipped with hetval (``platform`` = theirs, ``group = "reference runs <digest>"``, ``n_reps`` = the runs
   predicted; :mod:`analysis.scoring.reference`): it moves only when the model's code does;
 * ``kind = "noise"``: per (case, platform) the study's run-to-run drift floor
   (metric ``drift_floor``, a fraction; ``n_reps`` = the identical-code pairs

@@ -44,11 +44,11 @@ own past with one rule, documented here and in ``docs/tracking.md``:
    level in the window (the earlier snapshots' median level; a change undone is back at it) the model changed
    there by that factor, and each of its median tightness figures on this study is judged by it from ``c`` on:
    worse when its level on the usual code times the factor lies further from 1, better when nearer, flagged
-   when the snapshots from ``c`` on moved that way (their median beyond the earlier one, on the side the factor
-   says). No spread is needed to
-   know that a model changed, so it is named on the night it happens; nothing shared by a study (the machine,
-   its characterisation, the night) moves the reference, so this never fires on unchanged code. A figure with
-   no reference (a case without reference runs, a history older than the reference rows) is judged by 2-6.
+   when the snapshots from ``c`` on moved that way by at least ``min_change``. No spread is needed to know that
+   a model changed, so it is named on the night it happens; nothing shared by a study (the machine, its
+   characterisation, the night) moves the reference, so this never fires on unchanged code. A figure with no
+   reference (a case without reference runs, a history older than the reference rows), or one the change did
+   not move, is judged by 2-6.
 
 Its false alarms and detections on real nights are measured by ``benchmarks/bench_nights.py``; on
 synthetic noise by ``benchmarks/bench_track.py``.
@@ -499,8 +499,7 @@ def judge_change(series: pd.DataFrame, change: ModelChange, rule: Rule, shipped:
         after=(float(last["value"]), float(last["lo"]), float(last["hi"])),
         z=abs(now - base) / bar if bar > 0 else math.inf, began=change.began, began_time=s["time"].iloc[m],
         note=(f"(the model's code changed at snapshot {change.began}: its tightness on the reference runs moved "
-              f"x{change.factor:.3g}; expected here {math.exp(base):.3g} -> {math.exp(base + step):.3g}: a change of "
-              "the model, not of the machine)"),
+              f"x{change.factor:.3g}; expected here {math.exp(base):.3g} -> {math.exp(base + step):.3g})"),
         test="model", spread=spread)
 
 
@@ -520,10 +519,8 @@ def _beside_drifts(by_code: list[Finding], found: list[Finding], order: dict[str
     for f in by_code:
         moved = [d for d in found if d.kind == "drift" and str(d.series["platform"]) == str(f.series["platform"])
                  and order.get(d.began, 0) >= order.get(f.began, 0)]
-        if moved:
-            f = replace(f, note=f.note.replace("not of the machine", "and the machine drifted too: " + ", ".join(
-                f"{d.series['group']} {d.series['metric']}" for d in moved)))
-        out.append(f)
+        out.append(replace(f, note=f.note + (" (the machine drifted too: " + ", ".join(
+            f"{d.series['group']} {d.series['metric']}" for d in moved) + ")" if moved else " (machine unchanged)")))
     return out
 
 

@@ -348,6 +348,16 @@ def test_a_model_whose_code_changed_is_named_the_night_it_happened_and_only_then
     findings, stats = track(frame, history_rule(), spreads=spreads)
     assert [(f.kind, f.series["model"], f.test, f.began) for f in findings] == [("regression", "m", "model", "s020")]
     assert "code changed at snapshot s020" in findings[0].note and "x0.769" in findings[0].note
+    assert findings[0].note.endswith("(machine unchanged)")
+    # the machine drifting the same night is said beside it; the model's change stays the model's
+    t_b = 1e-10 * np.r_[np.ones(20), 3.0]
+    machine = _series(t_b, lo=t_b * 0.99, hi=t_b * 1.01, metric="t_b", kind="machine")
+    machine["case"] = machine["model"] = ""
+    machine["group"] = "host"
+    both, _ = track(pd.concat([frame, machine], ignore_index=True), history_rule(),
+                    spreads={**spreads, "machine/*/t_b": 0.02})
+    assert sorted(f.kind for f in both) == ["drift", "regression"]
+    assert next(f for f in both if f.kind == "regression").note.endswith("(the machine drifted too: host t_b)")
     assert len(stats["changed"]) == 1 and stats["changed"][0].startswith("MODEL CHANGED: m [sa]")
     # without the reference rows the same nights are not a step: the change is inside what nights differ by
     plain = frame[frame["kind"] != "reference"]
