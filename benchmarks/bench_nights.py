@@ -18,7 +18,11 @@ kept in ``WORKDIR/nights.jsonl`` with the night's phase. The phases:
 - ``undo``: before its first night, that commit is reverted;
 - ``load``: for the whole night a process streams memory (a 256 MiB triad in a loop, one thread) beside the study,
   taking the other core and a share of the memory bandwidth: a real change of the machine;
-- ``unload``: the load is gone.
+- ``quota``: for the whole night the study runs in a CPU cgroup allowed one core's time in every millisecond
+  (cgroup v1 ``cpu.cfs_quota_us`` = ``cpu.cfs_period_us`` = 1000, or v2 ``cpu.max``; root only): whatever runs
+  on both cores at once - two ranks, the two processors of a split - gets half of each, whatever runs alone is
+  untouched. The same every night it is on, unlike a load whose effect depends on what it meets;
+- ``unload``: the load (or the quota) is gone.
 
 ``judge`` replays the history of each workdir night by night with *this* checkout's ``hetval track`` rule (the
 judgement is a pure function of the history, so the replay is what a nightly job running this code would have
@@ -61,7 +65,9 @@ PEROP_MODEL = "per-operation (Kannan)"
 LOAD = ("import numpy as np\n"
         "a = np.ones(2**25); b = np.ones(2**25); c = np.empty(2**25)\n"
         "while True:\n    np.add(a, b, out=c); np.multiply(c, 0.5, out=a)\n")
-PHASES = ("steady", "regression", "undo", "load", "unload")
+PHASES = ("steady", "regression", "undo", "load", "quota", "unload")
+#: the quota phase's cgroup: one core's time per period of this many microseconds
+QUOTA_PERIOD_US = 1000
 #: the figures Mozilla published for its t-test alerting (12.5 % false-positive alert groups, 6.8 % missed
 #: regressions over 174 expert-labelled series)
 MOZILLA = "Mozilla t-test alerting: 12.5 % false-positive alert groups, 6.8 % missed regressions (174 series)"
@@ -111,6 +117,24 @@ def change_model(workdir: Path, on: bool) -> str:
     return _commit(workdir, "bench: per-operation model's predicted time x 1.3" if on else "bench: undo the x 1.3")
 
 
+def quota_words(name: str) -> tuple[list[str], Path]:
+    """The words that run a command in a new CPU cgroup ``name`` allowed one core's time per
+    :data:`QUOTA_PERIOD_US`, and the cgroup's directory (removed by the caller once the command is done)."""
+    v1 = Path("/sys/fs/cgroup/cpu")
+    if (v1 / "cpu.cfs_quota_us").exists():
+        group = v1 / name
+        group.mkdir(exist_ok=True)
+        (group / "cpu.cfs_period_us").write_text(str(QUOTA_PERIOD_US))
+        (group / "cpu.cfs_quota_us").write_text(str(QUOTA_PERIOD_US))
+    elif "cpu" in (Path("/sys/fs/cgroup") / "cgroup.controllers").read_text().split():
+        group = Path("/sys/fs/cgroup") / name
+        group.mkdir(exist_ok=True)
+        (group / "cpu.max").write_text(f"{QUOTA_PERIOD_US} {QUOTA_PERIOD_US}")
+    else:
+        raise SystemExit("--plan quota: this machine has no CPU cgroup controller to set a quota with")
+    return ["sh", "-c", f'echo $$ > {group / "cgroup.procs"} && exec "$@"', "sh"], group
+
+
 def latest_snapshot(workdir: Path, study: str) -> str | None:
     files = sorted((workdir / "results" / "history" / f"study={study}").glob("*.parquet"))
     return files[-1].stem if files else None
@@ -124,14 +148,22 @@ def night(workdir: Path, study: str, phase: str, index: int) -> dict:
     if phase == "load":
         load = subprocess.Popen([str(workdir / ".venv" / "bin" / "python"), "-c", LOAD], env=env,
                                 start_new_session=True)
+    words, group = quota_words(f"hetval-night-{os.getpid()}") if phase == "quota" else ([], None)
     t0 = time.time()
     try:
-        study_run = _sh([str(workdir / ".venv" / "bin" / "snakemake"), "-c2", "--configfile", config, "--forceall",
-                         "--quiet", "all"], cwd=workdir, env=env, check=False)
+        study_run = _sh([*words, str(workdir / ".venv" / "bin" / "snakemake"), "-c2", "--configfile", config,
+                         "--forceall", "--quiet", "all"], cwd=workdir, env=env, check=False)
     finally:
         if load is not None:
             os.killpg(load.pid, signal.SIGTERM)
             load.wait()
+        if group is not None:
+            for _ in range(50):  # the cgroup empties once the study's last process has exited
+                try:
+                    group.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
     wall = time.time() - t0
     track = _sh([str(workdir / ".venv" / "bin" / "hetval"), "track", "--configfile", config, "--json"], cwd=workdir,
                 env=env, check=False)
@@ -403,13 +435,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
                         f.kind in ("drift", "follows") for f in found)
                     say(f"    {tag}: {'CAUGHT' if ok else 'not named' if not regs else 'MISATTRIBUTED'}: "
                         + ("; ".join(f"{f.kind} {_name(f)}" for f in found) or "nothing flagged"))
-                elif phase == "load":
+                elif phase in ("load", "quota"):
                     drifts = [f for f in found if f.kind == "drift"]
                     regs = [f for f in found if f.kind == "regression"]
                     ok = bool(drifts) and not regs
                     say(f"    {tag}: {'CAUGHT' if ok else 'not named' if not drifts else 'MISATTRIBUTED'}: "
                         + ("; ".join(f"{f.kind} {_name(f)}" for f in found) or "nothing flagged"))
-                if label == "the shipped spreads" and phase in ("regression", "load") and night_in_phase <= 3:
+                if label == "the shipped spreads" and phase in ("regression", "load", "quota") and night_in_phase <= 3:
                     delays.append(f"{study} {phase} night {night_in_phase}: " + (
                         "; ".join(f"{f.kind} {_name(f)}" for f in found) or "nothing flagged"))
             noisy = sorted({f"{n.series['model'] or n.series['platform']} {n.series['case']} {n.series['metric']}"
@@ -455,7 +487,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
         say(f"  {k}: {refreshed[k]:.3f} (shipped {shipped_now['spread'].get(k, float('nan')):.3f})")
     text = "\n".join(lines)
     print(text)
-    if args.write:
+    if args.write and args.section:  # a run of its own beside the main one: its section only
+        from record import write_section
+
+        command = " ".join(["python", "benchmarks/bench_nights.py", *sys.argv[1:]])
+        write_section(f"bench_nights-{args.section}", f"Tracking on real nights: {args.section}",
+                      f"`{command}`\n\n```\n{text}\n```")
+    elif args.write:
         from record import write_section
 
         merged = {**shipped_now["spread"], **{k: round(v, 4) for k, v in refreshed.items()}}
@@ -482,6 +520,8 @@ def main() -> int:
     p = sub.add_parser("judge", help="replay the workdirs' nights with this checkout's rule")
     p.add_argument("workdirs", nargs="+")
     p.add_argument("--write", action="store_true", help="refresh the shipped spreads and docs/benchmarks.md")
+    p.add_argument("--section", help="with --write: write this run into a section of its own (named after this word) "
+                   "and leave the shipped spreads and the main section as they are")
     p.add_argument("--quantile", type=float, default=0.9,
                    help="the shipped spread of a kind of figure: this quantile of its series' spreads (default 0.9)")
     p.set_defaults(func=cmd_judge)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from analysis.tracking import history
 from tests.conftest import REPO
@@ -54,17 +56,9 @@ def test_judge_counts_false_alarms_and_names_the_injected_changes(tmp_path, caps
             monkeypatch.setenv(var, "1")
             monkeypatch.delenv(var)  # absent again at teardown
     rng = np.random.default_rng(7)
-    base = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     plan = ["steady"] * 20 + ["regression"] * 3 + ["undo"] * 2 + ["load"] * 2 + ["unload"] * 2
-    nights = []
-    for i, phase in enumerate(plan):
-        meta = history.snapshot_meta([], "c", {}, when=base + dt.timedelta(days=i))
-        rows = _night_rows(rng, 1.6 if phase == "regression" else 1.0, 1.8 if phase == "load" else 1.0)
-        history.append(tmp_path / "results" / "history", "tiny", history.snapshot_table(meta, rows))
-        nights.append({"night": i + 1, "phase": phase, "study": "tiny", "start": 0, "wall_s": 60.0, "study_rc": 0,
-                       "track_rc": 0, "snapshot": meta["snapshot"], "commit": "x", "live_findings": []})
-    (tmp_path / "nights.jsonl").write_text("".join(json.dumps(n) + "\n" for n in nights))
-    args = bench_nights.argparse.Namespace(workdirs=[str(tmp_path)], write=False, quantile=0.9)
+    _history(tmp_path, plan, rng)
+    args = bench_nights.argparse.Namespace(workdirs=[str(tmp_path)], write=False, quantile=0.9, section=None)
     assert bench_nights.cmd_judge(args) == 0
     out = capsys.readouterr().out
     assert "false alarms over all 23 unchanged nights judged with the shipped spreads: 0" in out
@@ -76,3 +70,44 @@ def test_judge_counts_false_alarms_and_names_the_injected_changes(tmp_path, caps
     groups, spreads = bench_nights.steady_spreads(*bench_nights.load_nights(tmp_path)[1:], 0.9)
     assert 0.005 < spreads["model/sa/tightness_median"] < 0.08
     assert 0.003 < spreads["machine/host/t_b"] < 0.06 and len(groups["model/*/tightness_median"]) == 2
+
+
+def _history(tmp_path, plan, rng) -> None:
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    nights = []
+    for i, phase in enumerate(plan):
+        meta = history.snapshot_meta([], "c", {}, when=base + dt.timedelta(days=i))
+        rows = _night_rows(rng, 1.6 if phase == "regression" else 1.0, 1.8 if phase in ("load", "quota") else 1.0)
+        history.append(tmp_path / "results" / "history", "tiny", history.snapshot_table(meta, rows))
+        nights.append({"night": i + 1, "phase": phase, "study": "tiny", "start": 0, "wall_s": 60.0, "study_rc": 0,
+                       "track_rc": 0, "snapshot": meta["snapshot"], "commit": "x", "live_findings": []})
+    (tmp_path / "nights.jsonl").write_text("".join(json.dumps(n) + "\n" for n in nights))
+
+
+def test_judge_counts_a_quota_night_as_an_injected_machine_change(tmp_path, capsys):
+    _history(tmp_path, ["steady"] * 12 + ["quota"] * 2 + ["unload"] * 2, np.random.default_rng(3))
+    args = bench_nights.argparse.Namespace(workdirs=[str(tmp_path)], write=False, quantile=0.9, section=None)
+    assert bench_nights.cmd_judge(args) == 0
+    out = capsys.readouterr().out
+    assert "false alarms over all 13 unchanged nights judged with the shipped spreads: 0" in out
+    assert "quota night 2: drift host t_b" in out or "quota night 2: drift host t_f" in out
+    assert "MISATTRIBUTED" not in out
+
+
+def test_the_quota_phase_runs_its_command_in_a_cpu_cgroup_of_one_cores_time():
+    if os.geteuid() != 0:
+        pytest.skip("a CPU cgroup needs root")
+    try:
+        words, group = bench_nights.quota_words(f"hetval-test-{os.getpid()}")
+    except (SystemExit, OSError) as e:
+        pytest.skip(f"no CPU cgroup to set a quota in here: {e}")
+    try:
+        out = subprocess.run([*words, "cat", "/proc/self/cgroup"], capture_output=True, text=True, check=True).stdout
+        assert group.name in out
+        if (group / "cpu.cfs_quota_us").exists():
+            assert (group / "cpu.cfs_quota_us").read_text().strip() == str(bench_nights.QUOTA_PERIOD_US)
+            assert (group / "cpu.cfs_period_us").read_text().strip() == str(bench_nights.QUOTA_PERIOD_US)
+        else:
+            assert (group / "cpu.max").read_text().split() == [str(bench_nights.QUOTA_PERIOD_US)] * 2
+    finally:
+        group.rmdir()
