@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import copy
 import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -35,6 +36,9 @@ if TYPE_CHECKING:  # pandas is imported by the cases and models that use it
 
 CASE_GROUP = "hetval.cases"
 MODEL_GROUP = "hetval.models"
+#: The scale bands a multi-rank case's workload classes name, and a model's ``not_for`` may key on: (upper rank
+#: count, label).
+SCALE_BANDS = ((1, "1 rank"), (4, "2-4 ranks"), (16, "5-16 ranks"), (64, "17-64 ranks"), (math.inf, "over 64 ranks"))
 
 
 class RegistryError(RuntimeError):
@@ -181,7 +185,10 @@ class Model(abc.ABC):
 
     @abc.abstractmethod
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
-        """Rows with this model's prediction for each run of ``runs`` it can predict (pure pandas)."""
+        """The runs of ``runs`` (the case's joined runs) this model can predict, with its prediction: its ``model``
+        name, ``quantity`` and ``time_predicted_s`` (for ``quantity == "time"``) or ``energy_predicted_j``, and any
+        parts or notes of its own (pure pandas). A model only predicts: validation attaches what was measured and
+        the tightness, predicted over measured, for every model alike (:func:`analysis.scoring.measured.attach`)."""
 
     def why_not(self, case_name: str, workload_class: str | None = None) -> str:
         """Why this model has no verdict on ``case_name`` (and ``workload_class``): its own reason, else that it

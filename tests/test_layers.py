@@ -134,3 +134,23 @@ def test_long_modules_say_why():
         if len(text.splitlines()) > LONG and "Why this module is long" not in doc:
             long.append(f"{name} ({len(text.splitlines())} lines)")
     assert long == []
+
+
+#: what a model may import besides the equations, the contract and its own module (the column names of the platform
+#: files, the run vocabulary, the solvers' counts and the record parameters' parser are shared words, not scoring)
+MODEL_MAY_IMPORT = {"analysis.registry", "analysis.storage.platforms", "analysis.scoring.runs", "sims.vocab",
+                    "sims.sa.counts"}
+
+
+def test_a_model_imports_no_other_model_and_nothing_that_scores():
+    """A model only predicts (analysis.scoring.measured attaches the measurements and the tightness): it imports
+    the equations and the contract, never another model, the scorecard or the metrics."""
+    g = graph()
+    for name, deps in g.items():
+        if not name.startswith("analysis.models."):
+            continue
+        wrong = {d for d in deps if not d.startswith("analysis.equations") and d not in MODEL_MAY_IMPORT
+                 and d.startswith(("analysis.", "sims."))}
+        # panwar's device selection (the thesis' own scoring of its projection) tests with the statistics module
+        wrong -= {"analysis.scoring.uncertainty"} if name == "analysis.models.panwar" else set()
+        assert not wrong, (name, sorted(wrong))

@@ -444,7 +444,8 @@ class FDMCase(Case):
                             on="platform", how="left")
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Context) -> dict[str, pd.DataFrame]:
-        frames = [predictions[m] for m in sorted(predictions) if predictions[m] is not None]
+        frames = [worst_phase(predictions[m]) if "compute_pred_s" in predictions[m] else predictions[m]
+                  for m in sorted(predictions) if predictions[m] is not None]
         if not frames:
             return {"fdm_runs": pd.DataFrame(), "fdm_fidelity": score_fdm(pd.DataFrame(columns=["time_predicted_s"]),
                                                                                 context.uncertainty),
@@ -460,6 +461,35 @@ class FDMCase(Case):
         runs = tightness_intervals(runs, settings)
         return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings), "scaling_fits": scaling.fdm_fits(runs),
                 "projection": fdm_device_selection(runs, settings)}
+
+
+def worst_phase(rows: pd.DataFrame) -> pd.DataFrame:
+    """An FDM model's rows with the phase whose prediction is furthest (in seconds) from its measured median
+    (``worst_phase``, ``worst_phase_error_s``): which term is wrong when the total is. The analytical model's
+    compute is compared with velocity + stress."""
+    out = rows.copy()
+    errors = {}
+    for phase in FDM_PHASES:
+        measured = out[f"{phase}_median_s"].to_numpy(dtype="float64") if f"{phase}_median_s" in out else None
+        predicted = out[f"{phase}_pred_s"].to_numpy(dtype="float64") if f"{phase}_pred_s" in out else None
+        if measured is not None and predicted is not None and np.isfinite(predicted).any():
+            errors[phase] = predicted - measured
+    if "velocity" not in errors and {"compute_pred_s", "velocity_median_s", "stress_median_s"} <= set(out.columns):
+        measured = (out["velocity_median_s"].to_numpy(dtype="float64") + out["stress_median_s"].to_numpy(dtype="float64"))
+        errors = {"compute": out["compute_pred_s"].to_numpy(dtype="float64") - measured, **errors}
+    names = list(errors)
+    phase = np.array([None] * len(out), dtype=object)
+    error = np.full(len(out), np.nan)
+    if names:
+        stack = np.vstack([errors[n] for n in names])
+        filled = np.where(np.isfinite(stack), np.abs(stack), -1.0)
+        k = np.argmax(filled, axis=0)
+        ok = filled[k, np.arange(len(out))] >= 0
+        phase[ok] = np.array(names, dtype=object)[k[ok]]
+        error[ok] = stack[k[ok], np.arange(len(out))[ok]]
+    out["worst_phase"] = pd.array(phase, dtype="string")
+    out["worst_phase_error_s"] = error
+    return out
 
 
 CASE = FDMCase()

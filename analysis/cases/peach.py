@@ -29,6 +29,7 @@ from analysis.models.peach import CURVE_KEYS, MODEL, curves
 from analysis.planning.config import platform_layouts
 from analysis.registry import Case, Context, join_on, models, models_for
 from analysis.scoring import ceilings
+from analysis.scoring.measured import attach, run_measures
 from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
 from analysis.scoring.splits import splits, with_idle
 from analysis.scoring.uncertainty import UNCERTAINTY_COLUMNS, Settings
@@ -235,7 +236,7 @@ def score_curves(predicted: pd.DataFrame, settings: Settings) -> tuple[pd.DataFr
     run_df = predicted.copy() if len(predicted) else pd.DataFrame(columns=RUN_COLUMNS)
     if len(run_df):
         run_df["model"] = MODEL
-        run_df["tightness"] = run_df["rate_measured"] / run_df["rate_predicted"]
+        run_df = attach(run_df)
     return typed_tables(run_df, fid_df)
 
 
@@ -298,9 +299,10 @@ class PEACHCase(Case):
 
     def join(self, runs: pd.DataFrame, platforms: Any) -> pd.DataFrame:
         """Each run's processors; the energy roofline bounds a product against the GEMM ceiling with its
-        compulsory traffic, as LA."""
+        compulsory traffic, as LA; and what every per-run model's rows carry
+        (:func:`analysis.scoring.measured.run_measures`)."""
         joined = join_on(runs, platforms.processors, ["platform"])
-        return ceilings.apply(joined, "params", lambda text: ceilings.matrix_work(params_doc(text)))
+        return run_measures(ceilings.apply(joined, "params", lambda text: ceilings.matrix_work(params_doc(text))))
 
     def score(self, predictions: dict[str, pd.DataFrame], context: Context) -> dict[str, pd.DataFrame]:
         predicted = predictions.get(MODEL)

@@ -23,11 +23,11 @@ import pandas as pd
 from analysis.models.panwar import device_selection
 from analysis.models.peach import MODEL as PEACH_MODEL
 from analysis.models.peapaw import MODEL as PEAPAW
-from analysis.models.peapaw import measured_columns
 from analysis.planning.config import platform_layouts
 from analysis.planning.jobs import Layout
 from analysis.registry import Case, Context, join_on, models_for
 from analysis.scoring import ceilings, guidelines, scaling
+from analysis.scoring.measured import attach, run_measures
 from analysis.scoring.runs import (
     FIDELITY_TAIL,
     GROUP_KEYS,
@@ -128,9 +128,10 @@ class WPCase(Case):
         return 0.0
 
     def join(self, runs: pd.DataFrame, platforms: Any) -> pd.DataFrame:
-        """Each run's processors, their ceilings and traffic counted from the phases each ran."""
+        """Each run's processors, their ceilings and traffic counted from the phases each ran, and what every
+        per-run model's rows carry (:func:`analysis.scoring.measured.run_measures`)."""
         joined = join_on(runs, platforms.processors, ["platform"])
-        return ceilings.apply(joined, "params", lambda text: self.phase_work(params_doc(text)))
+        return run_measures(ceilings.apply(joined, "params", lambda text: self.phase_work(params_doc(text))))
 
     def reduce(self, records: pd.DataFrame) -> pd.DataFrame:
         out = reduce_repetitions(records)
@@ -208,13 +209,12 @@ def sweep_rows(predicted: pd.DataFrame) -> pd.DataFrame:
     predicted = predicted.copy(deep=False)
     predicted.attrs = {}
     inner = predicted[~predicted["endpoint"].astype(bool)] if len(predicted) else predicted
-    out = measured_columns(inner).drop(columns=[*_CURVE_ONLY, *PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
+    out = run_measures(inner).drop(columns=[*_CURVE_ONLY, *PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
     t = out["time_predicted_s"].to_numpy(dtype="float64") if len(out) else np.zeros(0)
     out["model"] = pd.Series([PEACH_MODEL] * len(out), index=out.index, dtype="string")
     out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
     out["perf_predicted"] = out["flops"].to_numpy(dtype="float64") / t if len(out) else np.zeros(0)
-    out["tightness"] = t / out["time_median_s"].to_numpy(dtype="float64") if len(out) else np.zeros(0)
-    return out
+    return attach(out)
 
 
 def _concat(frames: list[pd.DataFrame] | None, order: list[str]) -> pd.DataFrame:

@@ -19,7 +19,16 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["attainable", "energy", "energy_efficiency", "time"]
+__all__ = ["attainable", "energy", "energy_efficiency", "intensity", "time"]
+
+
+def intensity(N_f: ArrayLike, N_b: ArrayLike) -> NDArray[np.float64]:
+    """Operational intensity ``I = N_f / N_b`` in flop/byte ([PerDome]_ eq. 1), elementwise; NaN where no byte is
+    counted (the intensity of a workload that moves no data is not defined here)."""
+    f = np.asarray(N_f, dtype=np.float64)
+    b = np.asarray(N_b, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, f / b, np.nan)
 
 
 def _checked(name: str, value: ArrayLike, *, strictly_positive: bool) -> NDArray[np.float64]:

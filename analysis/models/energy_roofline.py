@@ -14,9 +14,10 @@ from analysis.storage.platforms import ENERGY_COLS, ENERGY_PARAMS
 ROOFLINE_ENERGY_MODEL = "energy roofline (Choi)"
 
 
+#: the model's rows; :func:`analysis.scoring.measured.attach` adds the processor's measured energy before
+#: ``energy_predicted_j`` and ``tightness`` and ``rel_error`` after it
 ROOFLINE_ENERGY_COLUMNS = ["run_id", "study", "case", "variant", "platform", "size", "alpha", "processor", "flops",
-                           "bytes", "traffic", "energy_measured_j", "energy_predicted_j", "tightness", "rel_error",
-                           "energy_source", "model"]
+                           "bytes", "traffic", "energy_predicted_j", "energy_source", "model"]
 
 
 def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
@@ -31,10 +32,10 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
     the sum of both processors' energy rooflines. A processor that did no work
     contributes 0 J to the node bound (its idle draw is in the measured node
     energy, not in the bound) and has no row of its own. The roofline is a lower
-    bound on energy (the fastest time, the characterised costs), so
-    ``tightness = predicted / measured`` energy - the fraction of the bound reached, as everywhere - is at most 1
-    when the model holds;
-    ``rel_error = (predicted - measured) / measured``. Runs without a meter give
+    bound on energy (the fastest time, the characterised costs), so its tightness, predicted over measured
+    energy as everywhere (attached by :mod:`analysis.scoring.measured`), is at most 1 when the model holds.
+    A row is about one processor's share of the run's measured energy, or the node's whole.
+    Runs without a meter give
     no rows; a working processor without usable ``e_f, e_b, p_s`` (none
     measured, or an unphysical fit) gives no row of its own and no node row.
     """
@@ -75,8 +76,7 @@ def predict_energy_roofline(runs: pd.DataFrame) -> pd.DataFrame:
                 out.append({
                     "run_id": row.run_id, "study": row.study, "case": row.case, "variant": row.variant,
                     "platform": row.platform, "size": row.size, "alpha": row.alpha, "processor": proc,
-                    "flops": nf, "bytes": counted[proc], "traffic": nb, "energy_measured_j": float(m), "energy_predicted_j": pred,
-                    "tightness": pred / float(m), "rel_error": (pred - float(m)) / float(m),
+                    "flops": nf, "bytes": counted[proc], "traffic": nb, "energy_predicted_j": pred,
                     "energy_source": row.energy_source, "model": ROOFLINE_ENERGY_MODEL,
                 })
     df = pd.DataFrame(out, columns=ROOFLINE_ENERGY_COLUMNS)

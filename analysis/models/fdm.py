@@ -17,9 +17,8 @@ import pandas as pd
 
 from analysis.equations import fdm
 from analysis.registry import Model
-from analysis.scoring import metrics
 from analysis.storage.platforms import BACKEND_COLS, FDM_CALIBRATION_COL
-from sims.vocab import FDM_PHASES, ROLES
+from sims.vocab import ROLES
 
 MODEL = "FDM"
 CALIBRATED = "FDM-calibrated"
@@ -87,40 +86,8 @@ def _run_time(shape: tuple[int, ...], decomposition: str, order: int, steps: int
 
 
 def _finish(out: pd.DataFrame, model: str) -> pd.DataFrame:
-    """Model name, throughput, tightness and the phase that misses most, for either FDM model's rows."""
+    """Either FDM model's rows: its name, and none of the platform's parameters it read (inputs, not results)."""
     out["model"] = pd.Series([model] * len(out), index=out.index, dtype="string")
-    out["mlups_measured"] = out["points"] * out["steps"] / out["time_median_s"] / 1e6
-    out["mlups_predicted"] = out["points"] * out["steps"] / out["time_predicted_s"] / 1e6
-    valid = np.isfinite(out["time_predicted_s"].to_numpy())
-    tight = np.full(len(out), np.nan)
-    if valid.any():
-        tight[valid] = metrics.tightness(out.loc[valid, "time_predicted_s"].to_numpy(),
-                                         out.loc[valid, "time_median_s"].to_numpy())
-    out["tightness"] = tight
-    # which term is wrong when the total is: the phase whose prediction is furthest (in seconds) from its
-    # measured median (the analytical model's compute is compared with velocity + stress)
-    errors = {}
-    for phase in FDM_PHASES:
-        measured = out[f"{phase}_median_s"].to_numpy(dtype="float64") if f"{phase}_median_s" in out else None
-        predicted = out[f"{phase}_pred_s"].to_numpy(dtype="float64") if f"{phase}_pred_s" in out else None
-        if measured is not None and predicted is not None and np.isfinite(predicted).any():
-            errors[phase] = predicted - measured
-    if "velocity" not in errors and {"compute_pred_s", "velocity_median_s", "stress_median_s"} <= set(out.columns):
-        measured = (out["velocity_median_s"].to_numpy(dtype="float64") + out["stress_median_s"].to_numpy(dtype="float64"))
-        errors = {"compute": out["compute_pred_s"].to_numpy(dtype="float64") - measured, **errors}
-    names = list(errors)
-    worst_phase = np.array([None] * len(out), dtype=object)
-    worst_err = np.full(len(out), np.nan)
-    if names:
-        stack = np.vstack([errors[n] for n in names])
-        filled = np.where(np.isfinite(stack), np.abs(stack), -1.0)
-        k = np.argmax(filled, axis=0)
-        ok = filled[k, np.arange(len(out))] >= 0
-        worst_phase[ok] = np.array(names, dtype=object)[k[ok]]
-        worst_err[ok] = stack[k[ok], np.arange(len(out))[ok]]
-    out["worst_phase"] = pd.array(worst_phase, dtype="string")
-    out["worst_phase_error_s"] = worst_err
-    # the platform's parameters were inputs, not results (the processors' t_f/t_b joined for a per-processor model)
     return out.drop(columns=[*BACKEND_COLS, FDM_CALIBRATION_COL, *(f"{p}_{r}" for r in ROLES for p in ("t_f", "t_b"))],
                     errors="ignore")
 

@@ -21,10 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.equations import panwar
-from analysis.models.peapaw import WP_CASES, measured_columns
-from analysis.registry import Model
-from analysis.scoring import metrics
-from analysis.scoring.scorecard import SCALE_BANDS
+from analysis.registry import SCALE_BANDS, Model
 from analysis.storage.platforms import BACKEND_COLS, FDM_CALIBRATION_COL, PLATFORM_COLS, PROBLEM_COLS
 
 MODEL = "Panwar projection"
@@ -53,8 +50,7 @@ def predict_panwar(runs: pd.DataFrame) -> pd.DataFrame:
     parts = part_times(runs) if len(runs) else {r: np.zeros(0) for r in ROLES}
     projected = pd.Series(np.fmax(parts["host"], parts["accel"]), index=runs.index)
     projected[np.isnan(parts["host"]) | np.isnan(parts["accel"])] = np.nan
-    # intensities and measured performance, like the other models' rows
-    out = measured_columns(runs).drop(columns=[*PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
+    out = runs.drop(columns=[*PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
     out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
     t = projected.reindex(out.index).to_numpy(dtype="float64")
     ok = np.isfinite(t) & (t > 0)
@@ -63,10 +59,6 @@ def predict_panwar(runs: pd.DataFrame) -> pd.DataFrame:
     out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
     out["time_predicted_s"] = t
     out["perf_predicted"] = out["flops"] / t
-    # predicted over measured time: the same as measured over projected performance, and defined for a run that
-    # counts no flops (a transpose)
-    out["tightness"] = (metrics.tightness(t, out["time_median_s"].to_numpy(dtype="float64"))
-                        if len(out) else np.zeros(0))
     return out
 
 
@@ -74,8 +66,7 @@ def predict_fdm_panwar(runs: pd.DataFrame) -> pd.DataFrame:
     """The projection of each one-rank FDM run (a kernel on one device, as the thesis projects it) that counts its
     work on one of the platform's processors: that processor's part, from the solver's counts."""
     if not len(runs) or "flops_host" not in runs:
-        return runs.iloc[:0].assign(model=pd.Series([], dtype="string"), time_predicted_s=np.zeros(0),
-                                    tightness=np.zeros(0))
+        return runs.iloc[:0].assign(model=pd.Series([], dtype="string"), time_predicted_s=np.zeros(0))
     one = runs[(runs["ranks"] == 1) & runs["flops_host"].notna() & runs["flops_accel"].notna()].copy()
     parts = part_times(one) if len(one) else {r: np.zeros(0) for r in ROLES}
     t = np.fmax(parts["host"], parts["accel"])
@@ -84,9 +75,6 @@ def predict_fdm_panwar(runs: pd.DataFrame) -> pd.DataFrame:
     out, t = one[ok].copy(), t[ok]
     out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
     out["time_predicted_s"] = t
-    out["mlups_measured"] = out["points"] * out["steps"] / out["time_median_s"] / 1e6
-    out["mlups_predicted"] = out["points"] * out["steps"] / t / 1e6
-    out["tightness"] = metrics.tightness(t, out["time_median_s"].to_numpy(dtype="float64")) if len(out) else []
     # the platform's parameters were inputs, not results
     return out.drop(columns=[*BACKEND_COLS, FDM_CALIBRATION_COL, *(f"{p}_{r}" for r in ROLES for p in ("t_f", "t_b"))],
                     errors="ignore")
@@ -174,7 +162,7 @@ class PanwarProjection(Model):
     """Panwar's three-component projection per processor (thesis §3.3.4); the run's time is the longer part."""
 
     name = MODEL
-    cases = (*WP_CASES, "peach", "fdm")
+    cases = ("sa", "la", "peach", "fdm")
     needs = ("t_f_host", "t_b_host", "t_f_accel", "t_b_accel")
     not_for = {f"fdm/{band}": "the thesis projects a kernel on one device; a run of several ranks shares the node's "
                "cores and links (the FDM models price those)" for _, band in SCALE_BANDS[1:]}

@@ -10,10 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.equations import hetero
+from analysis.equations import hetero, roofline
 from analysis.registry import Model
-from analysis.scoring import metrics
-from analysis.scoring.runs import _intensity
 from analysis.storage.platforms import ENERGY_COLS, PLATFORM_COLS, PROBLEM_COLS
 from sims.vocab import WPS
 
@@ -41,25 +39,20 @@ def by_processors(runs: pd.DataFrame, energy: bool = False) -> Iterator[tuple[np
         yield (rows, *(hetero.Processor(**{p: v[f"{p}_{role}"] for p in params}) for role in ("host", "accel")))
 
 
-def measured_columns(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with the intensities every per-run model's rows carry (flops over the traffic the bounds count:
-    ``traffic*``, else ``bytes*``), the measured performance (whole run and each processor's part) and the two
-    axes a run lies on (``axis_wp``, ``axis_alpha``)."""
+def with_intensities(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` (a copy) with the intensities the bounds read, where the case's joined runs do not already carry
+    them (:func:`analysis.scoring.measured.run_measures`): flops over the traffic the bounds count (``traffic*``,
+    else ``bytes*``; PerDome eq. 1)."""
     out = runs.copy()
-    traffic = {k: f"traffic{k}" if f"traffic{k}" in out else f"bytes{k}" for k in ("", "_host", "_accel")}
-    out["intensity"] = _intensity(out["flops"], out[traffic[""]])
-    out["intensity_host"] = _intensity(out["flops_host"], out[traffic["_host"]])
-    out["intensity_accel"] = _intensity(out["flops_accel"], out[traffic["_accel"]])
-    out["perf_measured"] = out["flops"] / out["time_median_s"]
-    out["perf_host_measured"] = out["flops_host"].where(out["flops_host"] > 0) / out["time_host_median_s"]
-    out["perf_accel_measured"] = out["flops_accel"].where(out["flops_accel"] > 0) / out["time_accel_median_s"]
-    out["axis_wp"] = out["variant"].isin(WPS).astype("bool")
-    out["axis_alpha"] = out["variant"].astype("string").str.startswith("DP(").fillna(False).astype("bool")
+    for k in ("", "_host", "_accel"):
+        if f"intensity{k}" not in out:
+            traffic = f"traffic{k}" if f"traffic{k}" in out else f"bytes{k}"
+            out[f"intensity{k}"] = roofline.intensity(out[f"flops{k}"].to_numpy(), out[traffic].to_numpy())
     return out
 
 
 def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
-    """Add intensities, measured performance and the PerDome/PeaPaw bound for each SA run.
+    """The PerDome/PeaPaw bound for each two-processor run (its intensities added where the runs lack them).
 
     Intensities are flops over the memory traffic the bound counts (``traffic*``, :mod:`analysis.scoring.ceilings`:
     for a product run as BLAS its compulsory traffic, not the papers' classic-kernel bytes), and ``t_f_<role>``
@@ -70,7 +63,7 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     the run's actual host share ``N_fC / N_f``. Rows must carry the platform's
     ``t_f_*``/``t_b_*`` columns (joined beforehand).
     """
-    out = measured_columns(runs)
+    out = with_intensities(runs)
     predicted = np.full(len(out), np.nan)
     variant = out["variant"].astype(str).to_numpy()
     whole = out["intensity"].to_numpy(dtype="float64")
@@ -95,13 +88,9 @@ def predict_sa(runs: pd.DataFrame) -> pd.DataFrame:
     out["model"] = pd.Series([MODEL] * len(out), index=out.index, dtype="string")
     out["perf_predicted"] = predicted
     out["time_predicted_s"] = out["flops"] / out["perf_predicted"]
-    tight = np.full(len(out), np.nan)
     # no bound where a ceiling was not measured (analysis.scoring.ceilings), nor for a run that counts no flops (a
     # transpose): the bound is a flop rate
     have = np.isfinite(predicted) & (predicted > 0) & counted
-    if have.any():
-        tight[have] = metrics.tightness(out["perf_measured"].to_numpy()[have], predicted[have])
-    out["tightness"] = tight
     out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
     return out[have].drop(columns=[*PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")
 
@@ -113,8 +102,8 @@ def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
     whose platform's characterisation fitted the energy parameters are kept; the
     others have nothing to compare. ``DP(alpha)`` runs are left out: eq. 25's
     shares come from ``(I, I_C, I_G)``, which describe the paper's four WPs.
-    The rows carry ``energy_predicted_j = N_f / EE`` and
-    ``tightness = EE_measured / EE``.
+    The rows carry ``energy_predicted_j = N_f / EE`` (its tightness, ``EE_measured / EE``, is attached by
+    :mod:`analysis.scoring.measured`).
     """
     have = runs
     if len(runs):
@@ -134,10 +123,8 @@ def predict_energy(runs: pd.DataFrame) -> pd.DataFrame:
         eff[rows] = hetero.energy_efficiency(i_all[rows], i_c[rows], i_g[rows], host, accel)
     out["model"] = pd.Series([ENERGY_MODEL] * len(out), index=out.index, dtype="string")
     out["quantity"] = pd.Series(["energy"] * len(out), index=out.index, dtype="string")
-    out["efficiency_measured"] = out["flops"] / out["energy_median_j"]
     out["efficiency_predicted"] = eff
     out["energy_predicted_j"] = out["flops"] / eff
-    out["tightness"] = out["efficiency_measured"] / eff if len(out) else np.array([])
     return out
 
 

@@ -8,11 +8,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.equations import perop
-from analysis.models.peapaw import predict_sa
 from analysis.registry import Model
-from analysis.scoring import metrics
 from analysis.scoring.runs import params_docs
-from analysis.storage.platforms import TAU_COLS
+from analysis.storage.platforms import PLATFORM_COLS, PROBLEM_COLS, TAU_COLS
 from sims.sa.counts import NUMPY_POWADD_BLOCKS, PHASE_COUNTS, PHASE_OPERATIONS
 
 PEROP_MODEL = "per-operation (Kannan)"
@@ -37,8 +35,8 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
     platform are dropped (no prediction).
     """
     have = runs.dropna(subset=TAU_COLS) if set(TAU_COLS) <= set(runs.columns) else runs.iloc[:0]
-    out = predict_sa(have) if len(have) else predict_sa(runs.iloc[:0])
-    have = have.loc[out.index] if len(have) else have  # the rows predict_sa kept, in its order
+    have = have[have["flops"].to_numpy(dtype="float64") > 0]  # a time per operation: none for a run of no operations
+    out = have.copy()
     descs = params_docs(have["params"]) if len(have) else []
     parts, fit_r2, fit_spread = {}, {}, {}
     for role in ("host", "accel"):
@@ -74,14 +72,12 @@ def predict_perop(runs: pd.DataFrame) -> pd.DataFrame:
         warnings.simplefilter("ignore", RuntimeWarning)
         t_pred = np.fmax(parts["host"], parts["accel"]) if len(have) else np.full(0, np.nan)
     out["model"] = pd.Series([PEROP_MODEL] * len(out), index=out.index, dtype="string")
+    out["perf_predicted"] = out["flops"] / t_pred if len(out) else np.zeros(0)
     out["time_predicted_s"] = t_pred
-    out["perf_predicted"] = out["flops"] / out["time_predicted_s"]
+    out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
     ok = np.isfinite(t_pred)
-    tight = np.full(len(out), np.nan)
-    if ok.any():
-        tight[ok] = metrics.tightness(out["perf_measured"].to_numpy()[ok], out["perf_predicted"].to_numpy()[ok])
-    out["tightness"] = tight
     out["perop_fit_r2"], out["perop_fit_spread"], out["fit_note"] = _fit_flags(fit_r2, fit_spread, out.index)
+    out = out.drop(columns=[*PLATFORM_COLS, *PROBLEM_COLS], errors="ignore")  # inputs, not results
     return out[ok] if len(out) else out
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis.registry import cases, models_for
+from analysis.scoring.measured import predicted
 from analysis.storage.dataset import _rows_to_table
 from analysis.storage.platforms import Platforms, load_platform_params, load_platforms
 from analysis.storage.schema import check_record
@@ -76,7 +77,7 @@ def reference_rows(names: Iterable[str] | None = None, log: Callable[[str], Any]
             continue
         for model in models_for(name):
             try:
-                pred = model.predict(joined)
+                pred = predicted(model, joined)
             except Exception as exc:  # noqa: BLE001 - as above, for one model
                 log(f"[hetval validate] warning: {model.name} on the reference runs of {name}: "
                     f"{type(exc).__name__}: {exc}; no reference figure for it")

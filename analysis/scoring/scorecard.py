@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.registry import SCALE_BANDS
 from analysis.resources.spreads import shipped_spread
 from analysis.scoring.intervals import (  # noqa: F401 - SCIPY_BOOTSTRAP_ELEMENTS, bootstrap_medians: re-exported
     LEVELS,
@@ -61,8 +62,6 @@ TAU_LO, TOP1_LO = 0.0, 0.5
 JUDGED = ("trusted", "not trusted", "undecided", "not enough data")
 VERDICTS = ("both", "trust for bounds", "trust for predictions", "trust for ranking", "undecided", "neither",
             "not enough data")
-#: FDM scale bands: (upper rank count, label).
-SCALE_BANDS = ((1, "1 rank"), (4, "2-4 ranks"), (16, "5-16 ranks"), (64, "17-64 ranks"), (math.inf, "over 64 ranks"))
 
 COLUMNS = ["study", "platform", "fingerprint", "case", "model", "model_kind", "workload_class", "runs",
            "tightness_median", "tightness_lo", "tightness_hi", "interval_level", "width_characterisation",

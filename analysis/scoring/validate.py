@@ -38,6 +38,7 @@ from analysis.scoring.cluster import (  # noqa: F401 - the cluster's names, as v
     scheduler_address,
     worker_hosts,
 )
+from analysis.scoring.measured import predicted
 from analysis.scoring.reference import reference_rows
 from analysis.scoring.replicates import attach_replicates
 from analysis.scoring.runs import failed_runs, scoring_on
@@ -105,13 +106,13 @@ def case_frame(case_name: str, records: pd.DataFrame, platforms: Platforms | Non
     check_needs(case, joined.columns)
     out.update(reduced=len(reduced), joined=len(joined))
     models = models_for(case_name)
-    out["models"] = {m.name: m.predict(joined) for m in models if m.rowwise}
+    out["models"] = {m.name: predicted(m, joined) for m in models if m.rowwise}
     out["frame"] = joined if any(not m.rowwise for m in models) else None
     # the same runs as each characterisation replicate alone predicts them (the intervals' platform level)
     out["replicates"] = []
     for replicate in (platforms.replicates if platforms is not None else ()):
         alone = case.join(reduced, replicate)
-        out["replicates"].append({"models": {m.name: m.predict(alone) for m in models if m.rowwise},
+        out["replicates"].append({"models": {m.name: predicted(m, alone) for m in models if m.rowwise},
                                   "frame": alone if any(not m.rowwise for m in models) else None})
     return out
 
@@ -277,7 +278,7 @@ def _validate(runs_dir: str | Path, platforms_dir: str | Path, out_dir: Path, fi
             if joined is not None:
                 context.joined[name] = joined
             models = result.pop("models")
-            predictions = {m.name: (models[m.name] if m.rowwise else m.predict(joined)) for m in models_for(name)}
+            predictions = {m.name: (models[m.name] if m.rowwise else predicted(m, joined)) for m in models_for(name)}
             counts[name] = int(result["joined"])
             if result["reduced"] != result["joined"]:
                 log(f"[hetval validate] warning: {result['reduced'] - result['joined']} ok {name} runs have no "
@@ -292,7 +293,7 @@ def _validate(runs_dir: str | Path, platforms_dir: str | Path, out_dir: Path, fi
                 rep_context = Context(platforms.replicates[k], dataclasses.replace(settings, resamples=0))
                 if rep["frame"] is not None:
                     rep_context.joined[name] = rep["frame"]
-                alone.append(case.score({m.name: (rep["models"][m.name] if m.rowwise else m.predict(rep["frame"]))
+                alone.append(case.score({m.name: (rep["models"][m.name] if m.rowwise else predicted(m, rep["frame"]))
                                          for m in models_for(name)}, rep_context))
             if alone:
                 scored = attach_replicates(scored, alone)

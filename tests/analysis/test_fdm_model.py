@@ -12,6 +12,7 @@ from analysis.cases.fdm import reduce_fdm, score_fdm
 from analysis.equations import fdm
 from analysis.models.fdm import predict_fdm
 from analysis.planning.config import uncertainty_settings
+from analysis.scoring.measured import attach
 from sims.fdm import counts
 from sims.vocab import FDM_PHASES
 
@@ -90,7 +91,7 @@ def test_validation_reduces_predicts_and_scores():
     assert reduced.loc[0, "time_median_s"] == pytest.approx(1.1)
     params = pd.DataFrame([{"platform": "p", "backend": "numba", "t_f": 1e-11, "t_b": 1e-10, "t_b_shared": 2e-10,
                             "latency": 5e-6, "t_net": 2e-10, "cores": 2.0}]).astype({"platform": "string", "backend": "string"})
-    pred = predict_fdm(reduced.merge(params, on=["platform", "backend"]))
+    pred = attach(predict_fdm(reduced.merge(params, on=["platform", "backend"])))
     assert pred["time_predicted_s"].notna().all()
     assert np.allclose(pred["tightness"], pred["time_predicted_s"] / pred["time_median_s"])
     fid = score_fdm(pred, uncertainty_settings())

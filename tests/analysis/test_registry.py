@@ -96,3 +96,41 @@ def test_every_built_in_model_finds_what_it_needs_and_a_missing_column_is_named(
         check_needs(case, case.join(case.reduce(records), empty).columns)
     with pytest.raises(registry.RegistryError, match="needs .*(t_f_host|idle_w), which case .sa. does not join to its runs"):
         check_needs(registry.case("sa"), ["run_id"])
+
+
+def test_a_model_only_predicts_and_validation_attaches_the_measurements():
+    """Every row-wise model on the reference runs adds predictions only (no tightness, no measured figure: those
+    are attached in one place, analysis.scoring.measured), and the attached tightness is predicted over measured
+    time, or energy, for every model alike."""
+    import numpy as np
+
+    from analysis.scoring import reference
+    from analysis.scoring.measured import predicted
+
+    records, platforms = reference._inputs()
+    checked = 0
+    for name, case in registry.cases().items():
+        mine = records[(records["case"] == name).to_numpy(dtype=bool, na_value=False)]
+        if not len(mine):
+            continue
+        joined = case.join(case.reduce(mine), platforms)
+        for model in registry.models_for(name):
+            if not model.rowwise:
+                continue
+            rows = model.predict(joined)
+            added = set(rows.columns) - set(joined.columns)
+            measured = {c for c in added if c == "tightness" or c == "rel_error" or "measured" in c
+                        or c.startswith("worst_phase")}
+            assert not measured, (name, model.name, sorted(measured))
+            assert ("energy_predicted_j" if model.quantity == "energy" else "time_predicted_s") in rows, model.name
+            out = predicted(model, joined)
+            if not len(out):
+                continue
+            if model.quantity == "energy":
+                m = out["energy_measured_j"] if "energy_measured_j" in out else out["energy_median_j"]
+                want = out["energy_predicted_j"] / m
+            else:
+                want = out["time_predicted_s"] / out["time_median_s"]
+            np.testing.assert_allclose(out["tightness"], want, rtol=1e-12, err_msg=f"{name} {model.name}")
+            checked += 1
+    assert checked >= 8  # SA, LA, PEACH and FDM each with several models

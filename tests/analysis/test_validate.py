@@ -14,6 +14,7 @@ from analysis.models.peapaw import ENERGY_MODEL, MODEL, predict_energy, predict_
 from analysis.models.perop import PEROP_MODEL, predict_perop
 from analysis.planning.config import uncertainty_settings
 from analysis.scoring import validate
+from analysis.scoring.measured import attach, run_measures
 from analysis.scoring.runs import failed_runs, reduce_repetitions
 from analysis.storage import dataset
 from analysis.storage.platforms import energy_fit_problem, load_platforms
@@ -22,6 +23,19 @@ from sims.record import FIELDS, write_raw
 T = {"t_f_host": 1e-10, "t_b_host": 1e-10, "t_f_accel": 2.5e-11, "t_b_accel": 5e-11}
 N = 1000
 F, B = 2049 * N, 268 * N
+
+
+def sa(runs):
+    """PerDome/PeaPaw's rows as validation holds them: the case's measured columns, the bound, the tightness."""
+    return attach(predict_sa(run_measures(runs)))
+
+
+def perop_rows(runs):
+    return attach(predict_perop(run_measures(runs)))
+
+
+def energy_rows(runs):
+    return attach(predict_energy(run_measures(runs)), "energy")
 
 
 def rows(run_id, variant, times, alpha=None, fh=F, bh=B, fa=0, ba=0, status="ok"):
@@ -104,7 +118,7 @@ def test_reduce_repetitions_on_empty_meta():
 
 def test_predict_uses_the_right_equation_per_variant():
     runs = reduce_repetitions(frame(STUDY)).assign(**T)
-    out = predict_sa(runs).set_index("variant")
+    out = sa(runs).set_index("variant")
     host, accel = hetero.Processor(T["t_f_host"], T["t_b_host"]), hetero.Processor(T["t_f_accel"], T["t_b_accel"])
     I = F / B  # noqa: E741 - the papers' name
     assert out.loc["CO", "perf_predicted"] == pytest.approx(min(1e10, I * 1e10))
@@ -120,7 +134,7 @@ def test_predict_uses_the_right_equation_per_variant():
 
 
 def test_score_groups_over_wps_and_alpha():
-    runs = predict_sa(reduce_repetitions(frame(STUDY)).assign(**T))
+    runs = sa(reduce_repetitions(frame(STUDY)).assign(**T))
     fid = score_groups(runs, uncertainty_settings()).set_index("axis")
     assert set(fid.index) == {"wp", "alpha"}
     wp = fid.loc["wp"]
@@ -213,7 +227,7 @@ def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
         elements = {"host": N, "accel": 0} if r["variant"] == "CO" else {"host": N, "accel": N}
         r["params"] = _json.dumps({"phases": phases, "elements": elements})
     runs = reduce_repetitions(frame(study)).assign(**T, **tau)
-    out = predict_perop(runs).set_index("variant")
+    out = perop_rows(runs).set_index("variant")
     assert set(out["model"]) == {PEROP_MODEL}
     # CO: one part, both phases on the host: max(ops tau, bytes t_b)
     co = max(N * (33 * 1e-9 + 2016 * 2e-9), N * 268 * T["t_b_host"])
@@ -221,7 +235,7 @@ def test_per_operation_model_predicts_sa_runs_with_characterised_costs():
     # CP: VecAdd on the host, PowAdd on the accelerator, concurrently
     cp = max(max(N * 1e-9, N * 12 * T["t_b_host"]), max(N * (32 * 1e-10 + 2016 * 2e-10), N * 256 * T["t_b_accel"]))
     assert out.loc["CP", "time_predicted_s"] == pytest.approx(cp)
-    both = pd.concat([predict_sa(runs), predict_perop(runs)])
+    both = pd.concat([sa(runs), perop_rows(runs)])
     fid = score_groups(both, uncertainty_settings())
     assert set(fid["model"]) == {MODEL, PEROP_MODEL}
     # a cost fit below R² 0.95 is flagged on the rows whose prediction used it (CO never ran on the accelerator)
@@ -262,7 +276,7 @@ def test_energy_bound_only_for_metered_wp_runs_and_ranked_by_energy():
     recs.loc[recs["run_id"] == "b", ["energy_j", "energy_source"]] = [F / bound_go, "trace"]
     recs.loc[recs["run_id"] == "e", ["energy_j", "energy_source"]] = [1.0, "trace"]  # DP(alpha): no eq. 25 shares
     runs = reduce_repetitions(recs).assign(**T, **EN)
-    out = predict_energy(runs).set_index("variant")
+    out = energy_rows(runs).set_index("variant")
     assert sorted(out.index) == ["CO", "GO"]
     assert out.loc["CO", "tightness"] == pytest.approx(0.5) and out.loc["GO", "tightness"] == pytest.approx(1.0)
     assert out.loc["CO", "energy_source"] == "trace" and (out["quantity"] == "energy").all()
@@ -351,8 +365,8 @@ def test_energy_roofline_per_processor_and_node():
     recs.loc[cp, ["energy_j", "energy_host_j", "energy_accel_j", "energy_source"]] = [10.0, 4.0, 5.0, "rapl+nvml"]
     runs = reduce_repetitions(recs).assign(**T, **EN)
     out = predict_energy_roofline(runs)
-    assert list(out.columns) == ROOFLINE_ENERGY_COLUMNS
-    got = out.set_index("processor")
+    assert list(out.columns) == ROOFLINE_ENERGY_COLUMNS  # predictions only: validation attaches the rest
+    got = attach(out, "energy", runs).set_index("processor")
     assert sorted(got.index) == ["accel", "host", "node"] and (out["run_id"] == "d").all()
 
     def roof(role, nf, nb):

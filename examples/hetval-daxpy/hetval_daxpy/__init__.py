@@ -17,7 +17,6 @@ import pandas as pd
 
 from analysis.cases.wp import WPCase
 from analysis.models.peapaw import MODEL as PEAPAW
-from analysis.models.peapaw import predict_sa
 from analysis.registry import Model
 from sims.platform_file import read_rates
 from sims.vocab import balanced_alpha, data_parallel_alpha, roofline_time
@@ -117,12 +116,14 @@ class StreamingModel(Model):
     needs = ("t_b_host", "t_b_accel")
 
     def predict(self, runs: pd.DataFrame) -> pd.DataFrame:
-        out = predict_sa(runs)  # intensities, measured performance and the axis flags, as every WP model has
+        """The runs (as the case joined them) with the predicted time: a model only predicts; hetval attaches what
+        was measured and the tightness."""
+        out = runs.drop(columns=[c for c in runs.columns if c.startswith(("t_f_", "t_b_", "e_f_", "e_b_", "p_s_"))])
         t = np.fmax(runs["bytes_host"].to_numpy(float) * runs["t_b_host"].to_numpy(float),
                     runs["bytes_accel"].to_numpy(float) * runs["t_b_accel"].to_numpy(float))
         out["model"] = pd.Series([self.name] * len(out), index=out.index, dtype="string")
+        out["quantity"] = pd.Series(["time"] * len(out), index=out.index, dtype="string")
         out["time_predicted_s"] = t
         out["perf_predicted"] = out["flops"] / t
-        out["tightness"] = out["perf_measured"] / out["perf_predicted"]
-        return out
+        return out[np.isfinite(t) & (t > 0)]
 
