@@ -209,6 +209,21 @@ def score_cross(rows: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     return pd.concat([out, scored, extra], axis=1)[FIDELITY_COLUMNS]
 
 
+def curve_measures(rows: pd.DataFrame) -> pd.DataFrame:
+    """The PEACH model's rows with what was measured beside its predicted rate and efficiency: the measured rate
+    ``W / T`` and efficiency ``W / E``, and each prediction's relative error."""
+    out = rows.copy(deep=False)
+    W = out["work"].to_numpy(float)
+    t = out["time_median_s"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["rate_measured"] = W / t
+        out["time_rel_error"] = np.abs(out["time_predicted_s"].to_numpy(float) - t) / t
+        eta = W / out["energy_median_j"].to_numpy(float)
+        out["eta_measured"] = eta
+        out["energy_rel_error"] = np.abs(out["eta_predicted"].to_numpy(float) - eta) / eta
+    return out
+
+
 def score_curves(predicted: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-run rows and per-curve fidelity (by time, and by energy where it was measured).
 
@@ -221,6 +236,8 @@ def score_curves(predicted: pd.DataFrame, settings: Settings) -> tuple[pd.DataFr
     # that made scoring quadratic in the curves (90 s of 156 at 10^4 runs). Score a frame without them.
     predicted = predicted.copy(deep=False)
     predicted.attrs = {}
+    if len(predicted):
+        predicted = curve_measures(predicted)
     fid_df = pd.DataFrame(columns=FIDELITY_COLUMNS)
     if len(predicted):
         rows = predicted.sort_values(CURVE_KEYS, kind="stable")

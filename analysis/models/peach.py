@@ -140,24 +140,23 @@ def _end_point_rounds(reps: list[Any], rounds: list[Any], i0: np.ndarray,
     return T0, T1
 
 
-def round_tightness(c: pd.DataFrame, i0: np.ndarray, i1: np.ndarray, out: pd.DataFrame, g: np.ndarray,
-                    W: np.ndarray) -> list[list[float]]:
-    """Per predicted run, its tightness (predicted / measured time) with the curve calibrated from the end
-    points' repetitions of each round alone: the model's calibration is a measurement of the study's, made at
-    each moment the study measured (its rounds), and the scorecard resamples those calibrations as it resamples
-    a platform's characterisation replicates. Empty where the end points share fewer than two rounds."""
+def round_predictions(c: pd.DataFrame, i0: np.ndarray, i1: np.ndarray, out: pd.DataFrame, g: np.ndarray,
+                      W: np.ndarray) -> list[list[float]]:
+    """Per predicted run, its predicted time with the curve calibrated from the end points' repetitions of each
+    round alone: the model's calibration is a measurement of the study's, made at each moment the study measured
+    (its rounds), and the scorecard resamples those calibrations as it resamples a platform's characterisation
+    replicates. Empty where the end points share fewer than two rounds."""
     if "time_reps_s" not in c or "rounds_reps" not in c:
         return [[] for _ in range(len(out))]
     T0, T1 = _end_point_rounds(c["time_reps_s"].tolist(), c["rounds_reps"].tolist(), i0, i1)
     if T0.shape[1] < 2:
         return [[] for _ in range(len(out))]
     a = out["alpha"].to_numpy(dtype="float64")[:, None]
-    t = out["time_median_s"].to_numpy(dtype="float64")[:, None]
     w = np.asarray(W, dtype="float64")[:, None]
     ok = np.isfinite(T0[g]) & np.isfinite(T1[g]) & (w > 0)
     R_C, R_G = np.where(ok, w / np.where(ok, T0[g], 1.0), 1.0), np.where(ok, w / np.where(ok, T1[g], 1.0), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):  # every run x round at once (padding masked out)
-        T = np.where(ok, (np.where(ok, w, 1.0) / peach.rate(a, R_C, R_G, 0.0, np.where(ok, w, 1.0))) / t, np.nan)
+        T = np.where(ok, np.where(ok, w, 1.0) / peach.rate(a, R_C, R_G, 0.0, np.where(ok, w, 1.0)), np.nan)
     finite = np.isfinite(T)
     values = iter(T[finite].tolist())  # row by row, each row's finite values in order
     return [list(itertools.islice(values, k)) for k in finite.sum(axis=1).tolist()]
@@ -217,24 +216,20 @@ class PEACHModel(Model):
             Pd_G = np.where(metered, np.maximum(e1 / t1 - idle_c, 0.0), np.nan)
         keep = good[gid]
         out = c[keep].reset_index(drop=True)
-        g, a, t, e = gid[keep], a[keep], t[keep], e[keep]
+        g, a = gid[keep], a[keep]
         W = W_c[g]
         with np.errstate(divide="ignore", invalid="ignore"):
             rate_p = peach.rate(a, R_C[g], R_G[g], 0.0, W)
-            out["rate_measured"] = W / t
             out["rate_predicted"] = rate_p
             out["time_predicted_s"] = W / rate_p
-            out["time_rel_error"] = np.abs(out["time_predicted_s"].to_numpy() - t) / t
             out["endpoint"] = np.isclose(a, 0.0) | np.isclose(a, 1.0)
-            out["eta_measured"] = W / e
             eta = np.full(len(out), np.nan)
             m = metered[g]
             if m.any():
                 gm = g[m]
                 eta[m] = peach.efficiency(a[m], R_C[gm], R_G[gm], idle_c[gm], Pd_C[gm], Pd_G[gm], 0.0, 0.0, W[m])
             out["eta_predicted"] = eta
-            out["energy_rel_error"] = np.abs(eta - out["eta_measured"].to_numpy()) / out["eta_measured"].to_numpy()
-        out["tightness_rounds"] = round_tightness(c, i0, i1, out, g, W)
+        out["time_predicted_rounds_s"] = round_predictions(c, i0, i1, out, g, W)
         heads = c.loc[first, CURVE_KEYS].itertuples(index=False, name=None)
         for k, key in enumerate(heads):
             if good[k]:

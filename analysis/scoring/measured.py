@@ -113,6 +113,12 @@ def attach(rows: pd.DataFrame | None, quantity: str = "time", runs: pd.DataFrame
                 after="mlups_measured")
     tight = _ratio(out["time_predicted_s"], out["time_median_s"]) if len(out) else np.zeros(0)
     _insert(out, "tightness", tight, after="mlups_predicted" if "mlups_predicted" in out else "time_predicted_s")
+    if "time_predicted_rounds_s" in out:  # a model calibrated at each round of the study: each round's tightness
+        t = out["time_median_s"].to_numpy(dtype="float64").tolist()
+        rounds = [[p / m for p in ps] for ps, m in zip(out["time_predicted_rounds_s"].tolist(), t, strict=True)]
+        at = out.columns.get_loc("time_predicted_rounds_s")
+        del out["time_predicted_rounds_s"]
+        out.insert(int(at), "tightness_rounds", pd.Series(rounds, index=out.index, dtype=object))
     return out
 
 

@@ -86,14 +86,14 @@ def test_grid_optimum_is_never_better_than_the_continuous_one(r_c, r_g, p0, pd_c
             assert abs(grid[0] - cont[0]) <= step + 1e-9
 
 
-def test_round_tightness_takes_each_rounds_end_point_medians_as_one_calibration():
+def test_round_predictions_take_each_rounds_end_point_medians_as_one_calibration():
     """Every curve at once, against the rule written out per curve: the end points' median time in each round both
     share (a missing, NaN or None repetition left out; lists of unequal length read to the shorter), a curve
     with fewer than two shared rounds or a non-positive median left empty."""
     import pandas as pd
 
     from analysis.equations import peach as eq
-    from analysis.models.peach import round_tightness
+    from analysis.models.peach import round_predictions
 
     def by_round(x, r):
         out: dict[float, list[float]] = {}
@@ -118,8 +118,8 @@ def test_round_tightness_takes_each_rounds_end_point_medians_as_one_calibration(
         g = rng.integers(0, 15, 80)
         out = pd.DataFrame({"alpha": rng.choice(np.linspace(0, 1, 11), 80), "time_median_s": rng.lognormal(0, .3, 80)})
         W = rng.choice([1.0, 2.0, 0.0], 80)
-        got = round_tightness(c, i0, i1, out, g, W)
-        for row, (k, a, t, w) in enumerate(zip(g, out["alpha"], out["time_median_s"], W, strict=True)):
+        got = round_predictions(c, i0, i1, out, g, W)
+        for row, (k, a, w) in enumerate(zip(g, out["alpha"], W, strict=True)):
             m0 = by_round(reps[i0[k]], rounds[i0[k]]) if i0[k] >= 0 else {}
             m1 = by_round(reps[i1[k]], rounds[i1[k]]) if i1[k] >= 0 else {}
             shared = sorted(set(m0) & set(m1))
@@ -127,5 +127,5 @@ def test_round_tightness_takes_each_rounds_end_point_medians_as_one_calibration(
             if len(shared) < 2 or (t0 <= 0).any() or (t1 <= 0).any() or not w > 0:
                 want = []
             else:
-                want = [(w / eq.rate(a, w / x0, w / x1, 0.0, w)) / t for x0, x1 in zip(t0, t1, strict=True)]
+                want = [w / eq.rate(a, w / x0, w / x1, 0.0, w) for x0, x1 in zip(t0, t1, strict=True)]
             np.testing.assert_allclose(got[row], want, rtol=1e-12)
