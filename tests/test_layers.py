@@ -151,6 +151,4 @@ def test_a_model_imports_no_other_model_and_nothing_that_scores():
             continue
         wrong = {d for d in deps if not d.startswith("analysis.equations") and d not in MODEL_MAY_IMPORT
                  and d.startswith(("analysis.", "sims."))}
-        # panwar's device selection (the thesis' own scoring of its projection) tests with the statistics module
-        wrong -= {"analysis.scoring.uncertainty"} if name == "analysis.models.panwar" else set()
         assert not wrong, (name, sorted(wrong))

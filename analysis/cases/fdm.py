@@ -25,11 +25,11 @@ import yaml
 from analysis.equations.fdm import halo_links
 from analysis.models.fdm import CALIBRATED, MODEL
 from analysis.models.panwar import MODEL as PANWAR
-from analysis.models.panwar import PROJECTION_COLUMNS, device_selection
 from analysis.planning.config import ConfigError, platform_layouts
 from analysis.planning.jobs import Layout, LayoutError, scale_layout
 from analysis.registry import Case, Context, join_on
 from analysis.scoring import scaling
+from analysis.scoring.projection import PROJECTION_COLUMNS, device_selection
 from analysis.scoring.runs import (
     COUNT_COLS,
     FIDELITY_TAIL,
@@ -389,14 +389,14 @@ def score_fdm(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
 def fdm_device_selection(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     """Panwar's device selection (thesis §3.4.2) of every FDM workload - one grid, order and boundary on one rank -
     that ran on both of the platform's processors' backends: its projected and measured times on each, the pick
-    and its penalty (:func:`analysis.models.panwar.device_selection`)."""
+    and its penalty (:func:`analysis.scoring.projection.device_selection`)."""
     mine = runs[runs["model"].astype(str) == PANWAR] if len(runs) and "model" in runs else runs.iloc[:0]
     if not len(mine):
         return pd.DataFrame(columns=PROJECTION_COLUMNS)
     label = (mine["grid"].map(grid_label).astype(str) + " order " + mine["order"].astype(str) + ", "
              + mine["boundary"].astype(str) + ", " + mine["ranks"].astype(str) + " rank")
     return device_selection(mine.assign(case="fdm", size=mine["points"], size_label=label.astype("string")),
-                            settings.noise_alpha)
+                            settings.noise_alpha, PANWAR)
 
 
 class FDMCase(Case):

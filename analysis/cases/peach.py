@@ -24,12 +24,13 @@ import yaml
 from analysis.cases.wp import run_command, run_runner, two_processor_spec
 from analysis.equations import peach
 from analysis.models.energy_roofline import ROOFLINE_ENERGY_MODEL
-from analysis.models.panwar import device_selection
+from analysis.models.panwar import MODEL as PANWAR
 from analysis.models.peach import CURVE_KEYS, MODEL, curves
 from analysis.planning.config import platform_layouts
 from analysis.registry import Case, Context, join_on, models, models_for
 from analysis.scoring import ceilings
 from analysis.scoring.measured import attach, run_measures
+from analysis.scoring.projection import device_selection
 from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
 from analysis.scoring.splits import splits, with_idle
 from analysis.scoring.uncertainty import UNCERTAINTY_COLUMNS, Settings
@@ -336,7 +337,7 @@ class PEACHCase(Case):
                                      pd.concat([fid, score_cross(cross, context.uncertainty)], ignore_index=True))
             labelled = curves(both)
             projection = device_selection(labelled.assign(size_label=workload_label(labelled)),
-                                          context.uncertainty.noise_alpha)
+                                          context.uncertainty.noise_alpha, PANWAR)
         roofline = predictions.get(ROOFLINE_ENERGY_MODEL)
         sweeps = with_idle(runs.assign(case="peach", size_label=workload_label(runs)) if len(runs) else runs,
                            context.platforms)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.models.panwar import device_selection
+from analysis.models.panwar import MODEL as PANWAR
 from analysis.models.peach import MODEL as PEACH_MODEL
 from analysis.models.peapaw import MODEL as PEAPAW
 from analysis.planning.config import platform_layouts
@@ -28,6 +28,7 @@ from analysis.planning.jobs import Layout
 from analysis.registry import Case, Context, join_on, models_for
 from analysis.scoring import ceilings, guidelines, scaling
 from analysis.scoring.measured import attach, run_measures
+from analysis.scoring.projection import device_selection
 from analysis.scoring.runs import (
     FIDELITY_TAIL,
     GROUP_KEYS,
@@ -169,7 +170,7 @@ class WPCase(Case):
         fidelity = [score_groups_begin(runs, settings), score_groups_begin(energy, settings)]
         out = {"runs": runs, "energy_runs": energy, "energy_roofline": roofline,
                "splits": split_answers(runs, self.name, context),
-               "projection": device_selection(runs, settings.noise_alpha),
+               "projection": device_selection(runs, settings.noise_alpha, PANWAR),
                "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
         return {"fidelity": pd.concat([finish() for finish in fidelity], ignore_index=True), "scaling_fits": fits(),
                 **out}

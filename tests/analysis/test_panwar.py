@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from analysis.equations import panwar
-from analysis.models.panwar import MODEL, device_selection, predict_panwar
+from analysis.models.panwar import MODEL, predict_panwar
+from analysis.scoring.projection import device_selection
 
 
 def test_the_kernel_is_bound_by_its_longest_component():
@@ -65,7 +66,7 @@ def test_the_model_projects_each_part_and_scores_device_selection():
     np.testing.assert_allclose(co["time_predicted_s"], 0.125)
     split = out[out["variant"] == "DP(0.5)"]
     np.testing.assert_allclose(split["time_predicted_s"], 0.0625)  # the longer part: the host's half
-    table = device_selection(out, 0.05)
+    table = device_selection(out, 0.05, MODEL)
     assert list(table["size"]) == [100, 200] and (table["picked"] == "accel").all()
     first, second = table.iloc[0], table.iloc[1]
     assert first["best_measured"] == "accel" and first["selection_penalty"] == 0.0 and first["distinguishable"]
