@@ -341,8 +341,7 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
         intensity = np.where(peach["workload"].astype(str) == "MatrixMultiply", 2.0 * n / (3.0 * width), 0.0)
         own = "PEACH (end-point calibrated)"
         model = peach["model"].fillna(own) if "model" in peach else pd.Series(own, index=peach.index)
-        tightness = (peach["tightness"] if "tightness" in peach else pd.Series(np.nan, index=peach.index)).fillna(
-            peach["rate_measured"] / peach["rate_predicted"])
+        tightness = peach["tightness"]  # attached with every model's (analysis.scoring.measured)
         extra = {}
         if "tightness_replicates" in peach:
             extra["tightness_replicates"] = peach["tightness_replicates"]
