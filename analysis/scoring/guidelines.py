@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.equations import hetero
-from analysis.scoring.runs import _intensity
+from analysis.equations import hetero, roofline
 
 COLUMNS = ["platform", "study", "case", "size", "size_label", "bl_host", "bl_accel", "p_category", "p_guideline", "e_category",
            "best_measured", "guideline_wps", "follows", "least_energy"]
@@ -39,7 +38,8 @@ INTENSITIES = ("intensity", "intensity_host", "intensity_accel")
 def _counted_intensities(sub: pd.DataFrame) -> dict[str, np.ndarray]:
     """The papers' intensities, flops over their counted bytes: PeaPaw's guidelines are applied as the paper states
     them, with the platform's classic (vector float32) balances - not the bound's traffic and kernel ceilings."""
-    return {col: _intensity(pd.to_numeric(sub[f"flops{s}"], errors="coerce"), pd.to_numeric(sub[f"bytes{s}"], errors="coerce"))
+    return {col: roofline.intensity(pd.to_numeric(sub[f"flops{s}"], errors="coerce").to_numpy(dtype="float64"),
+                                    pd.to_numeric(sub[f"bytes{s}"], errors="coerce").to_numpy(dtype="float64"))
             for col, s in zip(INTENSITIES, ("", "_host", "_accel"), strict=True)}
 
 

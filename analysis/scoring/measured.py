@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from analysis.equations import roofline
 from sims.vocab import WPS
 
 if TYPE_CHECKING:
@@ -32,23 +33,14 @@ def _ratio(num: pd.Series | np.ndarray, den: pd.Series | np.ndarray) -> np.ndarr
     return out
 
 
-def intensity(flops: pd.Series, nbytes: pd.Series) -> np.ndarray:
-    """Flops per byte counted (NaN where no byte was counted)."""
-    f = flops.to_numpy(dtype="float64")
-    b = nbytes.to_numpy(dtype="float64")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(b > 0, f / b, np.nan)
-
-
 def run_measures(runs: pd.DataFrame) -> pd.DataFrame:
     """A two-processor case's joined runs with the columns every per-run model's rows carry: the intensities (flops
     over the traffic the bounds count: ``traffic*``, else ``bytes*``), the measured performance (whole run and
     each processor's part) and the two axes a run lies on (``axis_wp``, ``axis_alpha``)."""
     out = runs.copy()
     traffic = {k: f"traffic{k}" if f"traffic{k}" in out else f"bytes{k}" for k in ("", "_host", "_accel")}
-    out["intensity"] = intensity(out["flops"], out[traffic[""]])
-    out["intensity_host"] = intensity(out["flops_host"], out[traffic["_host"]])
-    out["intensity_accel"] = intensity(out["flops_accel"], out[traffic["_accel"]])
+    for k in ("", "_host", "_accel"):  # PerDome eq. 1
+        out[f"intensity{k}"] = roofline.intensity(out[f"flops{k}"].to_numpy(), out[traffic[k]].to_numpy())
     out["perf_measured"] = out["flops"] / out["time_median_s"]
     out["perf_host_measured"] = out["flops_host"].where(out["flops_host"] > 0) / out["time_host_median_s"]
     out["perf_accel_measured"] = out["flops_accel"].where(out["flops_accel"] > 0) / out["time_accel_median_s"]

@@ -377,13 +377,6 @@ def params_docs(texts: Any) -> list[dict[str, Any]]:
     return [docs[c] for c in codes]
 
 
-def _intensity(flops: pd.Series, nbytes: pd.Series) -> np.ndarray:
-    f = flops.to_numpy(dtype="float64")
-    b = nbytes.to_numpy(dtype="float64")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(b > 0, f / b, np.nan)
-
-
 def failed_runs(df: pd.DataFrame) -> pd.DataFrame:
     """Runs whose newest record is ``failed`` or ``skipped`` (all records of a run in this frame), with the reason."""
     cols = ["run_id", "study", "case", "variant", "platform", "status", "error", "started_at"]
