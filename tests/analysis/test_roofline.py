@@ -109,3 +109,9 @@ def test_attainable_rejects_invalid(args: tuple, name: str) -> None:
 def test_time_rejects_invalid(args: tuple, name: str) -> None:
     with pytest.raises(ValueError, match=rf"^{name} must be"):
         roofline.time(*args)
+
+
+def test_intensity_is_flops_per_byte_and_undefined_without_bytes():
+    got = roofline.intensity([2.0, 1.0, 0.0, 3.0], [4.0, 0.0, 8.0, float("nan")])
+    np.testing.assert_array_equal(got[:1], [0.5])
+    assert np.isnan(got[1]) and got[2] == 0.0 and np.isnan(got[3])
