@@ -136,9 +136,9 @@ def test_long_modules_say_why():
     assert long == []
 
 
-#: what a model may import besides the equations, the contract and its own module (the column names of the platform
-#: files, the run vocabulary, the solvers' counts and the record parameters' parser are shared words, not scoring)
-MODEL_MAY_IMPORT = {"analysis.registry", "analysis.storage.platforms", "analysis.scoring.runs", "sims.vocab",
+#: what a model may import besides the equations and the contract: the column names of the platform files, the
+#: dataset's schema (a record's parameters parsed), the run vocabulary and the solvers' counts - shared words, not scoring
+MODEL_MAY_IMPORT = {"analysis.registry", "analysis.storage.platforms", "analysis.storage.schema", "sims.vocab",
                     "sims.sa.counts"}
 
 

@@ -34,13 +34,13 @@ from analysis.scoring.runs import (
     COUNT_COLS,
     FIDELITY_TAIL,
     fidelity_types,
-    params_docs,
     reps_lists,
     round_lists,
     score_batch,
     tightness_intervals,
 )
 from analysis.scoring.uncertainty import Settings
+from analysis.storage.schema import params_docs
 from sims.fdm.spec import SpecError, grid_label, parse, run_identity
 from sims.placement import THREADS_VARIABLE
 from sims.record import run_id_of

@@ -31,9 +31,10 @@ from analysis.registry import Case, Context, join_on, models, models_for
 from analysis.scoring import ceilings
 from analysis.scoring.measured import attach, run_measures
 from analysis.scoring.projection import device_selection
-from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, params_doc, reduce_repetitions, score_batch
+from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, reduce_repetitions, score_batch
 from analysis.scoring.splits import splits, with_idle
 from analysis.scoring.uncertainty import UNCERTAINTY_COLUMNS, Settings
+from analysis.storage.schema import params_doc
 from sims.la.matrix import PEACH_WORKLOADS
 from sims.vocab import dp_variant
 

@@ -35,13 +35,13 @@ from analysis.scoring.runs import (
     SAMPLE_COLUMNS,
     begin,
     fidelity_types,
-    params_doc,
     reduce_repetitions,
     score_batch_begin,
     tightness_intervals,
 )
 from analysis.scoring.uncertainty import Settings
 from analysis.storage.platforms import PLATFORM_COLS, PROBLEM_COLS
+from analysis.storage.schema import params_doc
 from sims.record import run_id_of
 from sims.vocab import dp_variant
 

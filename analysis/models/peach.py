@@ -29,7 +29,7 @@ import pandas as pd
 
 from analysis.equations import peach
 from analysis.registry import Model
-from analysis.scoring.runs import params_doc
+from analysis.storage.schema import params_doc
 
 CURVE_KEYS = ["study", "platform", "workload", "size", "frequency"]
 MODEL = "PEACH (end-point calibrated)"

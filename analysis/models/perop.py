@@ -9,8 +9,8 @@ import pandas as pd
 
 from analysis.equations import perop
 from analysis.registry import Model
-from analysis.scoring.runs import params_docs
 from analysis.storage.platforms import PLATFORM_COLS, PROBLEM_COLS, TAU_COLS
+from analysis.storage.schema import params_docs
 from sims.sa.counts import NUMPY_POWADD_BLOCKS, PHASE_COUNTS, PHASE_OPERATIONS
 
 PEROP_MODEL = "per-operation (Kannan)"

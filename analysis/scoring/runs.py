@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -356,25 +355,6 @@ def reduce_repetitions(df: pd.DataFrame) -> pd.DataFrame:
                 "n_reps", "time_median_s", "time_min_s", "time_max_s", "time_iqr_s",
                 "time_host_median_s", "time_accel_median_s", *REDUCED_ENERGY, "time_reps_s", "rounds_reps",
                 "energy_reps_j"]]
-
-
-def params_doc(text: Any) -> dict[str, Any]:
-    """A record's ``params`` as a dict: parsed from its JSON text (the dataset's form), passed through when already
-    a dict; ``{}`` when it is neither."""
-    if isinstance(text, str):
-        try:
-            text = json.loads(text)
-        except ValueError:
-            return {}
-    return text if isinstance(text, dict) else {}
-
-
-def params_docs(texts: Any) -> list[dict[str, Any]]:
-    """:func:`params_doc` of each of ``texts`` (a column of runs), each distinct text parsed once: a study's runs
-    share a few ``params`` between many runs. Equal texts share one dict: read them, never change them."""
-    codes, distinct = pd.factorize(pd.Series(texts, dtype=object), use_na_sentinel=False)
-    docs = [params_doc(text) for text in distinct]
-    return [docs[c] for c in codes]
 
 
 def failed_runs(df: pd.DataFrame) -> pd.DataFrame:

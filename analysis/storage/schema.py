@@ -200,3 +200,24 @@ def check_identity(records: list[dict[str, Any]], spec: Mapping[str, Any]) -> No
             wrong = sorted(k for k, v in spec["params"].items() if params.get(k) != v)
             if wrong:
                 raise RecordError(f"record {i}: params {', '.join(wrong)} differ from the study's matrix")
+
+
+def params_doc(text: Any) -> dict[str, Any]:
+    """A record's ``params`` as a dict: parsed from its JSON text (the dataset's form), passed through when already
+    a dict; ``{}`` when it is neither."""
+    if isinstance(text, str):
+        try:
+            text = json.loads(text)
+        except ValueError:
+            return {}
+    return text if isinstance(text, dict) else {}
+
+
+def params_docs(texts: Any) -> list[dict[str, Any]]:
+    """:func:`params_doc` of each of ``texts`` (a column of runs), each distinct text parsed once: a study's runs
+    share a few ``params`` between many runs. Equal texts share one dict: read them, never change them."""
+    import pandas as pd  # only the readers that parse a column of runs need it
+
+    codes, distinct = pd.factorize(pd.Series(texts, dtype=object), use_na_sentinel=False)
+    docs = [params_doc(text) for text in distinct]
+    return [docs[c] for c in codes]
