@@ -166,15 +166,10 @@ def cross_rows(predicted: pd.DataFrame) -> pd.DataFrame:
     rates ``W / T`` measured and predicted beside the model's own tightness (a transpose counts no flops, so its
     rate is in bytes, as PEACH's). No point is a calibration point of these models."""
     c = curves(predicted)
-    t = c["time_median_s"].to_numpy(float)
-    tp = c["time_predicted_s"].to_numpy(float)
-    W = c["work"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        c["rate_measured"], c["rate_predicted"] = W / t, W / tp
-        c["time_rel_error"] = np.abs(tp - t) / t
-        c["eta_measured"] = W / c["energy_median_j"].to_numpy(float)
+        c["rate_predicted"] = c["work"].to_numpy(float) / c["time_predicted_s"].to_numpy(float)
     c["eta_predicted"] = np.nan
-    c["energy_rel_error"] = np.nan
+    c = curve_measures(c)
     c["endpoint"] = False
     ok = np.isfinite(c["tightness"].to_numpy(float)) & (c["tightness"].to_numpy(float) > 0)
     return c[ok].reset_index(drop=True)
