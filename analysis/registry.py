@@ -45,6 +45,29 @@ class RegistryError(RuntimeError):
     """A case or model entry point is missing, broken or clashes with another (one-line message)."""
 
 
+#: The columns every case's scored frame has (:meth:`Case.scored`): one row per (run, model) judged.
+SCORED_COLUMNS = ("study", "platform", "case", "model", "workload_class", "precision", "tightness")
+#: The columns every case's groups of alternatives have: one row per (group, model) ranked.
+GROUP_COLUMNS = ("study", "platform", "case", "model", "workload_class", "distinguishable", "kendall_tau",
+                 "top1_noise_aware")
+
+
+@dataclass
+class Scored:
+    """What the scorecard reads of one case (:meth:`Case.scored`).
+
+    ``runs``: one row per (run, model) with :data:`SCORED_COLUMNS` (``tightness`` predicted over measured, the
+    ``workload_class`` the row is judged in, the ``precision`` its work ran at), and where known
+    ``time_reps_s`` and ``rounds_reps`` (the run's repetitions and their rounds) and ``tightness_replicates``
+    (the tightness each characterisation replicate predicts). ``groups``: one row per group of alternatives and
+    model with :data:`GROUP_COLUMNS` (and ``kendall_tau_lo``/``_hi``, ``<figure>_replicates`` where known).
+    ``evidence``: the anchor of the report section that shows these runs."""
+
+    runs: pd.DataFrame
+    groups: pd.DataFrame
+    evidence: str
+
+
 @dataclass
 class Context:
     """What a case's :meth:`Case.score` may look at besides its predictions: the study's platforms, the
@@ -57,7 +80,7 @@ class Context:
 
 
 class Case(abc.ABC):
-    """One case study: seven attributes and five methods (two more optional), by the stage that uses them.
+    """One case study: seven attributes and five methods (three more optional), by the stage that uses them.
 
     Planning a study (:func:`analysis.planning.config.study_matrix`, the workflow's rules):
 
@@ -133,6 +156,12 @@ class Case(abc.ABC):
     def score(self, predictions: dict[str, pd.DataFrame], context: Context) -> dict[str, pd.DataFrame]:
         """The case's validation tables from each applicable model's predictions (pandas): ``predictions``
         maps a model name to its rows."""
+
+    def scored(self, tables: Mapping[str, pd.DataFrame], balance: Mapping[str, float]) -> Scored | None:
+        """The rows of this case's validation ``tables`` (name -> frame, every case's) the scorecard judges, each
+        in its workload class (:mod:`analysis.scoring.classes`; ``balance``: each platform's host balance), and
+        its groups of alternatives. None (the default): the case has no scorecard rows."""
+        return None
 
     def __repr__(self) -> str:
         return f"<case {self.name}>"

@@ -152,3 +152,47 @@ def test_a_model_imports_no_other_model_and_nothing_that_scores():
         wrong = {d for d in deps if not d.startswith("analysis.equations") and d not in MODEL_MAY_IMPORT
                  and d.startswith(("analysis.", "sims."))}
         assert not wrong, (name, sorted(wrong))
+
+
+#: Where the engine still names a case or a case's own table (string constants), module by module: what the
+#: redesign has yet to move into the cases. A module may name no more than listed here, and the list shrinks as
+#: modules are freed (a module freed but still listed fails too). ``runs`` is left out: the two-processor cases'
+#: table shares its name with a config section, a scorecard column and an interval level.
+CASE_WORDS_PENDING = {
+    "analysis.planning.checks": {"fdm"},
+    "analysis.planning.config": {"fdm"},
+    "analysis.report.common": {"fidelity"},
+    "analysis.report.sections.energy": {"energy_runs", "peach_runs"},
+    "analysis.report.sections.scorecard": {"published"},
+    "analysis.resources": {"published"},
+    "analysis.scoring.claims": {"published"},
+    "analysis.scoring.scaling": {"fdm"},
+    "analysis.scoring.tables": {"published"},
+    "analysis.scoring.validate": {"fidelity", "peach_fidelity", "peach_runs", "published"},
+    "analysis.storage.synthetic": {"fdm", "published"},
+    "analysis.tracking.history": {"fidelity", "published"},
+}
+
+
+def test_the_engine_names_no_case_beyond_what_is_listed():
+    from collections import Counter
+
+    from analysis.registry import cases
+
+    registered = cases()
+    declared = Counter(t for tables in {id(c.tables): c.tables for c in registered.values()}.values()
+                       for t in set(tables))
+    # a table one kind of case declares is that case's; one several kinds declare (projection, splits) is shared
+    words = set(registered) | {t for t, n in declared.items() if n == 1} - {"runs"}
+    own_sections = {s.partition(":")[0] for c in registered.values() for s in c.sections}
+    named: dict[str, set[str]] = {}
+    for name, path in modules().items():
+        if not name.startswith("analysis.") or name.startswith(("analysis.cases", "analysis.models")) \
+                or name in own_sections:
+            continue
+        found = {n.value for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in words}
+        if found:
+            named[name] = found
+    assert "analysis.scoring.scorecard" not in named  # the scorecard loops over the cases (Case.scored)
+    assert named == CASE_WORDS_PENDING

@@ -22,12 +22,13 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from analysis.cases.fdm_rows import fdm_class, worst_phase
 from analysis.equations.fdm import halo_links
 from analysis.models.fdm import CALIBRATED, MODEL
 from analysis.models.panwar import MODEL as PANWAR
 from analysis.planning.config import ConfigError, platform_layouts
 from analysis.planning.jobs import Layout, LayoutError, scale_layout
-from analysis.registry import Case, Context, join_on
+from analysis.registry import GROUP_COLUMNS, Case, Context, Scored, join_on
 from analysis.scoring import scaling
 from analysis.scoring.projection import PROJECTION_COLUMNS, device_selection
 from analysis.scoring.runs import (
@@ -47,6 +48,8 @@ from sims.record import run_id_of
 from sims.vocab import FDM_PHASES, MARSHALING, ROLES
 
 DEFAULT_BACKEND = "numba"
+#: the fields' precision (every FDM kernel computes in float32)
+PRECISION = "float32"
 #: Bytes an FDM rank holds per grid point: 9 float32 wavefields, the medium's parameters, C-PML memory
 #: variables and halo buffers (256^3 on one rank stays under 1.2 GiB).
 FDM_BYTES_PER_POINT = 72
@@ -462,34 +465,16 @@ class FDMCase(Case):
         return {"fdm_runs": runs, "fdm_fidelity": score_fdm(runs, settings), "scaling_fits": scaling.fdm_fits(runs),
                 "projection": fdm_device_selection(runs, settings)}
 
-
-def worst_phase(rows: pd.DataFrame) -> pd.DataFrame:
-    """An FDM model's rows with the phase whose prediction is furthest (in seconds) from its measured median
-    (``worst_phase``, ``worst_phase_error_s``): which term is wrong when the total is. The analytical model's
-    compute is compared with velocity + stress."""
-    out = rows.copy()
-    errors = {}
-    for phase in FDM_PHASES:
-        measured = out[f"{phase}_median_s"].to_numpy(dtype="float64") if f"{phase}_median_s" in out else None
-        predicted = out[f"{phase}_pred_s"].to_numpy(dtype="float64") if f"{phase}_pred_s" in out else None
-        if measured is not None and predicted is not None and np.isfinite(predicted).any():
-            errors[phase] = predicted - measured
-    if "velocity" not in errors and {"compute_pred_s", "velocity_median_s", "stress_median_s"} <= set(out.columns):
-        measured = (out["velocity_median_s"].to_numpy(dtype="float64") + out["stress_median_s"].to_numpy(dtype="float64"))
-        errors = {"compute": out["compute_pred_s"].to_numpy(dtype="float64") - measured, **errors}
-    names = list(errors)
-    phase = np.array([None] * len(out), dtype=object)
-    error = np.full(len(out), np.nan)
-    if names:
-        stack = np.vstack([errors[n] for n in names])
-        filled = np.where(np.isfinite(stack), np.abs(stack), -1.0)
-        k = np.argmax(filled, axis=0)
-        ok = filled[k, np.arange(len(out))] >= 0
-        phase[ok] = np.array(names, dtype=object)[k[ok]]
-        error[ok] = stack[k[ok], np.arange(len(out))[ok]]
-    out["worst_phase"] = pd.array(phase, dtype="string")
-    out["worst_phase_error_s"] = error
-    return out
+    def scored(self, tables: Mapping[str, pd.DataFrame], balance: Mapping[str, float]) -> Scored | None:
+        """``fdm_runs`` and ``fdm_fidelity``, each row in its class (:func:`fdm_class`); float32 fields."""
+        runs = tables.get("fdm_runs")
+        if runs is None or not len(runs) or "tightness" not in runs:
+            return None
+        fid = tables.get("fdm_fidelity")
+        groups = pd.DataFrame(columns=list(GROUP_COLUMNS))
+        if fid is not None and len(fid):
+            groups = fid.assign(case=self.name, workload_class=fdm_class(fid))
+        return Scored(runs.assign(case=self.name, workload_class=fdm_class(runs), precision=PRECISION), groups, "fdm")
 
 
 CASE = FDMCase()

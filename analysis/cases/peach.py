@@ -14,6 +14,7 @@ workload (its alpha 0 and 1 runs) joins ``projection``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,8 +28,9 @@ from analysis.models.energy_roofline import ROOFLINE_ENERGY_MODEL
 from analysis.models.panwar import MODEL as PANWAR
 from analysis.models.peach import CURVE_KEYS, MODEL, curves
 from analysis.planning.config import platform_layouts
-from analysis.registry import Case, Context, join_on, models, models_for
+from analysis.registry import GROUP_COLUMNS, Case, Context, Scored, join_on, models, models_for
 from analysis.scoring import ceilings
+from analysis.scoring.classes import WIDTH, bound_class, with_rounds
 from analysis.scoring.measured import attach, run_measures
 from analysis.scoring.projection import device_selection
 from analysis.scoring.runs import SAMPLE_COLUMNS, fidelity_types, reduce_repetitions, score_batch
@@ -79,7 +81,8 @@ properties:
 """)
 
 
-RUN_COLUMNS = [*CURVE_KEYS, "model", "run_id", "variant", "alpha", "work", "work_unit", "time_median_s",
+RUN_COLUMNS = [*CURVE_KEYS, "model", "run_id", "variant", "alpha", "work", "work_unit", "precision",
+               "time_median_s",
                "time_iqr_s", "time_predicted_s", "rate_measured", "rate_predicted", "tightness", "time_rel_error",
                "energy_median_j", "energy_source", "eta_measured", "eta_predicted", "energy_rel_error", "endpoint",
                "time_reps_s", "rounds_reps", "tightness_rounds"]
@@ -261,7 +264,7 @@ def typed_tables(run_df: pd.DataFrame, fid_df: pd.DataFrame) -> tuple[pd.DataFra
         if c not in run_df.columns:
             run_df[c] = np.nan
     run_df = run_df[RUN_COLUMNS]
-    strings = [*[k for k in CURVE_KEYS if k != "size"], "run_id", "variant", "work_unit", "energy_source",
+    strings = [*[k for k in CURVE_KEYS if k != "size"], "run_id", "variant", "work_unit", "precision", "energy_source",
                "quantity", "model", "best_measured", "best_predicted"]
     run_df = run_df.astype({c: "string" for c in strings if c in run_df.columns})
     run_df = run_df.astype({c: "float64" for c in RUN_COLUMNS
@@ -341,6 +344,35 @@ class PEACHCase(Case):
                                                        for m in models().values()})
         return {"peach_runs": runs, "peach_fidelity": fid, "projection": projection, "splits": answers,
                 "energy_roofline": roofline if roofline is not None else pd.DataFrame()}
+
+    def scored(self, tables: Mapping[str, pd.DataFrame], balance: Mapping[str, float]) -> Scored | None:
+        """``peach_runs`` but the end points (they calibrate PEACH), each workload classed by the intensity of its
+        compulsory traffic at its precision (a product: ``2 n^3`` flops over three ``n x n`` matrices; a
+        transpose has no flops); a group (one curve) takes its workload's class."""
+        peach = tables.get("peach_runs")
+        if peach is None or not len(peach) or not {"rate_measured", "rate_predicted"} <= set(peach.columns):
+            return None
+        n = pd.to_numeric(peach["size"], errors="coerce").astype(float).to_numpy()
+        width = peach["precision"].astype(str).map(WIDTH).astype(float).to_numpy()
+        product = (peach["workload"].astype(str) == "MatrixMultiply").to_numpy()
+        intensity = pd.Series(np.where(product, 2.0 * n / (3.0 * width), 0.0), index=peach.index)
+        model = peach["model"].fillna(MODEL) if "model" in peach else pd.Series(MODEL, index=peach.index)
+        extra = {}
+        if "tightness_replicates" not in peach and "rate_predicted_replicates" in peach:
+            extra["tightness_replicates"] = [
+                [m / r if r else math.nan for r in (rs if isinstance(rs, (list, tuple, np.ndarray)) else [])]
+                for m, rs in zip(peach["rate_measured"].astype(float), peach["rate_predicted_replicates"], strict=True)]
+        runs = with_rounds(peach.assign(case=self.name, model=model, **extra,
+                                        workload_class=bound_class(intensity, peach["platform"], dict(balance))))
+        runs = runs[~runs["endpoint"].fillna(False).astype(bool)] if "endpoint" in runs else runs
+        fid = tables.get("peach_fidelity")
+        groups = pd.DataFrame(columns=list(GROUP_COLUMNS))
+        if fid is not None and len(fid):
+            fid = fid[fid["quantity"] == "time"] if "quantity" in fid else fid
+            keys = ["study", "platform", "workload", "size"]
+            classes = runs.drop_duplicates(keys)[[*keys, "workload_class"]]
+            groups = fid.merge(classes, on=keys, how="left").assign(case=self.name)
+        return Scored(runs, groups, "peach")
 
 
 CASE = PEACHCase()

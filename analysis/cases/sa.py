@@ -53,6 +53,7 @@ class SACase(WPCase):
     order = 10
     schema = SCHEMA
     job = "sims.sa.job:SARun"
+    precision = DTYPE
 
     def phase_work(self, params: Mapping[str, Any]) -> ceilings.Work | None:
         """Both phases are element-wise float32 code: the vector ceiling, their counted bytes as traffic

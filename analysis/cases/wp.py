@@ -25,8 +25,9 @@ from analysis.models.peach import MODEL as PEACH_MODEL
 from analysis.models.peapaw import MODEL as PEAPAW
 from analysis.planning.config import platform_layouts
 from analysis.planning.jobs import Layout
-from analysis.registry import Case, Context, join_on, models_for
+from analysis.registry import GROUP_COLUMNS, Case, Context, Scored, join_on, models_for
 from analysis.scoring import ceilings, guidelines, scaling
+from analysis.scoring.classes import bound_class, with_rounds
 from analysis.scoring.measured import attach, run_measures
 from analysis.scoring.projection import device_selection
 from analysis.scoring.runs import (
@@ -90,6 +91,8 @@ class WPCase(Case):
     sections = ("analysis.report.sections.wp:WPSection", "analysis.report.sections.guidelines:GuidelinesSection",
                 "analysis.report.sections.splits:SplitsSection")
     job = ""
+    #: the precision of a run whose params name no ``dtype``
+    precision = "float64"
 
     def params_of(self, section: Mapping[str, Any], size: Any) -> dict[str, Any]:
         return {"size": int(size)}
@@ -174,6 +177,29 @@ class WPCase(Case):
                "guidelines": guidelines.evaluate(bound, context.platforms.processors if context else None)}
         return {"fidelity": pd.concat([finish() for finish in fidelity], ignore_index=True), "scaling_fits": fits(),
                 **out}
+
+
+    def scored(self, tables: Mapping[str, pd.DataFrame], balance: Mapping[str, float]) -> Scored | None:
+        """This case's time rows of ``runs``, classed by their intensity against the host balance; a group of
+        alternatives (one size, in ``fidelity``) takes the class of its size's first run: the alternatives split
+        the same work, so their intensities differ only by where the traffic is counted."""
+        runs = tables.get("runs")
+        if runs is None or not len(runs) or "tightness" not in runs:
+            return None
+        runs = runs[(runs["case"] == self.name) & (runs["quantity"] == "time" if "quantity" in runs else True)]
+        docs = {text: params_doc(text) for text in runs["params"].unique()} if "params" in runs else {}
+        precision = [str(docs[t].get("dtype", self.precision)) if t in docs else self.precision
+                     for t in (runs["params"] if "params" in runs else [None] * len(runs))]
+        runs = with_rounds(runs).assign(workload_class=bound_class(runs["intensity"], runs["platform"], dict(balance)),
+                                        precision=precision)
+        keys = ["study", "platform", "case", "size"]
+        sizes = runs.drop_duplicates(keys)[[*keys, "workload_class"]]
+        fid = tables.get("fidelity")
+        groups = pd.DataFrame(columns=list(GROUP_COLUMNS))
+        if fid is not None and len(fid):
+            fid = fid[(fid["case"] == self.name) & (fid["quantity"] == "time" if "quantity" in fid else True)]
+            groups = fid.merge(sizes, on=keys, how="left")
+        return Scored(runs, groups, "wp")
 
 
 #: what :func:`analysis.scoring.splits.splits` reads of a run row

@@ -36,7 +36,8 @@ MODEL = "PEACH (end-point calibrated)"
 
 
 def curves(reduced: pd.DataFrame) -> pd.DataFrame:
-    """Reduced PEACH runs (one row per run) with the curve keys and the work ``W`` unpacked from ``params``; a
+    """Reduced PEACH runs (one row per run) with the curve keys, the work ``W`` and the ``precision`` unpacked
+    from ``params``; a
     two-processor case's DP(alpha) sweep (SA's: its params name no PEACH workload) is a curve too, its workload
     the case's name and ``W`` its counted flops."""
     if len(reduced) and "case" in reduced and (reduced["case"].astype(str) != "peach").all():
@@ -55,6 +56,7 @@ def curves(reduced: pd.DataFrame) -> pd.DataFrame:
     out["work_unit"] = pd.array(column(lambda d: d.get("work_unit")), dtype="string")
     out["work"] = np.array(column(lambda d: float(sum((d.get("work") or {}).values())) if d.get("work") else np.nan),
                            dtype="float64")
+    out["precision"] = pd.array(column(lambda d: d.get("dtype") or "float64"), dtype="string")
     return out
 
 

@@ -2,10 +2,11 @@
 
 One row per (model, case, platform, workload class), built from the validation tables the cases wrote:
 
-* **Workload classes.** A two-processor run (SA, LA) or a PEACH workload is *memory-bound* when its
-  intensity (flops per byte of its counted traffic) lies below its platform's host balance ``t_b / t_f``
-  (flops per byte at which the two times are equal), else *compute-bound*. An FDM run falls in a scale band
-  by its rank count (1; 2-4; 5-16; 17-64; more) and its backend (``1 rank (numba)``).
+* **Workload classes.** Each case names its runs' classes (:meth:`analysis.registry.Case.scored`, with the
+  classes of :mod:`analysis.scoring.classes`): a two-processor run (SA, LA) or a PEACH workload is
+  *memory-bound* when its intensity (flops per byte of its counted traffic) lies below its platform's host
+  balance ``t_b / t_f`` (flops per byte at which the two times are equal), else *compute-bound*; an FDM run
+  falls in a scale band by its rank count (1; 2-4; 5-16; 17-64; more) and its backend (``1 rank (numba)``).
 * **Tightness.** The runs' tightness (measured / predicted performance): its median and an interval that covers
   what the study shares as well as what its runs do - a three-level bootstrap (:func:`hierarchical`) that
   resamples the characterisation replicates (each run's tightness as each replicate's platform file predicts
@@ -35,8 +36,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.registry import SCALE_BANDS
+from analysis.registry import GROUP_COLUMNS, SCORED_COLUMNS
 from analysis.resources.spreads import shipped_spread
+from analysis.scoring.classes import balances, scale_band  # noqa: F401 - scale_band: re-exported
 from analysis.scoring.intervals import (  # noqa: F401 - SCIPY_BOOTSTRAP_ELEMENTS, bootstrap_medians: re-exported
     LEVELS,
     MIN_RUNS,
@@ -78,62 +80,6 @@ def model_kind(name: Any) -> str:
         return str(getattr(models().get(str(name)), "kind", "bound") or "bound")
     except RegistryError:
         return "bound"
-
-
-def scale_band(ranks: Any) -> str:
-    """The scale band of a run on ``ranks`` ranks."""
-    r = float(ranks) if ranks is not None and not pd.isna(ranks) else math.nan
-    if math.isnan(r):
-        return "all scales"
-    return next(label for top, label in SCALE_BANDS if r <= top)
-
-
-def fdm_class(frame: pd.DataFrame) -> pd.Series:
-    """An FDM row's class: its scale band, and the backend it ran on (one grid on two backends is two workloads: a
-    NumPy stencil moves far more than the compulsory traffic the Numba one does)."""
-    band = _each(frame["ranks"], scale_band)
-    if "backend" not in frame:
-        return band
-    return (band.astype(str) + " (" + frame["backend"].astype("string").fillna("unknown backend").astype(str)
-            + ")").astype(object)
-
-
-def _each(values: pd.Series, how: Any) -> pd.Series:
-    """``how`` of every value (``how(None)`` for a missing one), computed once per distinct value (a million runs
-    have a handful)."""
-    codes, distinct = pd.factorize(values, use_na_sentinel=True)
-    mapped = np.array([*map(how, distinct), how(None)], dtype=object)  # code -1 (missing) takes the last
-    return pd.Series(mapped[codes], index=values.index)
-
-
-def _bound_class(intensity: pd.Series, balance: pd.Series) -> pd.Series:
-    memory = intensity.to_numpy(dtype=float) < balance.to_numpy(dtype=float)
-    known = np.isfinite(intensity.to_numpy(dtype=float)) & np.isfinite(balance.to_numpy(dtype=float))
-    return pd.Series(np.where(~known, "unknown intensity", np.where(memory, "memory-bound", "compute-bound")),
-                     index=intensity.index)
-
-
-def _balances(processors: pd.DataFrame | None) -> dict[str, float]:
-    """Each platform's host balance t_b / t_f (flop per byte)."""
-    if processors is None or not len(processors) or not {"t_b_host", "t_f_host"} <= set(processors.columns):
-        return {}
-    return {str(p): float(b) / float(f) for p, b, f in
-            zip(processors["platform"], processors["t_b_host"], processors["t_f_host"], strict=True)
-            if f and not pd.isna(f) and not pd.isna(b)}
-
-
-def _with_rounds(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` whose rows calibrated from the study's own runs (PEACH's end points: ``tightness_rounds``, the
-    tightness with the calibration of each round alone) take those as their replicates: what the study shares
-    for them is its end-point measurements, not the platform's characterisation."""
-    if "tightness_rounds" not in frame or not len(frame):
-        return frame
-    rounds = [list(v) if isinstance(v, (list, tuple, np.ndarray)) and len(v) >= 2 else None
-              for v in frame["tightness_rounds"]]
-    if not any(r is not None for r in rounds):
-        return frame
-    have = frame["tightness_replicates"].tolist() if "tightness_replicates" in frame else [None] * len(frame)
-    return frame.assign(tightness_replicates=[r if r is not None else h for r, h in zip(rounds, have, strict=True)])
 
 
 def _replicate_values(frame: pd.DataFrame, figure: str) -> list[np.ndarray]:
@@ -309,67 +255,26 @@ def scorecard(tables: Mapping[str, pd.DataFrame], processors: pd.DataFrame | Non
               fingerprints: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The scorecard frame (:data:`COLUMNS`) from the validation ``tables`` (name -> frame), the platforms'
     processor frame (for the machine balance) and each platform's machine fingerprint (:mod:`sims.fingerprint`),
-    which says which machine a row speaks for when scorecards of several machines are compared."""
-    balance = _balances(processors)
+    which says which machine a row speaks for when scorecards of several machines are compared.
+
+    Each registered case says what of the tables it is judged by (:meth:`analysis.registry.Case.scored`); the
+    rows come case by case in listing order."""
+    from analysis.registry import cases
+
+    balance = balances(processors)
     heldout = _heldout(tables.get("scaling_fits"))
     keys = ["study", "platform", "case", "model", "workload_class"]
     rows: list[dict[str, Any]] = []
-
-    runs = tables.get("runs")
-    if runs is not None and len(runs) and "tightness" in runs:
-        if "quantity" in runs:
-            runs = runs[runs["quantity"] == "time"]
-        runs = _with_rounds(runs)
-        runs = runs.assign(workload_class=_bound_class(runs["intensity"],
-                                                       _each(runs["platform"], lambda p: balance.get(str(p)))))
-        # a group of alternatives (one size) takes the class of its size's first run: the alternatives split
-        # the same work, so their intensities differ only by where the traffic is counted
-        sizes = runs.drop_duplicates(["study", "platform", "case", "size"])[["study", "platform", "case", "size",
-                                                                           "workload_class"]]
-        fid = tables.get("fidelity")
-        groups = pd.DataFrame(columns=keys)
-        if fid is not None and len(fid):
-            fid = fid[fid["quantity"] == "time"] if "quantity" in fid else fid
-            groups = fid.merge(sizes, on=["study", "platform", "case", "size"], how="left")
-        rows += _rows(runs, groups, keys, "wp", settings, heldout)
-
-    peach = tables.get("peach_runs")
-    if peach is not None and len(peach) and {"rate_measured", "rate_predicted"} <= set(peach.columns):
-        width = 8.0  # the workloads' default float64 (the table does not carry the precision)
-        n = pd.to_numeric(peach["size"], errors="coerce").astype(float)
-        # a product's compulsory traffic is its three matrices: 2 n^3 flops over 3 n^2 words; a transpose has no flops
-        intensity = np.where(peach["workload"].astype(str) == "MatrixMultiply", 2.0 * n / (3.0 * width), 0.0)
-        own = "PEACH (end-point calibrated)"
-        model = peach["model"].fillna(own) if "model" in peach else pd.Series(own, index=peach.index)
-        tightness = peach["tightness"]  # attached with every model's (analysis.scoring.measured)
-        extra = {}
-        if "tightness_replicates" in peach:
-            extra["tightness_replicates"] = peach["tightness_replicates"]
-        elif "rate_predicted_replicates" in peach:
-            extra["tightness_replicates"] = [
-                [m / r if r else math.nan for r in (rs if isinstance(rs, (list, tuple, np.ndarray)) else [])]
-                for m, rs in zip(peach["rate_measured"].astype(float), peach["rate_predicted_replicates"], strict=True)]
-        p = _with_rounds(peach.assign(case="peach", model=model, tightness=tightness, **extra,
-                                      workload_class=_bound_class(pd.Series(intensity, index=peach.index),
-                                                                  _each(peach["platform"], lambda p: balance.get(str(p))))))
-        p = p[~p["endpoint"].fillna(False).astype(bool)] if "endpoint" in p else p  # PEACH's end points calibrate it
-        fid = tables.get("peach_fidelity")
-        groups = pd.DataFrame(columns=keys)
-        if fid is not None and len(fid):
-            fid = fid[fid["quantity"] == "time"] if "quantity" in fid else fid
-            classes = p.drop_duplicates(["study", "platform", "workload", "size"])[
-                ["study", "platform", "workload", "size", "workload_class"]]
-            groups = fid.merge(classes, on=["study", "platform", "workload", "size"], how="left").assign(case="peach")
-        rows += _rows(p, groups, keys, "peach", settings, heldout)
-
-    fdm = tables.get("fdm_runs")
-    if fdm is not None and len(fdm) and "tightness" in fdm:
-        f = fdm.assign(case="fdm", workload_class=fdm_class(fdm))
-        fid = tables.get("fdm_fidelity")
-        groups = pd.DataFrame(columns=keys)
-        if fid is not None and len(fid):
-            groups = fid.assign(case="fdm", workload_class=fdm_class(fid))
-        rows += _rows(f, groups, keys, "fdm", settings, heldout)
+    for case in cases().values():
+        got = case.scored(tables, balance)
+        if got is None or not len(got.runs):
+            continue
+        missing = [c for c in SCORED_COLUMNS if c not in got.runs]
+        missing += [f"groups' {c}" for c in GROUP_COLUMNS if len(got.groups) and c not in got.groups]
+        if missing:
+            raise ValueError(f"case {case.name!r}: its scored frame lacks {', '.join(missing)} "
+                             "(analysis.registry.Case.scored)")
+        rows += _rows(got.runs, got.groups, keys, got.evidence, settings, heldout)
 
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["fingerprint"] = frame["platform"].astype(str).map(dict(fingerprints or {})).astype("string")

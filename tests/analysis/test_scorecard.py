@@ -186,7 +186,7 @@ def test_a_large_row_s_interval_matches_scipy_s_bootstrap_within_its_monte_carlo
 
 
 def test_each_maps_distinct_values_once_and_every_missing_marker_as_none():
-    from analysis.scoring.scorecard import _each
+    from analysis.scoring.classes import each as _each
 
     seen = []
 

@@ -22,8 +22,13 @@ from analysis.scoring.scorecard import (
     TOP1_LO,
 )
 
-#: The report anchor of each scorecard row's evidence (its case's section).
-EVIDENCE = {"wp": "#wp", "peach": "#peach", "fdm": "#fdm"}
+
+def _href(evidence: object) -> str:
+    """The link to a row's evidence: the anchor its case named (:attr:`analysis.registry.Scored.evidence`), else
+    the scorecard itself."""
+    return f"#{evidence}" if isinstance(evidence, str) and evidence else "#scorecard"
+
+
 VERDICT_CSS = {"both": "v-both", "trust for bounds": "v-bounds", "trust for predictions": "v-bounds",
                "trust for ranking": "v-ranking", "undecided": "v-undecided", "neither": "v-neither",
                "not enough data": "v-none"}
@@ -85,7 +90,7 @@ def matrix(card: Any, cases_run: list[str]) -> tuple[list[tuple[str, str]], list
             if r is not None and int(r.get("runs") or 0) == 0 and name in registered:  # rows, none predicted
                 cells.append({"why": registered[name].why_not(case_name, None if wclass == "all" else wclass)})
             elif r is not None:
-                cells.append({"verdict": str(r["verdict"]), "href": EVIDENCE.get(str(r["evidence"]), "#scorecard")})
+                cells.append({"verdict": str(r["verdict"]), "href": _href(r["evidence"])})
             elif name in registered:
                 cells.append({"why": registered[name].why_not(case_name, None if wclass == "all" else wclass)})
             else:
@@ -118,7 +123,7 @@ class ScorecardSection(Section):
         rows, lines = [], ["", "Scorecard (verdict: model, case, platform, workload class):"]
         undecided = []
         for r in card.sort_values(["case", "model", "platform", "workload_class"]).to_dict("records"):
-            href = EVIDENCE.get(str(r["evidence"]), "#scorecard")
+            href = _href(r["evidence"])
             cell = lambda text, css="", href=href: {"text": text, "href": href, "css": css}  # noqa: E731
             pooled = _pooled(r)
             rows.append([
