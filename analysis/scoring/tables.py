@@ -186,6 +186,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "energy_rel_error": ("fraction", "PEACH's predicted energy: (predicted - measured) / measured"),
     "work": ("work_unit", "the workload's work W (flop for MatrixMultiply, byte for MatrixTranspose: see work_unit)"),
     "work_unit": ("", "the unit of work, rates and efficiencies of the row (flop or byte)"),
+    "precision": ("", "the floating-point precision the run's work computed in (float32 or float64)"),
     "rate_measured": ("work_unit/s", "measured rate W / time (the unit per row: see work_unit)"),
     "rate_predicted": ("work_unit/s", "PEACH eq. 7's rate (the unit per row: see work_unit)"),
     "eta_measured": ("work_unit/J", "measured efficiency W / energy (the unit per row: see work_unit)"),
