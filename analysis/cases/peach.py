@@ -14,7 +14,6 @@ workload (its alpha 0 and 1 runs) joins ``projection``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -350,21 +349,15 @@ class PEACHCase(Case):
         compulsory traffic at its precision (a product: ``2 n^3`` flops over three ``n x n`` matrices; a
         transpose has no flops); a group (one curve) takes its workload's class."""
         peach = tables.get("peach_runs")
-        if peach is None or not len(peach) or not {"rate_measured", "rate_predicted"} <= set(peach.columns):
+        if peach is None or not len(peach):
             return None
         n = pd.to_numeric(peach["size"], errors="coerce").astype(float).to_numpy()
         width = peach["precision"].astype(str).map(WIDTH).astype(float).to_numpy()
         product = (peach["workload"].astype(str) == "MatrixMultiply").to_numpy()
         intensity = pd.Series(np.where(product, 2.0 * n / (3.0 * width), 0.0), index=peach.index)
-        model = peach["model"].fillna(MODEL) if "model" in peach else pd.Series(MODEL, index=peach.index)
-        extra = {}
-        if "tightness_replicates" not in peach and "rate_predicted_replicates" in peach:
-            extra["tightness_replicates"] = [
-                [m / r if r else math.nan for r in (rs if isinstance(rs, (list, tuple, np.ndarray)) else [])]
-                for m, rs in zip(peach["rate_measured"].astype(float), peach["rate_predicted_replicates"], strict=True)]
-        runs = with_rounds(peach.assign(case=self.name, model=model, **extra,
+        runs = with_rounds(peach.assign(case=self.name, model=peach["model"].fillna(MODEL),
                                         workload_class=bound_class(intensity, peach["platform"], dict(balance))))
-        runs = runs[~runs["endpoint"].fillna(False).astype(bool)] if "endpoint" in runs else runs
+        runs = runs[~runs["endpoint"].fillna(False).astype(bool)]
         fid = tables.get("peach_fidelity")
         groups = pd.DataFrame(columns=list(GROUP_COLUMNS))
         if fid is not None and len(fid):

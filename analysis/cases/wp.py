@@ -178,7 +178,6 @@ class WPCase(Case):
         return {"fidelity": pd.concat([finish() for finish in fidelity], ignore_index=True), "scaling_fits": fits(),
                 **out}
 
-
     def scored(self, tables: Mapping[str, pd.DataFrame], balance: Mapping[str, float]) -> Scored | None:
         """This case's time rows of ``runs``, classed by their intensity against the host balance; a group of
         alternatives (one size, in ``fidelity``) takes the class of its size's first run: the alternatives split
@@ -187,9 +186,9 @@ class WPCase(Case):
         if runs is None or not len(runs) or "tightness" not in runs:
             return None
         runs = runs[(runs["case"] == self.name) & (runs["quantity"] == "time" if "quantity" in runs else True)]
-        docs = {text: params_doc(text) for text in runs["params"].unique()} if "params" in runs else {}
-        precision = [str(docs[t].get("dtype", self.precision)) if t in docs else self.precision
-                     for t in (runs["params"] if "params" in runs else [None] * len(runs))]
+        # the precision its params name, else the case's (a frame without params: all the case's)
+        precision = runs["params"].map({t: str(params_doc(t).get("dtype", self.precision))
+                                        for t in runs["params"].unique()}) if "params" in runs else self.precision
         runs = with_rounds(runs).assign(workload_class=bound_class(runs["intensity"], runs["platform"], dict(balance)),
                                         precision=precision)
         keys = ["study", "platform", "case", "size"]

@@ -5,8 +5,8 @@ every run with the pooled platform file and, once more, with each replicate's ow
 their own). :func:`attach_replicates` puts each replicate's figure of a row beside the pooled one, as a list
 column ``<figure>_replicates`` (replicate order) in every validation table that has the figure:
 
-- ``tightness`` (the run tables: ``runs``, ``fdm_runs``) and ``rate_predicted`` (``peach_runs``, whose tightness
-  the scorecard forms), from which the scorecard resamples the replicates (:mod:`analysis.scoring.scorecard`);
+- ``tightness`` (every run table) and ``rate_predicted`` (``peach_runs``), from which the scorecard resamples
+  the replicates (:mod:`analysis.scoring.scorecard`);
 - ``kendall_tau`` and ``top1_noise_aware`` (the fidelity tables), whose scorecard intervals then span what the
   replicates give.
 
